@@ -1,0 +1,53 @@
+"""What every command needs: config, workspace, memory service, consoles. Imported lazily by commands."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+if TYPE_CHECKING:
+    from memclaw.config import Config
+    from memclaw.memory import MemoryService
+    from memclaw.workspace import Workspace
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def load(workspace: Path | None = None) -> tuple[Config, Workspace]:
+    from memclaw.config import load_config
+    from memclaw.workspace import resolve_workspace
+
+    cfg = load_config()
+    return cfg, resolve_workspace(cfg, workspace)
+
+
+def open_memory(workspace: Path | None = None) -> MemoryService:
+    from memclaw.memory import MemoryService
+
+    cfg, ws = load(workspace)
+    return MemoryService(ws, cfg)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def progress_bar(description: str, total: int):
+    """A rich progress bar on stderr; returns (context manager, advance callable)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    prog = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    )
+    task = prog.add_task(description, total=total)
+    return prog, lambda n=1: prog.advance(task, n)

@@ -1,0 +1,170 @@
+"""The `memclaw` console script. Heavy libraries are imported inside commands, so `--help` stays fast.
+
+Errors: every MemclawError becomes one line on stderr and its exit code, here and nowhere else.
+Exit codes: 0 ok, 1 other error, 2 usage/config/workspace, 3 memory files or index, 4 vector store
+unreachable, 5 LLM unavailable, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from memclaw.runtime import set_offline_env, setup_logging
+
+set_offline_env()
+
+app = typer.Typer(
+    name="memclaw",
+    help="A personal AI assistant with real long-term memory: Markdown memory, hybrid recall, sender-aware context.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+memory_app = typer.Typer(help="Manage the Markdown memory and its derived index.", no_args_is_help=True)
+bench_app = typer.Typer(help="Recall-quality and performance benchmarks.", no_args_is_help=True)
+app.add_typer(memory_app, name="memory")
+app.add_typer(bench_app, name="bench")
+
+WorkspaceOpt = Annotated[
+    Path | None, typer.Option("--workspace", "-w", help="Workspace directory (default: from config).")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+SenderOpt = Annotated[
+    str | None,
+    typer.Option("--sender", help="Act for this outside sender (e.g. discord:1234); default: the owner."),
+]
+
+
+@app.callback()
+def _root(
+    verbose: Annotated[
+        int, typer.Option("--verbose", "-v", count=True, help="More logging (-vv for debug).")
+    ] = 0,
+) -> None:
+    setup_logging(verbose)
+
+
+@app.command()
+def onboard(
+    workspace: WorkspaceOpt = None,
+    demo: Annotated[bool, typer.Option("--demo", help="Also fill the workspace with demo memories.")] = False,
+) -> None:
+    """Create the config and a workspace (idempotent: never overwrites a file you edited)."""
+    from memclaw.cli import memory_cmds
+
+    memory_cmds.onboard(workspace, demo)
+
+
+@app.command()
+def demo(
+    workspace: WorkspaceOpt = None,
+    queries: Annotated[
+        list[str] | None, typer.Argument(help="Queries to run (default: a few examples).")
+    ] = None,
+) -> None:
+    """Build a demo workspace with a few dozen memories, index it, and show `memclaw recall` on it."""
+    from memclaw.cli import memory_cmds
+
+    memory_cmds.demo(workspace, queries or [])
+
+
+@app.command()
+def recall(
+    query: Annotated[str, typer.Argument(help="What to recall.")],
+    k: Annotated[int | None, typer.Option("--k", "-k", min=1, max=200, help="How many memories.")] = None,
+    sender: SenderOpt = None,
+    mode: Annotated[str | None, typer.Option("--mode", help="hybrid | bm25 | vector")] = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="Only fact or history.")] = None,
+    json_out: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Show exactly what memory retrieval returns for a query, and why (each signal's rank and score)."""
+    from memclaw.cli import memory_cmds
+
+    memory_cmds.recall(query, k, sender, mode, kind, json_out, workspace)
+
+
+@memory_app.command("sync")
+def memory_sync(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) -> None:
+    """Index new, edited and deleted memories (incremental; also runs before recall)."""
+    from memclaw.cli import memory_cmds
+
+    memory_cmds.sync(workspace, json_out)
+
+
+@memory_app.command("reindex")
+def memory_reindex(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) -> None:
+    """Rebuild the whole index from the Markdown."""
+    from memclaw.cli import memory_cmds
+
+    memory_cmds.reindex(workspace, json_out)
+
+
+@memory_app.command("add")
+def memory_add(
+    text: Annotated[str, typer.Argument(help="The fact to remember.")],
+    sender: SenderOpt = None,
+    section: Annotated[str | None, typer.Option("--section", help="Heading to file it under.")] = None,
+    workspace: WorkspaceOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Append a fact to the right MEMORY.md and index it."""
+    from memclaw.cli import memory_cmds
+
+    memory_cmds.add(text, sender, section, workspace, json_out)
+
+
+@memory_app.command("stats")
+def memory_stats(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) -> None:
+    """Counts per scope and kind, index freshness and model."""
+    from memclaw.cli import memory_cmds
+
+    memory_cmds.stats(workspace, json_out)
+
+
+@memory_app.command("migrate")
+def memory_migrate(
+    to: Annotated[str, typer.Option("--to", help="Chroma server URL, e.g. http://127.0.0.1:8000")],
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Copy the embedded index to a Chroma server."""
+    from memclaw.cli import memory_cmds
+
+    memory_cmds.migrate(to, workspace)
+
+
+def run() -> None:
+    """Console-script entry point: the one place errors become messages and exit codes."""
+    from memclaw.errors import MemclawError
+
+    try:
+        app(standalone_mode=False)
+    except MemclawError as e:
+        typer.echo(f"Error: {e}", err=True)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        typer.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as e:  # click usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(e, click.exceptions.Exit):
+            sys.exit(e.exit_code)
+        if isinstance(e, click.ClickException):
+            e.show()
+            sys.exit(e.exit_code)
+        if isinstance(e, click.exceptions.Abort):
+            typer.echo("Aborted.", err=True)
+            sys.exit(1)
+        raise
+
+
+if __name__ == "__main__":
+    run()

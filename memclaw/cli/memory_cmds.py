@@ -1,0 +1,139 @@
+"""`memclaw recall`, `memclaw memory ...`, `memclaw onboard`: thin wrappers over MemoryService."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memclaw.cli.common import console, err_console, load, open_memory, print_json, progress_bar
+from memclaw.units import sender_scope
+
+
+def onboard(workspace: Path | None, demo: bool) -> None:
+    from memclaw.config import memclaw_home
+    from memclaw.workspace import build_demo_workspace
+    from memclaw.workspace import onboard as do_onboard
+
+    report = do_onboard(memclaw_home(), workspace)
+    if demo:
+        build_demo_workspace(report.workspace)
+    for p in report.created:
+        console.print(f"[green]created[/] {p}")
+    for p in report.kept:
+        console.print(f"[dim]kept   {p}[/]")
+    console.print(f"Workspace ready at [bold]{report.workspace}[/]")
+
+
+def demo(workspace: Path | None, queries: list[str]) -> None:
+    from memclaw.config import Config, memclaw_home
+    from memclaw.memory import MemoryService
+    from memclaw.render import recall_table
+    from memclaw.workspace import build_demo_workspace, demo_queries
+
+    root = workspace or memclaw_home() / "demo"
+    ws = build_demo_workspace(root)
+    mem = MemoryService(ws, Config(workspace=root))
+    _with_progress(mem, full=False)
+    console.print(
+        f"Demo workspace: [bold]{ws.root}[/] ({sum(len(mem._parse(s)) for s in ws.scopes())} memories)"
+    )
+    for q in queries or demo_queries():
+        result = mem.recall_detailed(q, k=5)
+        console.print(recall_table(result))
+    console.print(f'Try: memclaw recall "your question" --workspace {ws.root}')
+
+
+def recall(
+    query: str,
+    k: int | None,
+    sender: str | None,
+    mode: str | None,
+    kind: str | None,
+    json_out: bool,
+    workspace: Path | None,
+) -> None:
+    mem = open_memory(workspace)
+    scope = sender_scope(sender)
+    result = mem.recall_detailed(query, scope=scope, k=k, mode=mode, kind=kind)
+    for w in result.warnings:
+        err_console.print(f"[yellow]warning:[/] {w}")
+    if json_out:
+        print_json([h.to_json() for h in result.hits])
+        return
+    from memclaw.render import recall_table
+
+    if not result.hits:
+        console.print(f"No memories in scope [bold]{scope}[/] match {query!r} above the relevance floor.")
+        return
+    console.print(recall_table(result))
+
+
+def sync(workspace: Path | None, json_out: bool) -> None:
+    mem = open_memory(workspace)
+    reports = _with_progress(mem, full=False)
+    _print_reports(reports, json_out)
+
+
+def reindex(workspace: Path | None, json_out: bool) -> None:
+    mem = open_memory(workspace)
+    reports = _with_progress(mem, full=True)
+    _print_reports(reports, json_out)
+
+
+def _with_progress(mem, *, full: bool):
+    total = sum(len(mem._parse(s)) for s in mem.workspace.scopes())
+    prog, advance = progress_bar("embedding memories", total)
+    with prog:
+        return mem.sync(full=full, progress=advance)
+
+
+def _print_reports(reports, json_out: bool) -> None:
+    rows = [
+        {
+            "scope": r.scope,
+            "added": r.added,
+            "updated": r.updated,
+            "removed": r.removed,
+            "unchanged": r.unchanged,
+            "rebuilt": r.rebuilt,
+        }
+        for r in reports
+    ]
+    if json_out:
+        print_json(rows)
+        return
+    for r in reports:
+        for w in r.warnings:
+            err_console.print(f"[yellow]warning:[/] {w}")
+    from memclaw.render import sync_table
+
+    console.print(sync_table(rows))
+
+
+def add(text: str, sender: str | None, section: str | None, workspace: Path | None, json_out: bool) -> None:
+    mem = open_memory(workspace)
+    unit = mem.add_fact(text, scope=sender_scope(sender), section=section)
+    if json_out:
+        print_json(
+            {"id": unit.id, "text": unit.text, "scope": unit.scope, "source": f"{unit.source}:{unit.line}"}
+        )
+    else:
+        console.print(f"remembered [bold]{unit.id}[/] in {unit.source}:{unit.line}")
+
+
+def stats(workspace: Path | None, json_out: bool) -> None:
+    mem = open_memory(workspace)
+    data = mem.stats()
+    if json_out:
+        print_json(data)
+        return
+    from memclaw.render import stats_table
+
+    console.print(stats_table(data))
+
+
+def migrate(to: str, workspace: Path | None) -> None:
+    from memclaw.migrate import migrate_to_server
+
+    cfg, ws = load(workspace)
+    n = migrate_to_server(ws, cfg, to, console=err_console)
+    console.print(f"migrated {n} memories to {to}; set memory.chroma_url = {to!r} to use it")

@@ -1,0 +1,205 @@
+"""Configuration: pydantic models, a TOML or JSON file under MEMCLAW_HOME, and environment overrides.
+
+Precedence, highest first: environment (`MEMCLAW_<SECTION>__<KEY>`, e.g. `MEMCLAW_AGENT__MODEL`), the config
+file (`$MEMCLAW_HOME/config.toml` or `config.json`), defaults. Unknown keys and wrong types fail loudly with
+the key and the file named; nothing silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from memclaw.errors import ConfigError
+
+ENV_PREFIX = "MEMCLAW_"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class EmbeddingsConfig(_Section):
+    model: str = "all-MiniLM-L6-v2"
+    """A name from embeddings/registry.toml, or any sentence-transformers model name or local path."""
+    backend: Literal["auto", "onnx", "torch"] = "auto"
+    """auto: the cached ONNX export when present (fast start), else sentence-transformers (torch)."""
+    batch_size: int = Field(64, ge=1, le=4096)
+    cache_dir: Path | None = None
+    """Where ONNX exports are cached; default: the repository's embeddings/cache, else $MEMCLAW_HOME/models."""
+
+
+class MemoryConfig(_Section):
+    chroma_url: str | None = None
+    """Use a Chroma server (chromadb.HttpClient) instead of the embedded store, e.g. http://127.0.0.1:8000."""
+    chroma_headers: dict[str, SecretStr] = Field(default_factory=dict)
+    """Extra HTTP headers for the Chroma server (e.g. Authorization); never printed."""
+    index_dir: Path | None = None
+    """Where the derived index lives; default <workspace>/.memclaw-index."""
+    auto_sync: bool = True
+    """Sync the index from the Markdown before recall when the files changed."""
+
+
+class RecallConfig(_Section):
+    k: int = Field(8, ge=1, le=200)
+    mode: Literal["hybrid", "bm25", "vector"] = "hybrid"
+    fusion: Literal["rrf", "weighted"] = "rrf"
+    rrf_k: int = Field(60, ge=1)
+    bm25_weight: float = Field(1.0, ge=0)
+    vector_weight: float = Field(1.0, ge=0)
+    candidates: int = Field(50, ge=1, le=2000)
+    min_similarity: float = Field(0.25, ge=-1, le=1)
+    """Vector hits below this cosine similarity are not evidence of relevance."""
+    min_bm25: float = Field(0.0, ge=0)
+    """BM25 hits at or below this score are not evidence of relevance."""
+    recency_half_life_days: float | None = Field(None, gt=0)
+    """If set, history entries (never facts) are boosted by recency with this half-life."""
+    link_sessions: bool = True
+    """A matching fact lifts the history entry of the same session (same date)."""
+
+
+class AgentConfig(_Section):
+    model: str = "openai/gpt-4o-mini"
+    api_base: str | None = None
+    api_key: SecretStr | None = None
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(3, ge=0, le=10)
+    max_tool_iterations: int = Field(20, ge=1, le=200)
+    memory_window: int = Field(50, ge=4)
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_tokens: int = Field(2048, ge=16)
+    context_window: int | None = Field(None, ge=512)
+    """Override the model's context window (tokens)."""
+    model_overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Per-model settings, e.g. {"ollama/llama3": {"context_window": 8192}}."""
+    name: str = "memclaw"
+    exec_timeout_s: float = Field(30.0, gt=0)
+    exec_enabled: bool = True
+    restrict_to_workspace: bool = True
+
+
+class ContextConfig(_Section):
+    recall_k: int = Field(6, ge=0, le=50)
+    reply_reserve: int = Field(2048, ge=0)
+    timezone: str | None = None
+    """IANA name (e.g. Europe/Berlin); default: the machine's local zone."""
+    followup_max_words: int = Field(4, ge=0)
+    """Messages this short are recalled together with the previous user turn ("and then?")."""
+
+
+class DiscordConfig(_Section):
+    token: SecretStr | None = None
+    allow_from: list[str] = Field(default_factory=list)
+    guilds: list[str] = Field(default_factory=list)
+    channels: list[str] = Field(default_factory=list)
+    always_answer_channels: list[str] = Field(default_factory=list)
+
+
+class ChannelsConfig(_Section):
+    discord: DiscordConfig = Field(default_factory=DiscordConfig)
+
+
+class Config(BaseSettings):
+    """The whole configuration."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_assignment=True,
+    )
+
+    workspace: Path | None = None
+    """Default workspace; default $MEMCLAW_HOME/workspace."""
+    owners: dict[str, list[str]] = Field(default_factory=dict)
+    """Owner ids per channel, e.g. {"discord": ["123456789"]}. The CLI is always the owner."""
+    embeddings: EmbeddingsConfig = Field(default_factory=EmbeddingsConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    recall: RecallConfig = Field(default_factory=RecallConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    context: ContextConfig = Field(default_factory=ContextConfig)
+    channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # env beats the file (passed as init kwargs by load_config); no dotenv, no secrets dir.
+        return (env_settings, init_settings)
+
+
+def memclaw_home() -> Path:
+    return Path(os.environ.get("MEMCLAW_HOME") or Path.home() / ".memclaw").expanduser()
+
+
+def config_path(home: Path | None = None) -> Path | None:
+    """The config file in use: config.toml, else config.json, else None."""
+    home = home or memclaw_home()
+    for name in ("config.toml", "config.json"):
+        p = home / name
+        if p.exists():
+            return p
+    return None
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"cannot read config {path}: {e.strerror}; fix its permissions") from e
+    try:
+        text = raw.decode("utf-8")
+        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"config {path} is not UTF-8 text; re-save it as UTF-8") from e
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
+        raise ConfigError(f"config {path} is not valid {path.suffix[1:].upper()}: {e}") from e
+    if not isinstance(data, dict):
+        raise ConfigError(f"config {path} must hold a table/object at the top level")
+    return data
+
+
+def _describe(err: ValidationError, origin: str) -> str:
+    first = err.errors()[0]
+    key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    msg = first["msg"]
+    if first["type"] == "extra_forbidden":
+        msg = "unknown key (check the spelling against `memclaw config --defaults`)"
+    more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
+    return f"invalid config key '{key}' in {origin}: {msg}{more}"
+
+
+def load_config(home: Path | None = None, *, path: Path | None = None) -> Config:
+    """Load and validate the config. Raises ConfigError naming the key and the file."""
+    path = path or config_path(home)
+    data = _read_file(path) if path else {}
+    origin = str(path) if path else "environment"
+    try:
+        return Config(**data)
+    except ValidationError as e:
+        # Tell whether the bad key came from the environment or the file.
+        env_keys = [k for k in os.environ if k.startswith(ENV_PREFIX) and k != "MEMCLAW_HOME"]
+        if env_keys:
+            try:
+                Config.model_validate(data)
+            except ValidationError:
+                pass
+            else:
+                origin = "environment (" + ", ".join(sorted(env_keys)) + ")"
+        raise ConfigError(_describe(e, origin)) from None
+
+
+def dump_config(cfg: Config) -> dict[str, Any]:
+    """The effective config as plain data, secrets masked."""
+    return json.loads(cfg.model_dump_json())

@@ -1,0 +1,78 @@
+"""Every error memclaw raises on purpose. Each message names the fix.
+
+The CLI turns these into a one-line message and the exit code below, in one place (memclaw.cli.main).
+"""
+
+from __future__ import annotations
+
+
+class MemclawError(Exception):
+    """Base class. `exit_code` is what the CLI exits with."""
+
+    exit_code = 1
+
+
+class ConfigError(MemclawError):
+    """The config file or an environment override is invalid."""
+
+    exit_code = 2
+
+
+class WorkspaceError(MemclawError):
+    """No workspace, or it cannot be read or written."""
+
+    exit_code = 2
+
+
+class InvalidSenderError(MemclawError):
+    """A sender id that cannot name a memory scope safely."""
+
+    exit_code = 2
+
+
+class MemoryFileError(MemclawError):
+    """A memory Markdown file cannot be read or written."""
+
+    exit_code = 3
+
+
+class EmbeddingError(MemclawError):
+    """The embedding model is missing, unverifiable or failed."""
+
+    exit_code = 3
+
+
+class IndexError_(MemclawError):
+    """The derived index cannot be opened or updated (it can always be rebuilt from the Markdown)."""
+
+    exit_code = 3
+
+
+class VectorStoreUnavailable(MemclawError):
+    """The vector store (e.g. a Chroma server) cannot be reached."""
+
+    exit_code = 4
+
+
+class SkillError(MemclawError):
+    """A SKILL.md file is broken (skipped with a warning, never fatal)."""
+
+    exit_code = 2
+
+
+class LLMError(MemclawError):
+    """The LLM stayed unavailable or kept returning junk."""
+
+    exit_code = 5
+
+
+class SessionError(MemclawError):
+    """A session file cannot be read or written."""
+
+    exit_code = 3
+
+
+class UsageError(MemclawError):
+    """The command was called with arguments that cannot work."""
+
+    exit_code = 2

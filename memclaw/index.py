@@ -1,0 +1,190 @@
+"""The derived index of one workspace: per scope, a Chroma collection, a BM25 index and a unit table.
+
+Everything here is derived from the Markdown and rebuildable at any time. Sync is incremental: only new,
+edited or deleted units are embedded or removed (content hashes). The index records the embedder and
+tokenizer fingerprints it was built with; a change of either triggers a full rebuild. A missing, corrupted
+or half-written index is detected and rebuilt from the Markdown with a warning, losing nothing.
+
+On-disk layout under the index dir:
+    manifest.json               format version, embedder + tokenizer fingerprints, namespace
+    chroma/                     the embedded Chroma store (unless memory.chroma_url is set)
+    scopes/<key>/state.pkl      the scope's unit table and the file signatures it was built from
+    scopes/<key>/lexical.bm25   the scope's BM25 index
+    scopes/<key>/DIRTY          present while a sync is writing; forces a reconcile after a crash
+    sync.lock                   serialises writers across processes
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import pickle
+import shutil
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from memclaw.errors import IndexError_, MemclawError
+from memclaw.units import MemoryUnit
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+_STATE_MAGIC = b"MEMCLAW-STATE-1\n"
+
+Progress = Callable[[int], None]
+
+
+@dataclass
+class SyncReport:
+    scope: str
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    rebuilt: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.removed or self.rebuilt)
+
+
+@dataclass
+class ScopeState:
+    """What the index holds for one scope: the units and the file signatures they were parsed from."""
+
+    scope: str
+    signatures: dict[str, tuple | None]
+    units: dict[str, MemoryUnit]
+    hashes: dict[str, str]
+    links: dict[str, list[str]] = field(default_factory=dict)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write a file so that readers see either the old or the new content, never a torn one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    with contextlib.suppress(OSError):
+        dfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def scope_key(scope: str) -> str:
+    return hashlib.sha256(scope.encode("utf-8")).hexdigest()[:16]
+
+
+class IndexLayout:
+    """Paths of the index directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "manifest.json"
+
+    @property
+    def chroma_dir(self) -> Path:
+        return self.root / "chroma"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.root / "sync.lock"
+
+    def scope_dir(self, scope: str) -> Path:
+        return self.root / "scopes" / scope_key(scope)
+
+    def state_file(self, scope: str) -> Path:
+        return self.scope_dir(scope) / "state.pkl"
+
+    def lexical_file(self, scope: str) -> Path:
+        return self.scope_dir(scope) / "lexical.bm25"
+
+    def dirty_file(self, scope: str) -> Path:
+        return self.scope_dir(scope) / "DIRTY"
+
+    @contextlib.contextmanager
+    def writer_lock(self) -> Iterator[None]:
+        """Exclusive across processes (fcntl) for the duration of a sync."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.lock_file, "a+") as f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def save_state(path: Path, state: ScopeState) -> None:
+    body = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+    digest = hashlib.sha256(body).digest()
+    atomic_write_bytes(path, _STATE_MAGIC + digest + body)
+
+
+def load_state(path: Path) -> ScopeState | None:
+    """The saved state, None if absent. Raises IndexError_ if it is corrupted."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise IndexError_(f"cannot read index state {path}: {e.strerror}") from e
+    n = len(_STATE_MAGIC)
+    if not raw.startswith(_STATE_MAGIC) or len(raw) < n + 32:
+        raise IndexError_(f"index state {path} is corrupted (bad header)")
+    digest, body = raw[n : n + 32], raw[n + 32 :]
+    if hashlib.sha256(body).digest() != digest:
+        raise IndexError_(f"index state {path} is corrupted (checksum mismatch)")
+    try:
+        state = pickle.loads(body)
+    except Exception as e:
+        raise IndexError_(f"index state {path} is corrupted ({type(e).__name__})") from e
+    if not isinstance(state, ScopeState):
+        raise IndexError_(f"index state {path} is corrupted (unexpected content)")
+    return state
+
+
+def read_manifest(layout: IndexLayout) -> dict | None:
+    try:
+        data = json.loads(layout.manifest.read_text("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        log.warning("index manifest %s is unreadable (%s); rebuilding the index", layout.manifest, e)
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_manifest(layout: IndexLayout, data: dict) -> None:
+    atomic_write_bytes(layout.manifest, json.dumps(data, indent=2, sort_keys=True).encode())
+
+
+def remove_tree(path: Path) -> None:
+    if path.exists():
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def embed_texts(embedder, texts: list[str], batch_size: int, progress: Progress | None) -> np.ndarray:
+    """Batch-encode, turning any failure into one EmbeddingError-style message."""
+    try:
+        return embedder.encode(texts, batch_size=batch_size, progress=progress)
+    except MemclawError:
+        raise
+    except Exception as e:
+        raise IndexError_(f"embedding {len(texts)} memories failed: {type(e).__name__}: {e}") from e

@@ -1,0 +1,527 @@
+"""MemoryService: one workspace's Markdown memory, its derived index, and hybrid recall over it.
+
+The Markdown is the source of truth. Writes go to the Markdown first (atomically), then the index syncs.
+Recall auto-syncs a scope when its files changed (edits by hand or by the agent's file tools included).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memclaw import index as ix
+from memclaw.config import Config
+from memclaw.errors import IndexError_, UsageError, VectorStoreUnavailable
+from memclaw.fusion import FusionParams, apply_floors, fuse, link_boost, recency_boost
+from memclaw.recall import RecallHit, RecallResult, Signal
+from memclaw.units import OWNER_SCOPE, MemoryUnit
+
+if TYPE_CHECKING:
+    from memclaw.bm25 import LexicalIndex
+    from memclaw.embedding import Embedder
+    from memclaw.memfiles import FactOp
+    from memclaw.store import VectorStore
+    from memclaw.tokenize import Tokenizer
+    from memclaw.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+LINK_WEIGHT = 0.5
+RECENCY_WEIGHT = 0.3
+
+
+class _Scope:
+    """Runtime state of one scope: the unit table, the BM25 index and the state file it came from."""
+
+    def __init__(self, state: ix.ScopeState, lexical: LexicalIndex, state_sig: tuple | None) -> None:
+        self.state = state
+        self.lexical = lexical
+        self.state_sig = state_sig
+
+
+def _sig(path: Path) -> tuple | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+class MemoryService:
+    """Facade over one workspace's memory. Recall may run concurrently with a sync: it reads the previous
+    state until the sync swaps in the new one."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        config: Config,
+        *,
+        embedder: Embedder | None = None,
+        store: VectorStore | None = None,
+        tokenizer: Tokenizer | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self.config = config
+        self._embedder = embedder
+        self._store = store
+        if tokenizer is None:
+            from memclaw.tokenize import Tokenizer
+
+            tokenizer = Tokenizer()
+        self.tokenizer = tokenizer
+        self.layout = ix.IndexLayout(Path(config.memory.index_dir or workspace.index_dir))
+        self._scopes: dict[str, _Scope] = {}
+        self._lock = threading.RLock()  # guards _scopes and in-place lexical updates
+        self._write_lock = threading.Lock()  # one sync at a time in this process
+        self._manifest_checked = False
+
+    # ----- seams -----------------------------------------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            from memclaw.embedding import load_embedder
+
+            self._embedder = load_embedder(self.config.embeddings)
+        return self._embedder
+
+    @property
+    def store(self) -> VectorStore:
+        if self._store is None:
+            from memclaw.store import open_chroma_store
+
+            m = self.config.memory
+            headers = {k: v.get_secret_value() for k, v in m.chroma_headers.items()}
+            self._store = open_chroma_store(
+                path=None if m.chroma_url else self.layout.chroma_dir,
+                url=m.chroma_url,
+                headers=headers,
+                namespace=self.namespace,
+            )
+        return self._store
+
+    @property
+    def namespace(self) -> str:
+        return hashlib.sha256(str(self.workspace.root.resolve()).encode()).hexdigest()[:16]
+
+    def _fingerprints(self) -> dict[str, Any]:
+        return {
+            "format": ix.FORMAT_VERSION,
+            "embedder": self.embedder.fingerprint,
+            "tokenizer": self.tokenizer.fingerprint,
+            "namespace": self.namespace,
+            "store": "server" if self.config.memory.chroma_url else "embedded",
+        }
+
+    # ----- files -----------------------------------------------------------------------------------------
+    def _files(self, scope: str) -> dict[str, tuple[Path, str]]:
+        ws = self.workspace
+        out = {}
+        for path, kind in ((ws.memory_file(scope), "fact"), (ws.history_file(scope), "history")):
+            out[ws.source_of(path)] = (path, kind)
+        return out
+
+    def _signatures(self, scope: str) -> dict[str, tuple | None]:
+        return {src: _sig(path) for src, (path, _k) in self._files(scope).items()}
+
+    def _parse(self, scope: str) -> list[MemoryUnit]:
+        from memclaw.memfiles import read_units
+
+        units: list[MemoryUnit] = []
+        for src, (path, kind) in self._files(scope).items():
+            if path.exists():
+                units.extend(read_units(path, scope=scope, kind=kind, source=src))
+        return units
+
+    # ----- index lifecycle -------------------------------------------------------------------------------
+    def _check_manifest(self) -> None:
+        """Full rebuild when the embedder or tokenizer changed, or the manifest is missing/unreadable."""
+        if self._manifest_checked:
+            return
+        want = self._fingerprints()
+        have = ix.read_manifest(self.layout)
+        if have != want:
+            if have is not None:
+                log.warning("index was built with different settings; rebuilding it from the Markdown")
+            self._wipe_index()
+            ix.write_manifest(self.layout, want)
+        self._manifest_checked = True
+
+    def _wipe_index(self) -> None:
+        with self._lock:
+            self._scopes.clear()
+        if self.config.memory.chroma_url:
+            for scope in self._known_scopes_on_disk():
+                self.store.drop(scope)
+        else:
+            self._store = None
+            ix.remove_tree(self.layout.chroma_dir)
+        ix.remove_tree(self.layout.root / "scopes")
+
+    def _known_scopes_on_disk(self) -> list[str]:
+        out = set(self.workspace.scopes())
+        root = self.layout.root / "scopes"
+        if root.exists():
+            for d in root.iterdir():
+                try:
+                    st = ix.load_state(d / "state.pkl")
+                except IndexError_:
+                    continue
+                if st:
+                    out.add(st.scope)
+        return sorted(out)
+
+    def _load_scope(self, scope: str) -> _Scope | None:
+        """Load a scope's saved state and BM25 index; None if absent or corrupted (caller rebuilds)."""
+        from memclaw.bm25 import InvertedBM25
+
+        sf = self.layout.state_file(scope)
+        try:
+            state = ix.load_state(sf)
+        except IndexError_ as e:
+            log.warning("%s; rebuilding this scope from the Markdown", e)
+            return None
+        if state is None or self.layout.dirty_file(scope).exists():
+            return None
+        try:
+            lexical = InvertedBM25.load(self.layout.lexical_file(scope))
+            if lexical.ids() != set(state.units):
+                raise IndexError_("BM25 index does not match the unit table")
+        except (IndexError_, FileNotFoundError, OSError) as e:
+            log.warning(
+                "BM25 index of scope %s is unusable (%s); rebuilding it from the unit table", scope, e
+            )
+            lexical = self._build_lexical(state.units.values())
+            lexical.save(self.layout.lexical_file(scope))
+        return _Scope(state, lexical, _sig(sf))
+
+    def _build_lexical(self, units) -> LexicalIndex:
+        from memclaw.bm25 import make_lexical_index
+
+        lex = make_lexical_index("inverted")
+        for u in units:
+            lex.add(u.id, self.tokenizer.tokenize(self._lexical_text(u)))
+        return lex
+
+    @staticmethod
+    def _lexical_text(u: MemoryUnit) -> str:
+        return u.text
+
+    @staticmethod
+    def _vector_text(u: MemoryUnit) -> str:
+        return u.text
+
+    def _get_scope(self, scope: str) -> _Scope | None:
+        with self._lock:
+            sc = self._scopes.get(scope)
+        sf = self.layout.state_file(scope)
+        if sc is not None and sc.state_sig == _sig(sf):
+            return sc
+        sc = self._load_scope(scope)  # absent, or another process synced since
+        with self._lock:
+            if sc is not None:
+                self._scopes[scope] = sc
+            else:
+                self._scopes.pop(scope, None)
+        return sc
+
+    def is_fresh(self, scope: str) -> bool:
+        sc = self._get_scope(scope)
+        return sc is not None and sc.state.signatures == self._signatures(scope)
+
+    # ----- sync ------------------------------------------------------------------------------------------
+    def sync(
+        self, scopes: Sequence[str] | None = None, *, full: bool = False, progress: ix.Progress | None = None
+    ) -> list[ix.SyncReport]:
+        """Bring the index in line with the Markdown. `full` rebuilds everything from scratch."""
+        with self._write_lock, self.layout.writer_lock():
+            if full:
+                self._wipe_index()
+                self._manifest_checked = False
+            self._check_manifest()
+            targets = list(scopes) if scopes is not None else self._known_scopes_on_disk()
+            return [self._sync_scope(s, progress) for s in targets]
+
+    def _sync_scope(self, scope: str, progress: ix.Progress | None) -> ix.SyncReport:
+        report = ix.SyncReport(scope)
+        signatures = self._signatures(scope)
+        old = self._get_scope(scope)
+        dirty = self.layout.dirty_file(scope)
+        if old is not None and old.state.signatures == signatures:
+            report.unchanged = len(old.state.units)
+            return report
+        units = self._parse(scope)
+        desired = {u.id: u for u in units}
+        hashes = {u.id: u.content_hash for u in units}
+        if old is None:
+            # No trustworthy state: reconcile with whatever the vector store holds (re-embed only what's missing).
+            report.rebuilt = True
+            try:
+                in_store = self.store.ids(scope)
+            except IndexError_ as e:
+                report.warnings.append(f"{e}; dropping the scope's vectors")
+                self.store.drop(scope)
+                in_store = set()
+            old_hashes = {i: hashes[i] for i in in_store if i in desired}
+            stale_in_store = in_store - set(desired)
+        else:
+            old_hashes = old.state.hashes
+            stale_in_store = set(old.state.units) - set(desired)
+        to_embed = [u for u in units if old_hashes.get(u.id) != u.content_hash]
+        report.added = sum(1 for u in to_embed if u.id not in old_hashes)
+        report.updated = len(to_embed) - report.added
+        report.removed = len(stale_in_store)
+        report.unchanged = len(units) - len(to_embed)
+
+        vectors = None
+        if to_embed:
+            vectors = ix.embed_texts(
+                self.embedder,
+                [self._vector_text(u) for u in to_embed],
+                self.config.embeddings.batch_size,
+                progress,
+            )
+        dirty.parent.mkdir(parents=True, exist_ok=True)
+        dirty.touch()
+        if to_embed:
+            self.store.upsert(
+                scope,
+                [u.id for u in to_embed],
+                vectors,
+                [_metadata(u) for u in to_embed],
+                [u.text for u in to_embed],
+            )
+        if stale_in_store:
+            self.store.delete(scope, sorted(stale_in_store))
+
+        state = ix.ScopeState(scope, signatures, desired, hashes, _session_links(units))
+        if old is None:
+            lexical = self._build_lexical(units)
+        else:
+            lexical = old.lexical
+            with self._lock:  # in-place update; recall holds the same lock while searching
+                for i in stale_in_store:
+                    lexical.remove(i)
+                for u in to_embed:
+                    if u.id in lexical.ids():
+                        lexical.remove(u.id)
+                    lexical.add(u.id, self.tokenizer.tokenize(self._lexical_text(u)))
+        lexical.save(self.layout.lexical_file(scope))
+        ix.save_state(self.layout.state_file(scope), state)
+        dirty.unlink(missing_ok=True)
+        with self._lock:
+            self._scopes[scope] = _Scope(state, lexical, _sig(self.layout.state_file(scope)))
+        if report.changed:
+            log.info("synced %s: +%d ~%d -%d", scope, report.added, report.updated, report.removed)
+        return report
+
+    def ensure_fresh(self, scope: str) -> None:
+        if not self.is_fresh(scope):
+            self.sync([scope])
+
+    # ----- recall ----------------------------------------------------------------------------------------
+    def recall(
+        self,
+        query: str,
+        *,
+        scope: str = OWNER_SCOPE,
+        k: int | None = None,
+        mode: str | None = None,
+        kind: str | None = None,
+    ) -> list[RecallHit]:
+        return self.recall_detailed(query, scope=scope, k=k, mode=mode, kind=kind).hits
+
+    def recall_detailed(
+        self,
+        query: str,
+        *,
+        scope: str = OWNER_SCOPE,
+        k: int | None = None,
+        mode: str | None = None,
+        kind: str | None = None,
+        now: datetime | None = None,
+    ) -> RecallResult:
+        rc = self.config.recall
+        k = k or rc.k
+        mode = mode or rc.mode
+        if mode not in ("hybrid", "bm25", "vector"):
+            raise UsageError(f"unknown recall mode {mode!r}: use hybrid, bm25 or vector")
+        if kind not in (None, "fact", "history"):
+            raise UsageError(f"unknown memory kind {kind!r}: use fact or history")
+        if not query or not query.strip():
+            raise UsageError('empty query: say what to recall, e.g. memclaw recall "where does Anna work"')
+        result = RecallResult(query, scope, mode, [])
+        t0 = time.perf_counter()
+        if self.config.memory.auto_sync:
+            try:
+                self.ensure_fresh(scope)
+            except VectorStoreUnavailable as e:
+                result.warnings.append(f"{e}; recalling from the last synced state")
+        sc = self._get_scope(scope)
+        result.timings_ms["sync_check"] = (time.perf_counter() - t0) * 1000
+        if sc is None or not sc.state.units:
+            return result
+        n_cand = max(rc.candidates, k * 3)
+        bm25_hits: list[tuple[str, float]] = []
+        vec_hits: list[tuple[str, float]] = []
+        if mode in ("hybrid", "bm25"):
+            t = time.perf_counter()
+            tokens = self.tokenizer.tokenize(query)
+            with self._lock:
+                bm25_hits = list(sc.lexical.search(tokens, n_cand)) if tokens else []
+            result.timings_ms["bm25"] = (time.perf_counter() - t) * 1000
+        if mode in ("hybrid", "vector"):
+            t = time.perf_counter()
+            qv = self.embedder.encode([query])[0]
+            result.timings_ms["embed"] = (time.perf_counter() - t) * 1000
+            t = time.perf_counter()
+            try:
+                vec_hits = [(h.id, h.similarity) for h in self.store.query(scope, qv, n_cand)]
+            except VectorStoreUnavailable as e:
+                if mode == "vector":
+                    raise
+                result.warnings.append(f"{e}; recall fell back to BM25 only")
+                log.warning("%s; recall fell back to BM25 only", e)
+            result.timings_ms["vector"] = (time.perf_counter() - t) * 1000
+        units = sc.state.units
+        bm25_hits = [(i, s) for i, s in bm25_hits if i in units]
+        vec_hits = [(i, s) for i, s in vec_hits if i in units]  # ignore vectors orphaned by a crash
+        params = FusionParams(
+            method=rc.fusion,
+            rrf_k=rc.rrf_k,
+            bm25_weight=rc.bm25_weight,
+            vector_weight=rc.vector_weight,
+            min_similarity=rc.min_similarity,
+            min_bm25=rc.min_bm25,
+        )
+        bm25_hits, vec_hits = apply_floors(bm25_hits, vec_hits, params)
+        fused = fuse(bm25_hits, vec_hits, params)
+        if rc.link_sessions and sc.state.links:
+            fused = link_boost(fused, sc.state.links, weight=LINK_WEIGHT)
+        if rc.recency_half_life_days:
+            fused = recency_boost(
+                fused,
+                {i: u.timestamp for i, u in units.items()},
+                {i: u.kind for i, u in units.items()},
+                now=now or datetime.now(),
+                half_life_days=rc.recency_half_life_days,
+                weight=RECENCY_WEIGHT,
+            )
+        seen_text: set[str] = set()
+        for f in fused:
+            u = units[f.id]
+            if kind and u.kind != kind:
+                continue
+            key = " ".join(u.text.lower().split())
+            if key in seen_text:
+                continue
+            seen_text.add(key)
+            result.hits.append(
+                RecallHit(
+                    u,
+                    f.score,
+                    Signal(f.bm25_rank, f.bm25_score),
+                    Signal(f.vector_rank, f.vector_similarity),
+                    dict(f.boosts),
+                )
+            )
+            if len(result.hits) >= k:
+                break
+        result.timings_ms["total"] = (time.perf_counter() - t0) * 1000
+        return result
+
+    # ----- writes ----------------------------------------------------------------------------------------
+    def facts(self, scope: str = OWNER_SCOPE) -> list[MemoryUnit]:
+        return [u for u in self._parse(scope) if u.kind == "fact"]
+
+    def add_fact(self, text: str, *, scope: str = OWNER_SCOPE, section: str | None = None) -> MemoryUnit:
+        from memclaw.memfiles import append_fact
+
+        text = " ".join(text.split())
+        if not text:
+            raise UsageError("empty fact: say what to remember")
+        path = self.workspace.memory_file(scope)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        append_fact(path, text, section=section)
+        self.sync([scope])
+        matches = [u for u in self.facts(scope) if u.text == text]
+        if not matches:
+            raise IndexError_(f"the fact was written to {path} but could not be read back; check the file")
+        return matches[-1]
+
+    def apply_fact_ops(self, scope: str, ops: list[FactOp]) -> Any:
+        from memclaw.memfiles import apply_fact_ops
+
+        path = self.workspace.memory_file(scope)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        result = apply_fact_ops(path, scope, self.workspace.source_of(path), ops)
+        self.sync([scope])
+        return result
+
+    def append_history(self, scope: str, text: str, ts: datetime) -> MemoryUnit:
+        from memclaw.memfiles import append_history
+
+        path = self.workspace.history_file(scope)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        append_history(path, ts, text)
+        self.sync([scope])
+        hist = [u for u in self._parse(scope) if u.kind == "history"]
+        return hist[-1]
+
+    # ----- stats -----------------------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        scopes = {}
+        for scope in self._known_scopes_on_disk():
+            units = self._parse(scope)
+            sc = self._get_scope(scope)
+            counts: dict[str, int] = defaultdict(int)
+            for u in units:
+                counts[u.kind] += 1
+            scopes[scope] = {
+                "facts": counts["fact"],
+                "history": counts["history"],
+                "indexed": len(sc.state.units) if sc else 0,
+                "fresh": bool(sc and sc.state.signatures == self._signatures(scope)),
+            }
+        manifest = ix.read_manifest(self.layout) or {}
+        return {
+            "workspace": str(self.workspace.root),
+            "index_dir": str(self.layout.root),
+            "store": self.config.memory.chroma_url or str(self.layout.chroma_dir),
+            "model": self.config.embeddings.model,
+            "embedder_fingerprint": manifest.get("embedder"),
+            "tokenizer_fingerprint": manifest.get("tokenizer"),
+            "scopes": scopes,
+        }
+
+    def close(self) -> None:
+        with self._lock:
+            self._scopes.clear()
+
+
+def _metadata(u: MemoryUnit) -> dict[str, Any]:
+    md: dict[str, Any] = {"kind": u.kind, "source": u.source, "line": u.line}
+    if u.timestamp:
+        md["ts"] = u.timestamp.isoformat()
+    return md
+
+
+def _session_links(units: Sequence[MemoryUnit]) -> dict[str, list[str]]:
+    """Link each dated fact to the history entries of the same day (its session's summary)."""
+    by_day: dict[str, list[str]] = defaultdict(list)
+    for u in units:
+        if u.kind == "history" and u.timestamp:
+            by_day[u.timestamp.date().isoformat()].append(u.id)
+    links: dict[str, list[str]] = {}
+    for u in units:
+        if u.kind == "fact" and u.timestamp:
+            targets = by_day.get(u.timestamp.date().isoformat())
+            if targets:
+                links[u.id] = targets
+    return links

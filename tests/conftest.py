@@ -1,0 +1,82 @@
+"""Test-wide guards: offline switches, a network guard, and a temp MEMCLAW_HOME for every test."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+
+import pytest
+
+# Offline switches, before any heavy import.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+_real_getaddrinfo = socket.getaddrinfo
+_real_connect = socket.socket.connect
+_LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback", ""}
+
+
+def _is_local(host: object) -> bool:
+    if host is None:
+        return True
+    if isinstance(host, bytes):
+        host = host.decode()
+    host = str(host)
+    if host in _LOCAL_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class OutsideNetworkError(RuntimeError):
+    pass
+
+
+def _guarded_getaddrinfo(host, *args, **kwargs):
+    if not _is_local(host):
+        raise OutsideNetworkError(f"test tried to look up outside host {host!r}: a hidden download?")
+    return _real_getaddrinfo(host, *args, **kwargs)
+
+
+def _guarded_connect(self, address):
+    if self.family in (socket.AF_INET, socket.AF_INET6) and not _is_local(address[0]):
+        raise OutsideNetworkError(f"test tried to connect to {address!r}: a hidden download?")
+    return _real_connect(self, address)
+
+
+socket.getaddrinfo = _guarded_getaddrinfo
+socket.socket.connect = _guarded_connect
+
+
+@pytest.fixture(autouse=True)
+def memclaw_home(tmp_path, monkeypatch):
+    """Every test gets its own MEMCLAW_HOME."""
+    home = tmp_path / "memclaw-home"
+    home.mkdir()
+    monkeypatch.setenv("MEMCLAW_HOME", str(home))
+    for key in list(os.environ):
+        if key.startswith("MEMCLAW_") and key not in ("MEMCLAW_HOME", "MEMCLAW_TEST_CHROMA_URL"):
+            monkeypatch.delenv(key, raising=False)
+    return home
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory):
+    """One real Chroma server for the session (started on first use)."""
+    from tests.chroma_server import ChromaServer
+
+    server = ChromaServer(tmp_path_factory.mktemp("chroma-server")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["embedded", "server"])
+def store_backend(request):
+    """Run a test against the embedded Chroma and against a real Chroma server."""
+    return request.param

@@ -1,0 +1,78 @@
+"""Pure fusion logic: RRF, weighted fusion, floors, links, recency."""
+
+from datetime import datetime, timedelta
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memclaw.fusion import FusionParams, apply_floors, fuse, link_boost, recency_boost
+
+
+def test_rrf_combines_ranks_and_keeps_provenance():
+    p = FusionParams(rrf_k=60)
+    out = fuse([("a", 5.0), ("b", 3.0)], [("b", 0.8), ("c", 0.7)], p)
+    assert [h.id for h in out] == ["b", "a", "c"]
+    b = out[0]
+    assert (b.bm25_rank, b.bm25_score, b.vector_rank, b.vector_similarity) == (2, 3.0, 1, 0.8)
+    assert abs(b.score - (1 / 62 + 1 / 61)) < 1e-12
+
+
+def test_keyword_only_hit_survives_floors():
+    # A hit that only BM25 found (vector similarity too low to be a candidate) is kept on its own evidence.
+    p = FusionParams(min_similarity=0.3)
+    bm, vec = apply_floors([("kw", 2.0)], [("kw", 0.1), ("other", 0.5)], p)
+    out = fuse(bm, vec, p)
+    assert [h.id for h in out] == ["other", "kw"] or [h.id for h in out] == ["kw", "other"]
+    kw = next(h for h in out if h.id == "kw")
+    assert kw.bm25_rank == 1 and kw.vector_rank is None
+
+
+def test_floors_drop_unrelated_vectors_and_zero_bm25():
+    p = FusionParams(min_similarity=0.25)
+    bm, vec = apply_floors([("a", 0.0)], [("x", 0.1)], p)
+    assert bm == [] and vec == []
+
+
+def test_weighted_fusion_normalises_bm25():
+    p = FusionParams(method="weighted", bm25_weight=1.0, vector_weight=1.0)
+    out = fuse([("a", 10.0), ("b", 5.0)], [("b", 0.9)], p)
+    assert out[0].id == "b" and abs(out[0].score - 1.4) < 1e-9
+    assert abs(out[1].score - 1.0) < 1e-9
+
+
+def test_link_boost_lifts_linked_history_entry():
+    p = FusionParams()
+    hits = fuse([("fact1", 3.0), ("h_other", 2.0)], [], p)
+    out = link_boost(hits, {"fact1": ["h_session"]}, weight=0.5)
+    ids = [h.id for h in out]
+    assert "h_session" in ids
+    linked = next(h for h in out if h.id == "h_session")
+    assert linked.boosts["link"] > 0 and linked.bm25_rank is None
+
+
+def test_recency_boost_touches_history_only():
+    now = datetime(2026, 1, 1)
+    p = FusionParams()
+    hits = fuse([("old", 1.0), ("new", 1.0), ("fact", 1.0)], [], p)
+    ts = {"old": now - timedelta(days=400), "new": now - timedelta(days=1), "fact": now}
+    kinds = {"old": "history", "new": "history", "fact": "fact"}
+    out = recency_boost(hits, ts, kinds, now=now, half_life_days=30, weight=0.3)
+    by = {h.id: h for h in out}
+    assert "recency" not in by["fact"].boosts
+    assert by["new"].boosts["recency"] > by["old"].boosts["recency"]
+
+
+ranked = st.lists(
+    st.tuples(st.sampled_from("abcdefgh"), st.floats(0.01, 10)), max_size=8, unique_by=lambda t: t[0]
+)
+
+
+@given(ranked, ranked)
+def test_fusion_is_a_sorted_union_without_duplicates(bm, vec):
+    bm = sorted(bm, key=lambda t: -t[1])
+    vec = sorted([(i, min(s / 10, 1.0)) for i, s in vec], key=lambda t: -t[1])
+    out = fuse(bm, vec, FusionParams())
+    ids = [h.id for h in out]
+    assert len(ids) == len(set(ids))
+    assert set(ids) == {i for i, _ in bm} | {i for i, _ in vec}
+    assert all(out[i].score >= out[i + 1].score for i in range(len(out) - 1))

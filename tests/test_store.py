@@ -1,0 +1,64 @@
+"""The Chroma vector store seam, embedded and client/server, with real Chroma."""
+
+import numpy as np
+import pytest
+
+from memclaw.errors import VectorStoreUnavailable
+from memclaw.store import collection_name, distance_to_similarity, open_chroma_store
+from tests.chroma_server import free_port
+
+
+@pytest.fixture
+def store(store_backend, tmp_path, request):
+    if store_backend == "embedded":
+        return open_chroma_store(path=tmp_path / "chroma", namespace="ns-test")
+    server = request.getfixturevalue("chroma_server")
+    return open_chroma_store(url=server.url, namespace=f"ns-{tmp_path.name}")
+
+
+def _unit(v):
+    v = np.asarray(v, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_distance_conversion():
+    assert distance_to_similarity(0.0, "cosine") == 1.0
+    assert distance_to_similarity(2.0, "cosine") == -1.0
+    assert distance_to_similarity(4.0, "l2") == -1.0
+
+
+def test_collection_names_are_valid_and_distinct():
+    a, b = collection_name("ns", "owner"), collection_name("ns", "people/discord:1")
+    assert a != b and 3 <= len(a) <= 512 and a.replace("-", "").isalnum()
+
+
+def test_upsert_query_returns_cosine_similarity(store):
+    vecs = np.stack([_unit([1, 0, 0]), _unit([0, 1, 0]), _unit([1, 1, 0])])
+    store.upsert("owner", ["a", "b", "c"], vecs, [{"kind": "fact"}] * 3)
+    hits = store.query("owner", _unit([1, 0, 0]), 3)
+    assert [h.id for h in hits] == ["a", "c", "b"]
+    assert hits[0].similarity == pytest.approx(1.0, abs=1e-5)
+    assert hits[1].similarity == pytest.approx(np.sqrt(0.5), abs=1e-4)
+    assert hits[2].similarity == pytest.approx(0.0, abs=1e-5)
+    assert store.ids("owner") == {"a", "b", "c"} and store.count("owner") == 3
+
+
+def test_scopes_are_separate_collections(store):
+    store.upsert("owner", ["secret"], np.stack([_unit([1, 0])]), [{"kind": "fact"}])
+    store.upsert("people/x", ["mine"], np.stack([_unit([1, 0])]), [{"kind": "fact"}])
+    assert [h.id for h in store.query("people/x", _unit([1, 0]), 10)] == ["mine"]
+    assert store.query("people/nobody", _unit([1, 0]), 10) == []
+
+
+def test_delete_and_drop(store):
+    store.upsert("owner", ["a", "b"], np.stack([_unit([1, 0]), _unit([0, 1])]), [{}, {}])
+    store.delete("owner", ["a", "missing"])
+    assert store.ids("owner") == {"b"}
+    store.drop("owner")
+    assert store.ids("owner") == set() and store.count("owner") == 0
+
+
+def test_unreachable_server_is_a_clear_error():
+    with pytest.raises(VectorStoreUnavailable, match="unreachable"):
+        store = open_chroma_store(url=f"http://127.0.0.1:{free_port()}", namespace="n")
+        store.count("owner")
