@@ -49,19 +49,22 @@ class MemoryConfig(_Section):
 class RecallConfig(_Section):
     k: int = Field(8, ge=1, le=200)
     mode: Literal["hybrid", "bm25", "vector"] = "hybrid"
-    fusion: Literal["rrf", "weighted"] = "rrf"
+    fusion: Literal["rrf", "weighted"] = "weighted"
+    """weighted: bm25_weight * normalised BM25 + vector_weight * cosine; rrf: reciprocal-rank fusion."""
     rrf_k: int = Field(60, ge=1)
-    bm25_weight: float = Field(1.0, ge=0)
+    bm25_weight: float = Field(0.7, ge=0)
     vector_weight: float = Field(1.0, ge=0)
     candidates: int = Field(50, ge=1, le=2000)
-    min_similarity: float = Field(0.25, ge=-1, le=1)
+    min_similarity: float = Field(0.2, ge=-1, le=1)
     """Vector hits below this cosine similarity are not evidence of relevance."""
     min_bm25: float = Field(0.0, ge=0)
     """BM25 hits at or below this score are not evidence of relevance."""
     recency_half_life_days: float | None = Field(None, gt=0)
     """If set, history entries (never facts) are boosted by recency with this half-life."""
     link_sessions: bool = True
-    """A matching fact lifts the history entry of the same session (same date)."""
+    """A matching fact lifts the history entry of the same session (same date), and a fact whose session entry
+    already ranks above it is moved down (diversity)."""
+    link_weight: float = Field(1.5, ge=0)
 
 
 class AgentConfig(_Section):

@@ -52,8 +52,15 @@ def fuse(
     bm25: Sequence[tuple[str, float]],
     vector: Sequence[tuple[str, float]],
     p: FusionParams,
+    *,
+    bm25_scale: float | None = None,
 ) -> list[Fused]:
-    """Fuse two best-first candidate lists (already floored). Ties break by id for determinism."""
+    """Fuse two best-first candidate lists (already floored). Ties break by id for determinism.
+
+    rrf: sum of weight / (rrf_k + rank). weighted: `bm25_weight * bm25 / bm25_scale + vector_weight * cosine`,
+    where `bm25_scale` is the query's BM25 upper bound (a unit matching every query term with saturated term
+    frequency scores 1), or the best BM25 score of the list when no bound is given. Weighted fusion keeps each
+    signal's confidence: a strong cosine match is not out-ranked by a unit that is mediocre on both signals."""
     hits: dict[str, Fused] = {}
     for rank, (i, s) in enumerate(bm25, 1):
         h = hits.setdefault(i, Fused(i))
@@ -65,13 +72,11 @@ def fuse(
             h.vector_rank, h.vector_similarity = rank, float(s)
     if p.method == "rrf":
         for h in hits.values():
-            h.score = (
-                _rrf(h.bm25_rank, p.rrf_k) * p.bm25_weight + _rrf(h.vector_rank, p.rrf_k) * p.vector_weight
-            )
+            h.score = _rrf(h.bm25_rank, p.rrf_k) * p.bm25_weight + _rrf(h.vector_rank, p.rrf_k) * p.vector_weight
     else:
-        top_bm25 = max((h.bm25_score or 0.0 for h in hits.values()), default=0.0)
+        scale = bm25_scale or max((h.bm25_score or 0.0 for h in hits.values()), default=0.0)
         for h in hits.values():
-            b = (h.bm25_score or 0.0) / top_bm25 if top_bm25 > 0 else 0.0
+            b = (h.bm25_score or 0.0) / scale if scale > 0 else 0.0
             v = max(0.0, h.vector_similarity or 0.0)
             h.score = p.bm25_weight * b + p.vector_weight * v
     return sorted(hits.values(), key=lambda h: (-h.score, h.id))
@@ -125,3 +130,20 @@ def link_boost(hits: list[Fused], links: Mapping[str, Sequence[str]], *, weight:
         t.score += g
         t.boosts["link"] = g
     return sorted(by_id.values(), key=lambda h: (-h.score, h.id))
+
+
+def demote_redundant(hits: list[Fused], links: Mapping[str, Sequence[str]]) -> list[Fused]:
+    """Diversity: a unit whose linked unit (e.g. its session's history entry, which covers it) already ranks
+    above it is moved after the non-redundant hits, so the top of the list spans more of the past."""
+    ahead: set[str] = set()
+    keep: list[Fused] = []
+    later: list[Fused] = []
+    for h in hits:
+        targets = links.get(h.id, ())
+        if targets and any(t in ahead for t in targets):
+            h.boosts["redundant"] = 0.0
+            later.append(h)
+        else:
+            keep.append(h)
+        ahead.add(h.id)
+    return keep + later

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from memclaw import index as ix
 from memclaw.config import Config
 from memclaw.errors import IndexError_, UsageError, VectorStoreUnavailable
-from memclaw.fusion import FusionParams, apply_floors, fuse, link_boost, recency_boost
+from memclaw.fusion import FusionParams, apply_floors, demote_redundant, fuse, link_boost, recency_boost
+from memclaw.passages import passage_ids, split_passages, unit_of
 from memclaw.recall import RecallHit, RecallResult, Signal
 from memclaw.units import OWNER_SCOPE, MemoryUnit
 
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-LINK_WEIGHT = 0.5
 RECENCY_WEIGHT = 0.3
 
 
@@ -194,9 +194,7 @@ class MemoryService:
             if lexical.ids() != set(state.units):
                 raise IndexError_("BM25 index does not match the unit table")
         except (IndexError_, FileNotFoundError, OSError) as e:
-            log.warning(
-                "BM25 index of scope %s is unusable (%s); rebuilding it from the unit table", scope, e
-            )
+            log.warning("BM25 index of scope %s is unusable (%s); rebuilding it from the unit table", scope, e)
             lexical = self._build_lexical(state.units.values())
             lexical.save(self.layout.lexical_file(scope))
         return _Scope(state, lexical, _sig(sf))
@@ -253,6 +251,7 @@ class MemoryService:
         signatures = self._signatures(scope)
         old = self._get_scope(scope)
         dirty = self.layout.dirty_file(scope)
+        in_store_passages: set[str] = set()
         if old is not None and old.state.signatures == signatures:
             report.unchanged = len(old.state.units)
             return report
@@ -263,12 +262,18 @@ class MemoryService:
             # No trustworthy state: reconcile with whatever the vector store holds (re-embed only what's missing).
             report.rebuilt = True
             try:
-                in_store = self.store.ids(scope)
+                in_store_passages = self.store.ids(scope)
             except IndexError_ as e:
                 report.warnings.append(f"{e}; dropping the scope's vectors")
                 self.store.drop(scope)
-                in_store = set()
-            old_hashes = {i: hashes[i] for i in in_store if i in desired}
+                in_store_passages = set()
+            in_store = {unit_of(pid) for pid in in_store_passages}
+            # A unit counts as present only if all its passages are (a crash may have left some out).
+            old_hashes = {
+                i: hashes[i]
+                for i in in_store
+                if i in desired and set(_passages_of(desired[i], self)) <= in_store_passages
+            }
             stale_in_store = in_store - set(desired)
         else:
             old_hashes = old.state.hashes
@@ -279,26 +284,36 @@ class MemoryService:
         report.removed = len(stale_in_store)
         report.unchanged = len(units) - len(to_embed)
 
+        # Passages: a long unit is embedded as several vectors (see memclaw.passages).
+        p_ids: list[str] = []
+        p_texts: list[str] = []
+        p_meta: list[dict[str, Any]] = []
+        for u in to_embed:
+            parts = split_passages(self._vector_text(u))
+            for pid, text in zip(passage_ids(u.id, len(parts)), parts, strict=True):
+                p_ids.append(pid)
+                p_texts.append(text)
+                p_meta.append(_metadata(u))
+        stale_passages: set[str] = set()
+        if old is None:
+            desired_passages = {pid for u in units for pid in _passages_of(u, self)}
+            stale_passages = in_store_passages - desired_passages
+        else:
+            for uid in stale_in_store:
+                stale_passages.update(_passages_of(old.state.units[uid], self))
+            for u in to_embed:
+                if u.id in old.state.units:
+                    stale_passages.update(set(_passages_of(old.state.units[u.id], self)) - set(p_ids))
+
         vectors = None
-        if to_embed:
-            vectors = ix.embed_texts(
-                self.embedder,
-                [self._vector_text(u) for u in to_embed],
-                self.config.embeddings.batch_size,
-                progress,
-            )
+        if p_texts:
+            vectors = ix.embed_texts(self.embedder, p_texts, self.config.embeddings.batch_size, progress)
         dirty.parent.mkdir(parents=True, exist_ok=True)
         dirty.touch()
-        if to_embed:
-            self.store.upsert(
-                scope,
-                [u.id for u in to_embed],
-                vectors,
-                [_metadata(u) for u in to_embed],
-                [u.text for u in to_embed],
-            )
-        if stale_in_store:
-            self.store.delete(scope, sorted(stale_in_store))
+        if p_ids:
+            self.store.upsert(scope, p_ids, vectors, p_meta, p_texts)
+        if stale_passages:
+            self.store.delete(scope, sorted(stale_passages))
 
         state = ix.ScopeState(scope, signatures, desired, hashes, _session_links(units))
         if old is None:
@@ -306,10 +321,11 @@ class MemoryService:
         else:
             lexical = old.lexical
             with self._lock:  # in-place update; recall holds the same lock while searching
+                present = lexical.ids()
                 for i in stale_in_store:
                     lexical.remove(i)
                 for u in to_embed:
-                    if u.id in lexical.ids():
+                    if u.id in present:
                         lexical.remove(u.id)
                     lexical.add(u.id, self.tokenizer.tokenize(self._lexical_text(u)))
         lexical.save(self.layout.lexical_file(scope))
@@ -382,7 +398,7 @@ class MemoryService:
             result.timings_ms["embed"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
             try:
-                vec_hits = [(h.id, h.similarity) for h in self.store.query(scope, qv, n_cand)]
+                vec_hits = _best_per_unit(self.store.query(scope, qv, n_cand * 2))
             except VectorStoreUnavailable as e:
                 if mode == "vector":
                     raise
@@ -403,7 +419,8 @@ class MemoryService:
         bm25_hits, vec_hits = apply_floors(bm25_hits, vec_hits, params)
         fused = fuse(bm25_hits, vec_hits, params)
         if rc.link_sessions and sc.state.links:
-            fused = link_boost(fused, sc.state.links, weight=LINK_WEIGHT)
+            fused = link_boost(fused, sc.state.links, weight=rc.link_weight)
+            fused = demote_redundant(fused, sc.state.links)
         if rc.recency_half_life_days:
             fused = recency_boost(
                 fused,
@@ -503,6 +520,20 @@ class MemoryService:
     def close(self) -> None:
         with self._lock:
             self._scopes.clear()
+
+
+def _best_per_unit(hits) -> list[tuple[str, float]]:
+    """Passage hits (best first) -> unit hits: a unit's similarity is its best passage's."""
+    best: dict[str, float] = {}
+    for h in hits:
+        uid = unit_of(h.id)
+        if uid not in best:
+            best[uid] = h.similarity
+    return list(best.items())
+
+
+def _passages_of(u: MemoryUnit, svc: MemoryService) -> list[str]:
+    return passage_ids(u.id, len(split_passages(svc._vector_text(u))))
 
 
 def _metadata(u: MemoryUnit) -> dict[str, Any]:

@@ -80,3 +80,13 @@ def chroma_server(tmp_path_factory):
 def store_backend(request):
     """Run a test against the embedded Chroma and against a real Chroma server."""
     return request.param
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The real bundled model, loaded once per test session."""
+    from memclaw.embedding import load_embedder
+
+    from memclaw.config import EmbeddingsConfig
+
+    return load_embedder(EmbeddingsConfig())

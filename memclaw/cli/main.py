@@ -42,9 +42,7 @@ SenderOpt = Annotated[
 
 @app.callback()
 def _root(
-    verbose: Annotated[
-        int, typer.Option("--verbose", "-v", count=True, help="More logging (-vv for debug).")
-    ] = 0,
+    verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="More logging (-vv for debug).")] = 0,
 ) -> None:
     setup_logging(verbose)
 
@@ -63,9 +61,7 @@ def onboard(
 @app.command()
 def demo(
     workspace: WorkspaceOpt = None,
-    queries: Annotated[
-        list[str] | None, typer.Argument(help="Queries to run (default: a few examples).")
-    ] = None,
+    queries: Annotated[list[str] | None, typer.Argument(help="Queries to run (default: a few examples).")] = None,
 ) -> None:
     """Build a demo workspace with a few dozen memories, index it, and show `memclaw recall` on it."""
     from memclaw.cli import memory_cmds
@@ -136,6 +132,55 @@ def memory_migrate(
     from memclaw.cli import memory_cmds
 
     memory_cmds.migrate(to, workspace)
+
+
+@app.command()
+def context(
+    message: Annotated[str, typer.Argument(help="The message to build the prompt for.")],
+    sender: SenderOpt = None,
+    channel: Annotated[str, typer.Option("--channel", help="Channel the message comes from.")] = "cli",
+    json_out: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Show the assembled prompt and the token-budget table: why something was or was not in the prompt."""
+    from memclaw.cli.context_cmd import context_command
+
+    context_command(message, sender, channel, json_out, workspace)
+
+
+@app.command()
+def agent(
+    message: Annotated[str, typer.Option("--message", "-m", help="One message; prints the reply.")],
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Send one message to the assistant (you are the owner) and print its reply."""
+    from memclaw.cli.agent_cmd import agent_command
+
+    agent_command(message, workspace)
+
+
+@app.command()
+def chat(workspace: WorkspaceOpt = None) -> None:
+    """Talk to the assistant in the terminal (you are the owner)."""
+    from memclaw.cli.agent_cmd import chat_command
+
+    chat_command(workspace)
+
+
+@app.command()
+def gateway(workspace: WorkspaceOpt = None) -> None:
+    """Run the Discord channel, the agent loop and the memory (token from MEMCLAW_DISCORD_TOKEN or config)."""
+    from memclaw.cli.gateway_cmd import gateway_command
+
+    gateway_command(workspace)
+
+
+@app.command()
+def status(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) -> None:
+    """Config, model, workspace, memory counts per scope, index freshness, configured channels."""
+    from memclaw.cli import memory_cmds
+
+    memory_cmds.status(workspace, json_out)
 
 
 def run() -> None:

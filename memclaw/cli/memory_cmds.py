@@ -33,9 +33,7 @@ def demo(workspace: Path | None, queries: list[str]) -> None:
     ws = build_demo_workspace(root)
     mem = MemoryService(ws, Config(workspace=root))
     _with_progress(mem, full=False)
-    console.print(
-        f"Demo workspace: [bold]{ws.root}[/] ({sum(len(mem._parse(s)) for s in ws.scopes())} memories)"
-    )
+    console.print(f"Demo workspace: [bold]{ws.root}[/] ({sum(len(mem._parse(s)) for s in ws.scopes())} memories)")
     for q in queries or demo_queries():
         result = mem.recall_detailed(q, k=5)
         console.print(recall_table(result))
@@ -113,9 +111,7 @@ def add(text: str, sender: str | None, section: str | None, workspace: Path | No
     mem = open_memory(workspace)
     unit = mem.add_fact(text, scope=sender_scope(sender), section=section)
     if json_out:
-        print_json(
-            {"id": unit.id, "text": unit.text, "scope": unit.scope, "source": f"{unit.source}:{unit.line}"}
-        )
+        print_json({"id": unit.id, "text": unit.text, "scope": unit.scope, "source": f"{unit.source}:{unit.line}"})
     else:
         console.print(f"remembered [bold]{unit.id}[/] in {unit.source}:{unit.line}")
 
@@ -137,3 +133,41 @@ def migrate(to: str, workspace: Path | None) -> None:
     cfg, ws = load(workspace)
     n = migrate_to_server(ws, cfg, to, console=err_console)
     console.print(f"migrated {n} memories to {to}; set memory.chroma_url = {to!r} to use it")
+
+
+def status(workspace: Path | None, json_out: bool) -> None:
+    from memclaw.config import config_path, dump_config
+
+    mem = open_memory(workspace)
+    cfg = mem.config
+    discord = cfg.channels.discord
+    data = {
+        "config_file": str(config_path()) if config_path() else None,
+        "model": cfg.agent.model,
+        "embedding_model": cfg.embeddings.model,
+        "workspace": str(mem.workspace.root),
+        "memory": mem.stats(),
+        "channels": {
+            "cli": {"configured": True, "owner": True},
+            "discord": {
+                "configured": discord.token is not None,
+                "owners": len(cfg.owners.get("discord", [])),
+                "allow_from": len(discord.allow_from),
+                "guilds": len(discord.guilds),
+                "channels": len(discord.channels),
+            },
+        },
+        "config": dump_config(cfg),
+    }
+    if json_out:
+        print_json(data)
+        return
+    from memclaw.render import stats_table
+
+    console.print(f"[bold]config[/]    {data['config_file'] or '(defaults + environment)'}")
+    console.print(f"[bold]model[/]     {data['model']}   [bold]embeddings[/] {data['embedding_model']}")
+    console.print(f"[bold]workspace[/] {data['workspace']}")
+    d = data["channels"]["discord"]
+    state = "configured" if d["configured"] else "not configured (set MEMCLAW_DISCORD_TOKEN)"
+    console.print(f"[bold]discord[/]   {state}; {d['owners']} owner id(s), {d['allow_from']} allowed user(s)")
+    console.print(stats_table(data["memory"]))

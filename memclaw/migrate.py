@@ -1,0 +1,65 @@
+"""`memclaw memory migrate --to URL`: copy an embedded index to a Chroma server.
+
+Vectors are copied as they are (no re-embedding); a scope whose embedded collection is missing or unreadable is
+rebuilt on the server from the Markdown instead. Afterwards the index manifest says "server", so setting
+`memory.chroma_url` to the same URL uses the copy without a rebuild.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from memclaw import index as ix
+from memclaw.config import Config
+from memclaw.errors import IndexError_
+from memclaw.workspace import Workspace
+
+_PAGE = 2000
+
+
+def migrate_to_server(ws: Workspace, cfg: Config, url: str, *, console: Any = None) -> int:
+    from memclaw.memory import MemoryService
+    from memclaw.store import ChromaStore, open_chroma_store
+
+    local = MemoryService(ws, cfg.model_copy(update={"memory": cfg.memory.model_copy(update={"chroma_url": None})}))
+    local.sync()
+    src = local.store
+    assert isinstance(src, ChromaStore)
+    headers = {k: v.get_secret_value() for k, v in cfg.memory.chroma_headers.items()}
+    dst = open_chroma_store(url=url, headers=headers, namespace=local.namespace)
+    copied = 0
+    for scope in local._known_scopes_on_disk():
+        dst.drop(scope)
+        try:
+            copied += _copy_scope(src, dst, scope)
+        except IndexError_:
+            if console is not None:
+                console.print(f"[yellow]warning:[/] scope {scope}: embedded copy unreadable; rebuilding on the server")
+            server_cfg = cfg.model_copy(update={"memory": cfg.memory.model_copy(update={"chroma_url": url})})
+            remote = MemoryService(ws, server_cfg, embedder=local.embedder)
+            copied += sum(r.added for r in remote.sync([scope], full=False))
+    manifest = ix.read_manifest(local.layout) or {}
+    manifest["store"] = "server"
+    ix.write_manifest(local.layout, manifest)
+    return copied
+
+
+def _copy_scope(src: Any, dst: Any, scope: str) -> int:
+    col = src._collection(scope, create=False)
+    if col is None:
+        return 0
+    n = 0
+    offset = 0
+    while True:
+        page = col.get(include=["embeddings", "metadatas", "documents"], limit=_PAGE, offset=offset)
+        ids = page["ids"]
+        if ids:
+            dst.upsert(
+                scope, ids, np.asarray(page["embeddings"], dtype=np.float32), page["metadatas"], page["documents"]
+            )
+            n += len(ids)
+        if len(ids) < _PAGE:
+            return n
+        offset += _PAGE
