@@ -1,0 +1,270 @@
+"""LongMemEval (Wu et al., ICLR 2025) retrieval benchmark: loader, converter and runner.
+
+Format (`longmemeval_s_cleaned.json`, `longmemeval_oracle.json`): a JSON list of questions with `question_id`,
+`question_type`, `question`, `answer`, `question_date`, `haystack_session_ids`, `haystack_dates`,
+`haystack_sessions` (each a list of turns `{role, content, has_answer?}`) and `answer_session_ids`.
+
+Official retrieval protocol: one HISTORY.md entry per haystack session, stamped with the session's date, whose
+text is the session's user turns joined (one line per turn); questions whose id ends in `_abs` and questions with
+no user turn marked `has_answer` are skipped; a session is relevant when one of its user turns has `has_answer`.
+One workspace per question, removed as soon as it is scored. The file is loaded once with `json` (a 250 MB file
+fits easily in memory); each question is converted lazily.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memclaw.bench import metrics as M
+from memclaw.errors import UsageError
+
+if TYPE_CHECKING:
+    from memclaw.bench.systems import SystemSpec
+    from memclaw.config import Config
+    from memclaw.embedding import Embedder
+
+SESSIONS_PER_SECOND = 10.0  # embedding long sessions on 2 cores, for the up-front estimate
+_DATE = re.compile(r"(\d{4})[/-](\d{1,2})[/-](\d{1,2})(?:\s*\([A-Za-z]+\))?(?:\s+(\d{1,2}):(\d{2}))?")
+
+
+def parse_lme_date(text: str) -> datetime:
+    """ "2023/05/20 (Sat) 02:21" -> 2023-05-20 02:21."""
+    m = _DATE.search(str(text))
+    if not m:
+        raise UsageError(f"unrecognised LongMemEval date {text!r}: expected e.g. '2023/05/20 (Sat) 02:21'")
+    y, mo, d, h, mi = m.groups()
+    return datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0))
+
+
+@dataclass(frozen=True)
+class LMESession:
+    session_id: str
+    when: datetime
+    text: str  # the user turns, one line each
+
+
+@dataclass(frozen=True)
+class LMEQuestion:
+    qid: str
+    question_type: str
+    question: str
+    question_date: datetime | None
+    sessions: tuple[LMESession, ...]
+    relevant: frozenset[str]  # session ids with a has_answer user turn
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(str(text).split())
+    if re.match(r"^\[\d{4}-\d{2}-\d{2}", line):  # must not look like the start of a new history entry
+        line = "(" + line[1:]
+    return line
+
+
+def convert_question(raw: dict[str, Any]) -> LMEQuestion | None:
+    """One question of the file -> LMEQuestion, or None when the protocol skips it (`_abs`, no has_answer)."""
+    qid = str(raw["question_id"])
+    if qid.endswith("_abs"):
+        return None
+    ids = raw.get("haystack_session_ids") or []
+    dates = raw.get("haystack_dates") or []
+    sessions_raw = raw.get("haystack_sessions") or []
+    if not (len(ids) == len(dates) == len(sessions_raw)):
+        raise UsageError(
+            f"question {qid}: haystack_session_ids, haystack_dates and haystack_sessions differ in length; "
+            "pass an unmodified LongMemEval file"
+        )
+    sessions: list[LMESession] = []
+    relevant: set[str] = set()
+    for sid, date, turns in zip(ids, dates, sessions_raw, strict=True):
+        user = [t for t in turns or [] if t.get("role") == "user"]
+        if any(t.get("has_answer") for t in user):
+            relevant.add(str(sid))
+        text = "\n".join(line for line in (_one_line(t.get("content", "")) for t in user) if line)
+        if text:
+            sessions.append(LMESession(str(sid), parse_lme_date(date), text))
+    if not relevant:
+        return None
+    qdate = parse_lme_date(raw["question_date"]) if raw.get("question_date") else None
+    return LMEQuestion(
+        qid, str(raw.get("question_type", "?")), str(raw["question"]), qdate, tuple(sessions), frozenset(relevant)
+    )
+
+
+def load_longmemeval(path: Path) -> list[dict[str, Any]]:
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise UsageError(
+            f"no LongMemEval file at {path}: pass longmemeval_s_cleaned.json or longmemeval_oracle.json"
+        ) from None
+    except (OSError, ValueError) as e:
+        raise UsageError(f"cannot read LongMemEval file {path}: {e}; pass a valid LongMemEval JSON file") from None
+    if not isinstance(raw, list) or not all(isinstance(q, dict) and "haystack_sessions" in q for q in raw):
+        raise UsageError(f"{path} is not in the LongMemEval format (a list of questions with 'haystack_sessions')")
+    return raw
+
+
+def iter_questions(raw: Sequence[dict[str, Any]], limit: int | None = None) -> Iterator[LMEQuestion | None]:
+    """The first `limit` questions of the file, converted one at a time (None for a skipped question)."""
+    for q in raw[:limit] if limit else raw:
+        yield convert_question(q)
+
+
+def write_question(q: LMEQuestion, root: Path) -> list[dict[str, Any]]:
+    """Write one question's haystack as a workspace (HISTORY.md only) and its coverage side file."""
+    from memclaw.bench.locomo import coverage_path
+
+    mem = Path(root) / "memory"
+    mem.mkdir(parents=True, exist_ok=True)
+    entries = []
+    blocks = []
+    for s in q.sessions:
+        stamp = s.when.strftime("%Y-%m-%d %H:%M")
+        blocks.append(f"[{stamp}] {s.text}")
+        entries.append(
+            {"kind": "history", "text": s.text, "date": stamp, "session": s.session_id, "covers": [s.session_id]}
+        )
+    (mem / "MEMORY.md").write_text("", "utf-8")
+    (mem / "HISTORY.md").write_text("\n\n".join(blocks) + "\n", "utf-8")
+    coverage_path(root).write_text(json.dumps({"question": q.qid, "units": entries}), "utf-8")
+    return entries
+
+
+def run_longmemeval(
+    path: Path,
+    specs: Sequence[SystemSpec],
+    *,
+    limit: int | None = None,
+    progress: bool = True,
+    embedder: Embedder | None = None,
+    base: Config | None = None,
+) -> dict[str, Any]:
+    """Every requested system on every kept question (one workspace each); results dict with recall_any@k,
+    recall_all@k, ndcg_any@k for k = 1, 5, 10, overall and `by_question_type`."""
+    from memclaw.bench.locomo import coverage_path
+    from memclaw.bench.runner import (
+        Progress,
+        _config_summary,
+        bench_config,
+        load_embedder_once,
+        machine_info,
+        prepare_corpus,
+        sha256_file,
+        temp_workspace,
+        timed,
+    )
+
+    raw = load_longmemeval(path)
+    chosen = raw[:limit] if limit else raw
+    n_sessions = sum(len(q.get("haystack_sessions") or []) for q in chosen)
+    base = base or bench_config()
+    embedder = embedder or load_embedder_once(base, specs)
+    scores: dict[str, list[M.LMEScore]] = {s.name: [] for s in specs}
+    skipped = {"abstention": 0, "no_has_answer": 0}
+    index_s = 0.0
+    started = time.time()
+    k_max = max(M.LME_KS)
+    with Progress(progress) as prog:
+        prog.log(
+            f"LongMemEval: {len(chosen)} questions, {n_sessions} haystack sessions; embedding at about "
+            f"{SESSIONS_PER_SECOND:.0f} sessions/s on 2 cores: estimate "
+            f"~{n_sessions / SESSIONS_PER_SECOND / 60:.0f} min"
+        )
+        advance = prog.task("LongMemEval (sessions)", n_sessions)
+        for rq in chosen:
+            n_here = len(rq.get("haystack_sessions") or [])
+            q = convert_question(rq)
+            if q is None:
+                skipped["abstention" if str(rq["question_id"]).endswith("_abs") else "no_has_answer"] += 1
+                advance(n_here)
+                continue
+            with temp_workspace("memclaw-lme-") as root:
+                write_question(q, root)
+                prep = prepare_corpus(root, coverage_path(root), specs, base, embedder, now=q.question_date)
+                try:
+                    index_s += prep.index_seconds
+                    for spec in specs:
+                        ranked, ms = timed(prep.systems[spec.name], q.question, k_max)
+                        scores[spec.name].append(
+                            M.score_lme(
+                                ranked, prep.corpus.cover, q.relevant, question_type=q.question_type, latency_ms=ms
+                            )
+                        )
+                finally:
+                    prep.close()
+            advance(n_here, description=f"LongMemEval: {q.qid}")
+    n_scored = len(next(iter(scores.values()))) if scores else 0
+    return {
+        "dataset": "longmemeval",
+        "data_file": str(path),
+        "data_sha256": sha256_file(Path(path)),
+        "n_questions": n_scored,
+        "n_in_file": len(raw),
+        "n_considered": len(chosen),
+        "skipped": skipped,
+        "n_sessions": n_sessions,
+        "index_seconds": round(index_s, 2),
+        "run_seconds": round(time.time() - started, 1),
+        "date": datetime.now().astimezone().isoformat(timespec="seconds"),
+        "machine": machine_info(),
+        "config": _config_summary(base),
+        "systems": {s.name: {**M.summarize_lme(scores[s.name]), "description": s.description} for s in specs},
+    }
+
+
+def longmemeval_markdown(res: dict[str, Any]) -> str:
+    from memclaw.bench.runner import _provenance_md, _table
+
+    keys = [f"{m}@{k}" for m in ("recall_any", "recall_all", "ndcg_any") for k in M.LME_KS]
+    lines = [
+        "# LongMemEval retrieval benchmark",
+        "",
+        *_provenance_md(res),
+        f"- {res['n_questions']} questions scored of {res['n_considered']} considered ({res['n_in_file']} in the "
+        f"file); skipped: {res['skipped']}; {res['n_sessions']} haystack sessions; index time {res['index_seconds']} s",
+        "",
+        "## Overall",
+        "",
+    ]
+    lines += _table(
+        ["system", *keys, "p50 ms", "p95 ms"],
+        [[n, *[s[k] for k in keys], s["p50_ms"], s["p95_ms"]] for n, s in res["systems"].items()],
+    )
+    types = sorted({t for s in res["systems"].values() for t in s["by_question_type"]})
+    for t in types:
+        first = next(s for s in res["systems"].values() if t in s["by_question_type"])
+        lines += ["", f"## {t} ({first['by_question_type'][t]['n']} questions)", ""]
+        lines += _table(
+            ["system", *keys],
+            [
+                [n, *[s["by_question_type"][t][k] for k in keys]]
+                for n, s in res["systems"].items()
+                if t in s["by_question_type"]
+            ],
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_longmemeval_results(res: dict[str, Any], out_dir: Path) -> list[Path]:
+    from memclaw.bench.runner import recall_plot
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / "longmemeval.json", out_dir / "longmemeval.md", out_dir / "longmemeval-recall.png"]
+    paths[0].write_text(json.dumps(res, indent=2) + "\n", "utf-8")
+    paths[1].write_text(longmemeval_markdown(res), "utf-8")
+    recall_plot(
+        res,
+        paths[2],
+        keys=[f"recall_all@{k}" for k in M.LME_KS],
+        title=f"LongMemEval — {res['n_questions']} questions (recall_all@k)",
+    )
+    return paths

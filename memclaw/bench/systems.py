@@ -1,0 +1,129 @@
+"""The systems a benchmark compares: a system is a function (query, k) -> ranked unit ids.
+
+memclaw systems are named recall-config overrides of the memclaw default configuration; they share one
+index per corpus (only recall parameters differ) and go through `MemoryService.recall_detailed`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from memclaw.errors import UsageError
+
+if TYPE_CHECKING:
+    from memclaw.bench.baselines import GrepIndex
+    from memclaw.config import Config
+    from memclaw.memory import MemoryService
+
+SystemFn = Callable[[str, int], list[str]]
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    name: str
+    kind: str  # "grep" | "memclaw"
+    description: str
+    recall: dict[str, Any] = field(default_factory=dict)  # RecallConfig overrides (memclaw systems)
+
+
+SYSTEMS: dict[str, SystemSpec] = {
+    s.name: s
+    for s in (
+        SystemSpec("grep", "grep", "nanobot-style keyword alternation over the Markdown, matching lines in file order"),
+        SystemSpec("grep-ranked", "grep", "grep matches ranked by distinct query keywords per unit"),
+        SystemSpec("bm25", "memclaw", "memclaw recall --mode bm25 (default links/diversity apply)", {"mode": "bm25"}),
+        SystemSpec(
+            "vector", "memclaw", "memclaw recall --mode vector (default links/diversity apply)", {"mode": "vector"}
+        ),
+        SystemSpec(
+            "bm25-raw",
+            "memclaw",
+            "BM25 signal alone: no session links or diversity",
+            {"mode": "bm25", "link_sessions": False},
+        ),
+        SystemSpec(
+            "vector-raw",
+            "memclaw",
+            "vector signal alone: no session links or diversity",
+            {"mode": "vector", "link_sessions": False},
+        ),
+        SystemSpec("hybrid", "memclaw", "memclaw default configuration", {}),
+        SystemSpec(
+            "hybrid-rrf-plain",
+            "memclaw",
+            "plain reciprocal-rank fusion, no session links (the reference hybrid)",
+            {"mode": "hybrid", "fusion": "rrf", "link_sessions": False, "bm25_weight": 1.0, "vector_weight": 1.0},
+        ),
+        SystemSpec("hybrid-rrf", "memclaw", "reciprocal-rank fusion with the default links", {"fusion": "rrf"}),
+        SystemSpec("hybrid-weighted", "memclaw", "weighted score fusion, default weights", {"fusion": "weighted"}),
+        SystemSpec(
+            "hybrid-nolink", "memclaw", "default fusion without session links/diversity", {"link_sessions": False}
+        ),
+        SystemSpec(
+            "hybrid-recency",
+            "memclaw",
+            "default plus recency for history (half-life 30 days)",
+            {"recency_half_life_days": 30.0},
+        ),
+    )
+}
+DEFAULT_SYSTEMS: tuple[str, ...] = (
+    "grep",
+    "grep-ranked",
+    "bm25",
+    "vector",
+    "bm25-raw",
+    "vector-raw",
+    "hybrid",
+    "hybrid-rrf-plain",
+    "hybrid-nolink",
+    "hybrid-recency",
+)
+
+
+def parse_systems(value: str | None) -> list[SystemSpec]:
+    """ "a,b,c" -> specs (default: DEFAULT_SYSTEMS; "all": every registered system). Unknown names fail loudly."""
+    if not value:
+        names = list(DEFAULT_SYSTEMS)
+    elif value.strip() == "all":
+        names = list(SYSTEMS)
+    else:
+        names = [n.strip() for n in value.split(",") if n.strip()]
+    unknown = [n for n in names if n not in SYSTEMS]
+    if unknown:
+        raise UsageError(f"unknown system(s) {', '.join(unknown)}: choose from {', '.join(SYSTEMS)} (or 'all')")
+    return [SYSTEMS[n] for n in dict.fromkeys(names)]
+
+
+def system_config(base: Config, spec: SystemSpec) -> Config:
+    """The memclaw Config of a system: base with the spec's recall overrides (validated)."""
+    from memclaw.config import RecallConfig
+
+    recall = RecallConfig.model_validate({**base.recall.model_dump(), **spec.recall})
+    return base.model_copy(update={"recall": recall})
+
+
+def make_system(
+    spec: SystemSpec,
+    *,
+    grep_index: GrepIndex | None = None,
+    service: MemoryService | None = None,
+    now: datetime | None = None,
+) -> SystemFn:
+    """Bind a spec to one corpus: grep systems need its GrepIndex; memclaw systems a synced MemoryService whose
+    config is already this system's (see system_config). `now` anchors recency (the corpus's last date)."""
+    if spec.kind == "grep":
+        if grep_index is None:
+            raise UsageError(f"system {spec.name} needs the corpus's grep index")
+        return grep_index.grep if spec.name == "grep" else grep_index.grep_ranked
+    if service is None:
+        raise UsageError(f"system {spec.name} needs a MemoryService")
+
+    def run(query: str, k: int) -> list[str]:
+        res = service.recall_detailed(query, k=k, now=now)
+        return [h.unit.id for h in res.hits]
+
+    return run

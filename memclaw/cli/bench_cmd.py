@@ -1,0 +1,93 @@
+"""`memclaw bench ...`: plain functions the typer app in memclaw.cli.main wires to commands.
+
+Each prints a summary table on stdout, writes its result files and returns the results dict.
+Heavy libraries are imported only when a command runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memclaw.errors import UsageError
+
+LOCOMO_KEYS = ["recall@1", "recall@3", "recall@5", "recall@10", "recall@20", "mrr", "ndcg@10", "p50_ms", "p95_ms"]
+LME_KEYS = ["recall_any@5", "recall_all@5", "recall_all@10", "ndcg_any@10", "p50_ms", "p95_ms"]
+
+
+def _positive(name: str, value: int | None) -> None:
+    if value is not None and value < 1:
+        raise UsageError(f"{name} must be at least 1 (got {value})")
+
+
+def locomo(
+    data: Path,
+    systems: str | None = None,
+    corpus: str = "all",
+    out: Path | None = None,
+    limit_conversations: int | None = None,
+    limit_questions: int | None = None,
+    details: bool = False,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """`memclaw bench locomo --data PATH [--systems a,b] [--corpus all|facts|sessions] [--out DIR]
+    [--limit-conversations N] [--limit-questions N] [--details]`: writes DIR/locomo.json, DIR/locomo.md,
+    DIR/locomo-recall.png (and DIR/locomo-details.json with --details: every question's top 10 per system)."""
+    from memclaw.bench.locomo import CORPORA, load_locomo
+    from memclaw.bench.runner import print_summary, run_locomo, write_locomo_results
+    from memclaw.bench.systems import parse_systems
+
+    if corpus not in CORPORA:
+        raise UsageError(f"unknown corpus {corpus!r}: use one of {', '.join(CORPORA)}")
+    _positive("--limit-conversations", limit_conversations)
+    _positive("--limit-questions", limit_questions)
+    specs = parse_systems(systems)
+    ds = load_locomo(Path(data))
+    res = run_locomo(
+        ds,
+        specs,
+        corpus=corpus,
+        limit_conversations=limit_conversations,
+        limit_questions=limit_questions,
+        details=details,
+        progress=progress,
+    )
+    out = Path(out) if out else Path("bench-results") / ("locomo" if corpus == "all" else f"locomo-{corpus}")
+    paths = write_locomo_results(res, out)
+    print_summary(res, LOCOMO_KEYS)
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return res
+
+
+def longmemeval(
+    data: Path,
+    limit: int | None = None,
+    systems: str | None = None,
+    out: Path | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """`memclaw bench longmemeval --data PATH [--limit N] [--systems a,b] [--out DIR]`: writes
+    DIR/longmemeval.json, DIR/longmemeval.md, DIR/longmemeval-recall.png."""
+    from memclaw.bench.longmemeval import run_longmemeval, write_longmemeval_results
+    from memclaw.bench.runner import print_summary
+    from memclaw.bench.systems import parse_systems
+
+    _positive("--limit", limit)
+    specs = parse_systems(systems)
+    res = run_longmemeval(Path(data), specs, limit=limit, progress=progress)
+    out = Path(out) if out else Path("bench-results") / "longmemeval"
+    paths = write_longmemeval_results(res, out)
+    print_summary(res, LME_KEYS)
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return res
+
+
+def perf(sizes: str = "1000,10000,100000", out: Path | None = None, progress: bool = True) -> dict[str, Any]:
+    """`memclaw bench perf [--sizes 1000,10000,100000] [--out DIR]`: writes DIR/perf.json and DIR/perf.md."""
+    from memclaw.bench.perf import parse_sizes, run_perf, write_perf_results
+
+    res = run_perf(parse_sizes(sizes), progress=progress)
+    out = Path(out) if out else Path("bench-results")
+    paths = write_perf_results(res, out)
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return res

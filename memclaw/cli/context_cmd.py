@@ -1,0 +1,134 @@
+"""`memclaw context "message"`: show what the LLM would see for a message, and the token budget behind it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memclaw.errors import UsageError
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from memclaw.config import Config
+    from memclaw.context import BuiltContext, Sender
+
+
+def resolve_sender(config: Config, sender: str | None, channel: str) -> Sender:
+    """`--sender`/`--channel` to a Sender. No sender: the owner (the CLI, or the channel's first configured
+    owner id). `--sender discord:1234` with the default channel means channel discord, id 1234."""
+    from memclaw.context import Sender
+
+    channel = channel or "cli"
+    if sender is None:
+        if channel == "cli":
+            return Sender.cli()
+        ids = config.owners.get(channel) or []
+        if not ids:
+            raise UsageError(f"no owner configured for channel {channel!r}; pass --sender ID or set owners.{channel}")
+        return Sender(channel=channel, sender_id=str(ids[0]), display_name="owner", chat_id=f"{channel}-preview")
+    if channel == "cli" and ":" in sender:
+        channel, sender = sender.split(":", 1)
+    if not sender.strip():
+        raise UsageError("--sender must not be empty; e.g. --sender discord:1234")
+    return Sender(channel=channel, sender_id=sender, display_name=f"{channel} user", chat_id=f"{channel}-preview")
+
+
+def _secrets(config: Config) -> list[str]:
+    vals = [config.agent.api_key, config.channels.discord.token, *config.memory.chroma_headers.values()]
+    return [v.get_secret_value() for v in vals if v is not None and len(v.get_secret_value()) >= 4]
+
+
+def redact(data: Any, secrets: list[str]) -> Any:
+    """`data` with every configured secret value replaced by '***' (defence in depth for printing)."""
+    if not secrets:
+        return data
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    for s in secrets:
+        text = text.replace(json.dumps(s)[1:-1], "***")
+    return json.loads(text)
+
+
+def budget_table(built: BuiltContext) -> Table:
+    from rich.table import Table
+
+    t = Table(
+        title=f"Token budget: {built.total_tokens} used of {built.budget} "
+        f"({built.context_window} window - reply reserve), model {built.model}",
+        title_justify="left",
+    )
+    for col, kw in (
+        ("section", {}),
+        ("priority", {"justify": "right"}),
+        ("requested", {"justify": "right"}),
+        ("allotted", {"justify": "right"}),
+        ("used", {"justify": "right"}),
+        ("status", {}),
+        ("dropped", {"overflow": "fold"}),
+    ):
+        t.add_column(col, **kw)
+    style = {"kept": "green", "truncated": "yellow", "dropped": "red"}
+    for r in built.report:
+        dropped = ", ".join(r.dropped[:6]) + (f" (+{len(r.dropped) - 6} more)" if len(r.dropped) > 6 else "")
+        t.add_row(
+            r.name,
+            str(r.priority),
+            str(r.requested),
+            str(r.allotted),
+            str(r.used),
+            f"[{style[r.status]}]{r.status}[/]",
+            dropped,
+        )
+    return t
+
+
+def build_for_cli(
+    message: str, sender: str | None, channel: str, workspace: Path | None
+) -> tuple[BuiltContext, list[str]]:
+    """Build the context as the agent would (auto-recall over the workspace's MemoryService)."""
+    from memclaw.cli.common import load
+    from memclaw.context import build_messages
+    from memclaw.memory import MemoryService
+
+    cfg, ws = load(workspace)
+    who = resolve_sender(cfg, sender, channel)
+    mem = MemoryService(ws, cfg)
+    try:
+        built = build_messages(config=cfg, workspace=ws, message=message, sender=who, recall=mem.recall)
+    finally:
+        mem.close()
+    return built, _secrets(cfg)
+
+
+def context_command(message: str, sender: str | None, channel: str, json_out: bool, workspace: Path | None) -> None:
+    """Print the assembled messages and the budget table (or {messages, report, ...} as JSON)."""
+    built, secrets = build_for_cli(message, sender, channel, workspace)
+    print_context(built, secrets, json_out)
+
+
+def print_context(built: BuiltContext, secrets: list[str], json_out: bool) -> None:
+    from rich.markup import escape
+    from rich.panel import Panel
+
+    from memclaw.cli.common import console, print_json
+
+    data = redact(built.to_json(), secrets)
+    if json_out:
+        print_json(data)
+        return
+    for i, m in enumerate(data["messages"]):
+        content = m.get("content")
+        if isinstance(content, list):
+            content = "\n".join(
+                p.get("text", "") if p.get("type") == "text" else f"[image: {len(str(p))} chars of data URL]"
+                for p in content
+            )
+        if m.get("tool_calls"):
+            content = (content or "") + "\n" + json.dumps(m["tool_calls"], ensure_ascii=False)
+        console.print(Panel(escape(str(content or "")), title=f"[{i}] {m.get('role')}", title_align="left"))
+    console.print(budget_table(built))
+    who = "the owner" if built.is_owner else f"not the owner (scope {built.scope})"
+    console.print(f"Sender: {escape(who)}. Recall query: {escape(built.recall_query or '-')}")
+    for w in data["warnings"]:
+        console.print(f"[yellow]warning:[/] {escape(w)}")

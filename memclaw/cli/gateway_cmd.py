@@ -1,0 +1,74 @@
+"""`memclaw gateway`: the Discord channel, the agent loop and the memory in one process."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memclaw.errors import ConfigError
+
+if TYPE_CHECKING:
+    from memclaw.config import Config
+
+log = logging.getLogger(__name__)
+
+TOKEN_ENV = "MEMCLAW_DISCORD_TOKEN"
+
+
+def discord_token(config: Config) -> str:
+    """The bot token from MEMCLAW_DISCORD_TOKEN, else config `channels.discord.token`. Never logged."""
+    token = (os.environ.get(TOKEN_ENV) or "").strip()
+    if not token and config.channels.discord.token is not None:
+        token = config.channels.discord.token.get_secret_value().strip()
+    if not token:
+        raise ConfigError(
+            f"no Discord bot token: set {TOKEN_ENV} or channels.discord.token in the config "
+            "(create a bot at https://discord.com/developers/applications)"
+        )
+    if any(c.isspace() for c in token):
+        raise ConfigError(f"the Discord bot token contains whitespace: check {TOKEN_ENV} / channels.discord.token")
+    return token
+
+
+def gateway_command(workspace: Path | None) -> None:
+    """Run the Discord gateway until SIGINT/SIGTERM. Missing or rejected token: ConfigError (exit code 2)."""
+    from memclaw.cli.common import err_console
+    from memclaw.config import load_config
+
+    cfg = load_config()
+    token = discord_token(cfg)  # fail before touching the workspace or loading anything heavy
+
+    from memclaw.workspace import resolve_workspace
+
+    ws = resolve_workspace(cfg, workspace)
+    if not cfg.owners.get("discord"):
+        err_console.print(
+            '[yellow]warning:[/] no owner configured (owners.discord = ["<your Discord user id>"]): '
+            "nobody will be answered unless allow-lists are set"
+        )
+
+    from memclaw.agent import Agent
+    from memclaw.discord_gateway import DiscordGateway
+    from memclaw.errors import MemclawError
+    from memclaw.memory import MemoryService
+
+    memory = MemoryService(ws, cfg)
+    try:  # index fresh and the embedding model loaded before the first message arrives
+        memory.sync()
+    except MemclawError as e:
+        err_console.print(f"[yellow]warning:[/] memory sync failed: {e}; recall will retry on each turn")
+    agent = Agent(cfg, ws, memory=memory)
+
+    def recall(query: str):
+        return memory.recall_detailed(query, scope="owner")
+
+    gateway = DiscordGateway(agent, cfg, recall=recall)
+    err_console.print(f"memclaw gateway: workspace {ws.root}, model {cfg.agent.model}; Ctrl-C to stop")
+    try:
+        asyncio.run(gateway.serve(token))
+    finally:
+        memory.close()
+    err_console.print("memclaw gateway stopped")

@@ -1,0 +1,492 @@
+"""Memory Markdown files on disk: read them into units, and edit them safely.
+
+* Reading decodes with errors="surrogateescape": bytes that are not UTF-8 survive a rewrite unchanged, while
+  the units handed to the index carry valid text (U+FFFD in their place).
+* Every edit of MEMORY.md is read-modify-write under an exclusive lock (fcntl.flock on a hidden sidecar
+  `.MEMORY.md.lock`) and lands with one atomic replace (temp file in the same folder, fsync, os.replace,
+  fsync of the folder): a crash leaves the old file or the new one, never half of one.
+* An op list is all-or-nothing: it is checked (unknown ids, empty texts) and the result re-parsed and verified
+  before anything is written.
+* HISTORY.md is only ever appended to (with fsync); earlier entries are never rewritten.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from memclaw.errors import MemoryFileError
+from memclaw.markdown import (
+    MAX_HEADING_LEVEL,
+    SECTION_SEP,
+    FactBlock,
+    MemoryDoc,
+    bullet_first_line,
+    clean_text,
+    format_history_entry,
+    heading_line,
+    is_thematic_break,
+    normalize_section,
+    parse_history,
+    parse_memory,
+    scan_memory,
+    section_pieces,
+)
+from memclaw.units import MemoryUnit
+
+try:  # POSIX only; elsewhere writes are still atomic, just not locked across processes
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
+ENCODING = "utf-8"
+ERRORS = "surrogateescape"
+
+
+# ----- types ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FactOp:
+    """One edit of MEMORY.md. `id` (update/delete) is a unit id from parse_memory of the current file."""
+
+    op: Literal["add", "update", "delete"]
+    id: str | None = None
+    text: str | None = None
+    section: str | None = None  # add: the heading path to file the fact under, e.g. "Work > Projects"
+
+
+@dataclass
+class FactOpsResult:
+    added: list[MemoryUnit] = field(default_factory=list)
+    updated: dict[str, MemoryUnit] = field(default_factory=dict)  # old id -> the fact as it now reads
+    deleted: list[str] = field(default_factory=list)
+    facts: list[MemoryUnit] = field(default_factory=list)  # every fact of the file after the edit
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.deleted)
+
+
+# ----- low-level file helpers ----------------------------------------------------------------------------
+def _why(e: OSError) -> str:
+    return e.strerror or e.__class__.__name__
+
+
+def read_text(path: Path) -> str | None:
+    """The file's text (surrogate-escaped where not UTF-8), or None if it does not exist."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise MemoryFileError(f"cannot read memory file {path}: {_why(e)}; fix its permissions") from e
+    return data.decode(ENCODING, ERRORS)
+
+
+def file_signature(path: Path) -> tuple[int, int, int] | None:
+    """(mtime_ns, size, inode): changes whenever the file is rewritten or appended to; None if missing."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise MemoryFileError(f"cannot stat memory file {path}: {_why(e)}; fix its permissions") from e
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def lock_path(path: Path) -> Path:
+    path = Path(path)
+    return path.with_name(f".{path.name}.lock")
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Exclusive lock for edits of `path` (a sidecar lock file; works across threads and processes)."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise MemoryFileError(f"cannot lock memory file {path}: {_why(e)}; check the folder's permissions") from e
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` atomically (same-folder temp file, fsync, os.replace, fsync folder)."""
+    path = Path(path)
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mode = 0o644
+    except OSError as e:
+        raise MemoryFileError(f"cannot write memory file {path}: {_why(e)}; fix its permissions") from e
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as e:
+        raise MemoryFileError(f"cannot write memory file {path}: {_why(e)}; check disk space and permissions") from e
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    _fsync_dir(path.parent)
+
+
+# ----- reading -------------------------------------------------------------------------------------------
+def read_units(path: Path, *, scope: str, kind: str, source: str) -> list[MemoryUnit]:
+    """Units of one memory file (`kind` "fact" for MEMORY.md, "history" for HISTORY.md); [] if missing."""
+    if kind not in ("fact", "history"):
+        raise MemoryFileError(f"unknown memory kind {kind!r}: use 'fact' or 'history'")
+    text = read_text(path)
+    if text is None:
+        return []
+    if kind == "fact":
+        return parse_memory(text, scope=scope, source=source)
+    return parse_history(text, scope=scope, source=source)
+
+
+# ----- facts ---------------------------------------------------------------------------------------------
+def normalize_fact_text(text: str) -> str:
+    """A fact is one line of plain text; an HTML comment opener is defused so the fact cannot vanish."""
+    t = " ".join(clean_text(text).split())
+    while "<!--" in t:
+        t = t.replace("<!--", "<\\!--")
+    return t
+
+
+def _norm(t: str) -> str:
+    return " ".join(t.split())
+
+
+def _comment_residue(raw: list[str], in_comment: bool) -> list[str]:
+    """Per line, only the HTML comments of `raw` ("" where none), so that removing the text around them keeps
+    the comments balanced."""
+    out: list[str] = []
+    for line in raw:
+        cr = line[len(line.rstrip("\r")) :]
+        body = line.rstrip("\r")
+        keep: list[str] = []
+        pos = 0
+        if in_comment:
+            end = body.find("-->")
+            if end < 0:
+                keep.append(body)
+                pos = len(body)
+            else:
+                keep.append(body[: end + 3])
+                pos = end + 3
+                in_comment = False
+        while pos < len(body):
+            start = body.find("<!--", pos)
+            if start < 0:
+                break
+            end = body.find("-->", start + 4)
+            if end < 0:
+                keep.append(body[start:])
+                in_comment = True
+                break
+            keep.append(body[start : end + 3])
+            pos = end + 3
+        kept = " ".join(k.strip() for k in keep if k.strip())
+        out.append(kept + cr if kept else "")
+    return out
+
+
+@dataclass
+class _Plan:
+    new_text: str
+    expect: Counter
+    adds: list[tuple[str, str | None]]
+    updates: list[tuple[str, str, str | None]]  # (old id, new text, section)
+    deletes: list[str]
+    old_ids: set[str]
+
+
+def _line_end(line: str) -> str:
+    return line[len(line.rstrip("\r")) :]
+
+
+def _plan(text: str, path: Path, scope: str, source: str, ops: list[FactOp]) -> _Plan:
+    doc = scan_memory(text, scope=scope, source=source)
+    by_id = {b.unit.id: b for b in doc.facts}
+    lines = text.split("\n")
+    nl_r = "\r" if lines and lines[0].endswith("\r") else ""
+    touched: set[str] = set()
+    replace: dict[int, tuple[int, list[str]]] = {}
+    adds: list[tuple[str, str | None]] = []
+    updates: list[tuple[str, str, str | None]] = []
+    deletes: list[str] = []
+    for n, op in enumerate(ops, 1):
+        kind = getattr(op, "op", None)
+        if kind not in ("add", "update", "delete"):
+            raise MemoryFileError(f"op {n}: unknown fact op {kind!r}: use add, update or delete")
+        new_text = None
+        if kind in ("add", "update"):
+            new_text = normalize_fact_text(op.text or "")
+            if not new_text:
+                raise MemoryFileError(f"op {n} ({kind}): empty fact text: say what to remember")
+        if kind == "add":
+            adds.append((new_text or "", normalize_section(op.section)))
+            continue
+        if not op.id or op.id not in by_id:
+            raise MemoryFileError(
+                f"op {n} ({kind}): unknown fact id {op.id!r} in {path}: use an id from the current facts "
+                "(they change when the file is edited)"
+            )
+        if op.id in touched:
+            raise MemoryFileError(f"op {n} ({kind}): fact {op.id} is changed twice in one edit; merge the ops")
+        touched.add(op.id)
+        b = by_id[op.id]
+        residue = [] if b.style == "code" else _comment_residue(lines[b.start : b.end + 1], b.comment_before)
+        if kind == "delete":
+            deletes.append(op.id)
+            replace[b.start] = (b.end, [x for x in residue if x])
+            continue
+        assert new_text is not None
+        updates.append((op.id, new_text, b.unit.section))
+        replace[b.start] = (b.end, _updated_lines(lines[b.start], b, new_text, residue))
+
+    insert: dict[int, list[str]] = {}
+    if adds:
+        _place_adds(doc, lines, adds, insert, path)
+    # Build the new text.
+    out: list[str] = []
+    i = 0
+    n_lines = len(lines)
+    while i < n_lines:
+        if i in insert:
+            out.extend(x + nl_r for x in insert.pop(i))
+        if i in replace:
+            end, repl = replace[i]
+            out.extend(repl)
+            i = end + 1
+            continue
+        out.append(lines[i])
+        i += 1
+    for pos in sorted(insert):  # at the very end (after a final line without newline)
+        out.extend(x + nl_r for x in insert[pos])
+    new_text = "\n".join(out)
+
+    expect: Counter = Counter((_norm(b.unit.text), b.unit.section) for b in doc.facts if b.unit.id not in touched)
+    for _old, t, sec in updates:
+        expect[(_norm(t), sec)] += 1
+    eof_section = doc.headings[-1].path if doc.headings else None
+    for t, sec in adds:
+        expect[(_norm(t), sec if sec is not None else eof_section)] += 1
+    return _Plan(new_text, expect, adds, updates, deletes, set(by_id))
+
+
+def _updated_lines(raw_first: str, b: FactBlock, new_text: str, residue: list[str]) -> list[str]:
+    cr = _line_end(raw_first)
+    bom = "\ufeff" if b.start == 0 and raw_first.startswith("\ufeff") else ""
+    if b.style == "bullet":
+        first = b.prefix + new_text
+        if is_thematic_break(first):  # e.g. "* " + "* *"
+            first = b.prefix[: len(b.prefix) - len(b.prefix.lstrip())] + bullet_first_line(new_text)
+    else:
+        first = b.prefix + bullet_first_line(new_text)
+    rest = [x for x in residue[1:] if x]
+    head = residue[0].rstrip("\r") if residue else ""
+    if head and b.comment_before:  # the line began inside a comment: keep its end before the fact
+        return [head + cr, bom + first + cr, *rest]
+    return [bom + first + (" " + head if head else "") + cr, *rest]
+
+
+def _place_adds(
+    doc: MemoryDoc, lines: list[str], adds: list[tuple[str, str | None]], insert: dict[int, list[str]], path: Path
+) -> None:
+    """Decide where each added fact goes: under its section (creating the headings), else at the end."""
+    # The end of the file: make sure the last line ends with a newline.
+    if lines[-1] != "":
+        lines[-1] += "\r" if lines[0].endswith("\r") else ""
+        lines.append("")
+    eof = len(lines) - 1
+    groups: dict[str | None, list[str]] = {None: []}  # unsectioned facts first: new headings come after them
+    for t, sec in adds:
+        groups.setdefault(sec, []).append(t)
+    for sec, texts in groups.items():
+        if not texts:
+            continue
+        bullets = [bullet_first_line(t) for t in texts]
+        if sec is None:
+            pos, new = eof, bullets
+        else:
+            pos, new = _section_slot(doc, lines, sec, bullets, eof)
+        if pos == eof and (doc.open_comment or doc.open_fence):
+            what = "an unclosed HTML comment (<!--)" if doc.open_comment else "an unclosed code fence (```)"
+            raise MemoryFileError(f"{path} ends inside {what}: close it, then add the fact again")
+        insert.setdefault(pos, []).extend(new)
+
+
+def _section_slot(
+    doc: MemoryDoc, lines: list[str], section: str, bullets: list[str], eof: int
+) -> tuple[int, list[str]]:
+    in_section = [b for b in doc.facts if b.unit.section == section]
+    if in_section:
+        return max(b.end for b in in_section) + 1, bullets
+    heads = [h for h in doc.headings if h.path == section]
+    if heads:
+        return heads[-1].index + 1, bullets
+    pieces = section_pieces(section)
+    for j in range(len(pieces) - 1, 0, -1):
+        prefix = SECTION_SEP.join(pieces[:j])
+        found = [h for h in doc.headings if h.path == prefix]
+        if not found:
+            continue
+        h = found[-1]
+        if h.level >= MAX_HEADING_LEVEL:
+            break
+        pos = eof
+        for later in doc.headings:
+            if later.index > h.index and later.level <= h.level:
+                pos = later.index
+                break
+        new = _heading_block(pieces[j:], h.level + 1, bullets)
+        blank_before = pos > 0 and lines[pos - 1].strip() != ""
+        return pos, ([""] if blank_before else []) + new + ([""] if pos != eof else [])
+    blank_before = eof > 0 and lines[eof - 1].strip() != ""
+    return eof, ([""] if blank_before else []) + _heading_block(pieces, 1, bullets)
+
+
+def _heading_block(pieces: list[str], level: int, bullets: list[str]) -> list[str]:
+    room = MAX_HEADING_LEVEL - level + 1
+    if len(pieces) > room:
+        pieces = pieces[: room - 1] + [SECTION_SEP.join(pieces[room - 1 :])]
+    out: list[str] = []
+    for k, p in enumerate(pieces):
+        out.append(heading_line(level + k, p))
+    return [*out, "", *bullets]
+
+
+def _verify(plan: _Plan, path: Path, scope: str, source: str) -> list[MemoryUnit]:
+    units = parse_memory(plan.new_text, scope=scope, source=source)
+    got = Counter((_norm(u.text), u.section) for u in units)
+    if got != plan.expect:
+        raise MemoryFileError(
+            f"could not edit {path} safely (its Markdown is unusual around the changed facts); nothing was "
+            "changed: tidy the file by hand"
+        )
+    return units
+
+
+def _encode(text: str) -> bytes:
+    return text.encode(ENCODING, ERRORS)
+
+
+def apply_fact_ops(path: Path, scope: str, source: str, ops: list[FactOp]) -> FactOpsResult:
+    """Apply add/update/delete ops to MEMORY.md in one atomic, locked write; all or nothing.
+
+    Ids are those parse_memory gives for the file as it is now. An unknown id raises MemoryFileError before
+    anything is written. Update keeps the item's indentation and marker; delete removes the item's lines
+    (and its continuation lines) only; add goes under `section` (created if missing) or at the end."""
+    path = Path(path)
+    ops = list(ops)
+    if not ops:
+        return FactOpsResult(facts=read_units(path, scope=scope, kind="fact", source=source))
+    with locked(path):
+        text = read_text(path)
+        old = text if text is not None else ""
+        plan = _plan(old, path, scope, source, ops)
+        units = _verify(plan, path, scope, source)
+        if plan.new_text != old or text is None:
+            atomic_write(path, _encode(plan.new_text))
+    fresh = [u for u in units if u.id not in plan.old_ids]
+    result = FactOpsResult(deleted=list(plan.deletes), facts=units)
+
+    def take(t: str, sec: str | None) -> MemoryUnit | None:
+        for pool in (fresh, units):
+            for u in pool:
+                if _norm(u.text) == _norm(t) and (sec is None or u.section == sec):
+                    if pool is fresh:
+                        fresh.remove(u)
+                    return u
+        return None
+
+    for old_id, t, sec in plan.updates:
+        u = take(t, sec)
+        if u is not None:
+            result.updated[old_id] = u
+    for t, sec in plan.adds:
+        u = take(t, sec)
+        if u is not None:
+            result.added.append(u)
+    return result
+
+
+def append_fact(path: Path, text: str, *, section: str | None = None) -> None:
+    """Add one fact under `section` (heading path, created if missing), else at the end of the file."""
+    apply_fact_ops(path, "owner", Path(path).name, [FactOp("add", text=text, section=section)])
+
+
+# ----- history -------------------------------------------------------------------------------------------
+def append_history(path: Path, ts: datetime, text: str) -> None:
+    """Append one entry `[YYYY-MM-DD HH:MM] text` to HISTORY.md: a true append (earlier bytes are never
+    rewritten), blank-line separated, fsynced. A line of `text` that would read as a stamp is escaped."""
+    path = Path(path)
+    body = clean_text(text).strip()
+    if not body:
+        raise MemoryFileError("empty history entry: nothing to write")
+    entry = format_history_entry(ts, body)
+    with locked(path):
+        try:
+            created = not path.exists()
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise MemoryFileError(f"cannot append to {path}: {_why(e)}; fix its permissions") from e
+        try:
+            size = os.fstat(fd).st_size
+            head = os.pread(fd, min(size, 4096), 0)
+            tail = os.pread(fd, min(size, 8), max(0, size - 8)) if size else b""
+            first_end = head.find(b"\n")
+            nl = "\r\n" if first_end > 0 and head[first_end - 1 : first_end] == b"\r" else "\n"
+            t = tail.replace(b"\r", b"")
+            if not size or (t.endswith(b"\n\n") or t == b"\n"):
+                sep = ""
+            elif t.endswith(b"\n"):
+                sep = nl
+            else:
+                sep = nl + nl
+            data = (sep + entry.replace("\n", nl) + nl).encode(ENCODING, ERRORS)
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        except OSError as e:
+            raise MemoryFileError(f"cannot append to {path}: {_why(e)}; check disk space and permissions") from e
+        finally:
+            os.close(fd)
+    if created:
+        _fsync_dir(path.parent)

@@ -1,0 +1,323 @@
+"""The workspace: one folder holding the assistant's bootstrap files, its Markdown memory, skills and sessions.
+
+Layout (paths relative to the workspace root):
+
+    AGENTS.md SOUL.md USER.md TOOLS.md IDENTITY.md   bootstrap files, read into every prompt
+    memory/MEMORY.md, memory/HISTORY.md              the owner's facts and conversation history
+    memory/people/<sender>/MEMORY.md, HISTORY.md     one outside sender's own memory; <sender> is the
+                                                     percent-encoded sender id (memclaw.units.scope_dirname),
+                                                     so an id like "../x" or "a/b" cannot leave the folder
+    skills/                                          the workspace's own skills (<name>/SKILL.md)
+    sessions/                                        conversation logs
+    .memclaw-index/                                  the derived index (rebuildable; default location)
+
+`MEMCLAW_HOME` (default ~/.memclaw) holds config.toml and, by default, the workspace (`workspace/`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memclaw.errors import InvalidSenderError, WorkspaceError
+from memclaw.units import OWNER_SCOPE, scope_dirname, scope_from_dirname, sender_scope
+
+if TYPE_CHECKING:
+    from memclaw.config import Config
+
+log = logging.getLogger(__name__)
+
+BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "IDENTITY.md")
+WORKSPACE_TEMPLATE_FILES = (*BOOTSTRAP_FILES, "memory/MEMORY.md", "memory/HISTORY.md")
+INDEX_DIRNAME = ".memclaw-index"
+PEOPLE_DIR = "memory/people"
+DEMO_OUTSIDER = "discord:424242"
+_WORKSPACE_PLACEHOLDER = "@WORKSPACE@"
+
+
+@dataclass
+class Workspace:
+    root: Path
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root).expanduser()
+
+    # ----- memory ------------------------------------------------------------------------------------------
+    @property
+    def memory_root(self) -> Path:
+        return self.root / "memory"
+
+    @property
+    def people_dir(self) -> Path:
+        return self.root / PEOPLE_DIR
+
+    def memory_dir(self, scope: str) -> Path:
+        """The folder of a scope's MEMORY.md/HISTORY.md; never outside `memory/` (InvalidSenderError)."""
+        if scope != OWNER_SCOPE:
+            sender = scope.removeprefix("people/") if scope.startswith("people/") else None
+            if sender is None or sender_scope(sender) != scope:
+                raise InvalidSenderError(
+                    f"invalid scope {scope!r}: expected 'owner' or 'people/<sender id>' with a printable sender id"
+                )
+        d = self.root / scope_dirname(scope)
+        try:
+            inside = d.resolve().is_relative_to(self.memory_root.resolve())
+        except (OSError, RuntimeError) as e:
+            raise WorkspaceError(f"cannot resolve memory folder {d}: {e}; check the workspace for symlink loops") from e
+        if not inside:
+            raise WorkspaceError(f"memory folder {d} resolves outside {self.memory_root}: remove the symlink")
+        return d
+
+    def memory_file(self, scope: str = OWNER_SCOPE) -> Path:
+        return self.memory_dir(scope) / "MEMORY.md"
+
+    def history_file(self, scope: str = OWNER_SCOPE) -> Path:
+        return self.memory_dir(scope) / "HISTORY.md"
+
+    def scopes(self) -> list[str]:
+        """`owner` and every outside sender with a folder under memory/people/ (sorted)."""
+        out = [OWNER_SCOPE]
+        people = self.people_dir
+        try:
+            entries = sorted(people.iterdir()) if people.is_dir() else []
+        except OSError as e:
+            raise WorkspaceError(f"cannot list {people}: {e.strerror}; fix its permissions") from e
+        for d in entries:
+            if not d.is_dir():
+                continue
+            scope = scope_from_dirname(d.name)
+            try:
+                canonical = scope_dirname(scope) == f"{PEOPLE_DIR}/{d.name}" and sender_scope(scope[7:]) == scope
+            except InvalidSenderError:
+                canonical = False
+            if not canonical:
+                log.warning("ignoring %s: not a memclaw sender folder (names are percent-encoded sender ids)", d)
+                continue
+            out.append(scope)
+        return out
+
+    # ----- other paths -------------------------------------------------------------------------------------
+    @property
+    def index_dir(self) -> Path:
+        return self.root / INDEX_DIRNAME
+
+    @property
+    def skills_dir(self) -> Path:
+        return self.root / "skills"
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.root / "sessions"
+
+    @property
+    def agents_file(self) -> Path:
+        return self.root / "AGENTS.md"
+
+    @property
+    def soul_file(self) -> Path:
+        return self.root / "SOUL.md"
+
+    @property
+    def user_file(self) -> Path:
+        return self.root / "USER.md"
+
+    @property
+    def tools_file(self) -> Path:
+        return self.root / "TOOLS.md"
+
+    @property
+    def identity_file(self) -> Path:
+        return self.root / "IDENTITY.md"
+
+    @property
+    def bootstrap_files(self) -> dict[str, Path]:
+        """AGENTS.md, SOUL.md, USER.md, TOOLS.md, IDENTITY.md by name (whether or not they exist)."""
+        return {name: self.root / name for name in BOOTSTRAP_FILES}
+
+    def source_of(self, path: Path) -> str:
+        """A workspace file's path relative to the root, with POSIX separators (a unit's `source`)."""
+        path = Path(path)
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            pass
+        try:
+            return path.resolve().relative_to(self.root.resolve()).as_posix()
+        except (ValueError, OSError) as e:
+            raise WorkspaceError(f"{path} is not inside the workspace {self.root}") from e
+
+    def is_workspace(self) -> bool:
+        return self.memory_root.is_dir()
+
+
+# ----- finding the workspace -----------------------------------------------------------------------------
+def resolve_workspace(cfg: Config, override: Path | None = None) -> Workspace:
+    """The workspace to use: `override` (e.g. --workspace), else the config's `workspace`, else
+    $MEMCLAW_HOME/workspace. Raises WorkspaceError if it is missing, not a workspace or unreadable."""
+    from memclaw.config import memclaw_home
+
+    raw = override or cfg.workspace or memclaw_home() / "workspace"
+    root = Path(raw).expanduser()
+    try:
+        exists = root.exists()
+        is_dir = root.is_dir()
+        has_memory = (root / "memory").is_dir()
+    except OSError as e:
+        raise WorkspaceError(f"cannot read workspace {root}: {e.strerror or e}; fix the path or its permissions") from e
+    if not exists or not has_memory:
+        why = " (the folder has no memory/ inside)" if is_dir else ""
+        raise WorkspaceError(f"no workspace at {root}{why}: run `memclaw onboard`")
+    if not os.access(root, os.R_OK | os.X_OK) or not os.access(root / "memory", os.R_OK | os.X_OK):
+        raise WorkspaceError(f"cannot read workspace {root}: permission denied; fix its permissions")
+    try:
+        next(iter(os.scandir(root / "memory")), None)
+    except OSError as e:
+        raise WorkspaceError(f"cannot read workspace {root}: {e.strerror or e}; fix its permissions") from e
+    return Workspace(root)
+
+
+# ----- creating files ------------------------------------------------------------------------------------
+def _template(*parts: str) -> str:
+    return resources.files("memclaw").joinpath("templates", *parts).read_text("utf-8")
+
+
+def _create_new(path: Path, text: str) -> bool:
+    """Write `path` only if it does not exist (atomic: temp file + hard link). True if created."""
+    if path.exists() or path.is_symlink():
+        return False
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o644)
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+            except OSError:  # no hard links here: fall back to exclusive create
+                try:
+                    with open(path, "x", encoding="utf-8", newline="\n") as f:
+                        f.write(text)
+                except FileExistsError:
+                    return False
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    except OSError as e:
+        raise WorkspaceError(f"cannot create {path}: {e.strerror or e}; check the folder's permissions") from e
+    return True
+
+
+def _ensure_dir(path: Path, created: list[Path], kept: list[Path]) -> None:
+    if path.is_dir():
+        kept.append(path)
+        return
+    try:
+        path.mkdir(parents=True)
+    except FileExistsError as e:
+        raise WorkspaceError(f"{path} exists but is not a folder: move it away and run `memclaw onboard`") from e
+    except OSError as e:
+        raise WorkspaceError(f"cannot create {path}: {e.strerror or e}; check the folder's permissions") from e
+    created.append(path)
+
+
+@dataclass
+class OnboardReport:
+    home: Path
+    workspace: Path
+    config: Path
+    created: list[Path] = field(default_factory=list)
+    kept: list[Path] = field(default_factory=list)
+
+
+def config_template(workspace: Path | None = None) -> str:
+    """The commented config.toml; every key is commented out (the defaults) except `workspace` if given."""
+    import json
+
+    text = _template("config.toml")
+    if workspace is not None:
+        line = f"workspace = {json.dumps(str(workspace))}"
+    else:
+        line = '# workspace = "~/memclaw-workspace"   # default: $MEMCLAW_HOME/workspace'
+    return text.replace(_WORKSPACE_PLACEHOLDER, line)
+
+
+def create_workspace_files(root: Path, created: list[Path] | None = None, kept: list[Path] | None = None) -> Workspace:
+    """Create the workspace's template files and folders that are missing; never touch existing files."""
+    created = [] if created is None else created
+    kept = [] if kept is None else kept
+    root = Path(root).expanduser()
+    if root.exists() and not root.is_dir():
+        raise WorkspaceError(f"{root} exists but is not a folder: choose another --workspace")
+    _ensure_dir(root, created, kept)
+    for rel in WORKSPACE_TEMPLATE_FILES:
+        dest = root / rel
+        text = _template("workspace", *rel.split("/"))
+        (created if _create_new(dest, text) else kept).append(dest)
+    _ensure_dir(root / "skills", created, kept)
+    return Workspace(root)
+
+
+def onboard(home: Path, workspace: Path | None = None) -> OnboardReport:
+    """Create $MEMCLAW_HOME/config.toml and the workspace. Idempotent; never overwrites an existing file."""
+    from memclaw.config import config_path
+
+    home = Path(home).expanduser()
+    ws_root = Path(workspace).expanduser().absolute() if workspace is not None else home / "workspace"
+    report = OnboardReport(home=home, workspace=ws_root, config=home / "config.toml")
+    _ensure_dir(home, report.created, report.kept)
+    existing = config_path(home)
+    if existing is not None:
+        report.config = existing
+        report.kept.append(existing)
+    else:
+        text = config_template(ws_root if workspace is not None else None)
+        (report.created if _create_new(report.config, text) else report.kept).append(report.config)
+    create_workspace_files(ws_root, report.created, report.kept)
+    return report
+
+
+# ----- the demo ------------------------------------------------------------------------------------------
+def _has_units(path: Path, kind: str) -> bool:
+    from memclaw.memfiles import read_units
+
+    return bool(read_units(path, scope=OWNER_SCOPE, kind=kind, source=path.name))
+
+
+def _write_demo_file(path: Path, text: str, kind: str) -> None:
+    """Write demo memory unless the file already holds memories (an onboarded, still empty file is replaced)."""
+    from memclaw.memfiles import atomic_write, locked
+
+    if path.exists() and _has_units(path, kind):
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with locked(path):
+        if path.exists() and _has_units(path, kind):
+            return
+        atomic_write(path, text.encode("utf-8"))
+
+
+def build_demo_workspace(path: Path) -> Workspace:
+    """A demo workspace at `path`: an invented owner (Nadia, ~35 facts, 12 dated history entries) and one outside
+    sender (3 facts). Existing memories are never overwritten."""
+    ws = create_workspace_files(Path(path))
+    _write_demo_file(ws.memory_file(OWNER_SCOPE), _template("demo", "MEMORY.md"), "fact")
+    _write_demo_file(ws.history_file(OWNER_SCOPE), _template("demo", "HISTORY.md"), "history")
+    outsider = sender_scope(DEMO_OUTSIDER)
+    _write_demo_file(ws.memory_file(outsider), _template("demo", "people", "outsider", "MEMORY.md"), "fact")
+    return ws
+
+
+def demo_queries() -> list[str]:
+    """Example questions for the demo workspace."""
+    return [q.strip() for q in _template("demo", "queries.txt").splitlines() if q.strip()]

@@ -1,0 +1,277 @@
+"""End to end with memory: the agent over real HTTP (scripted LLM), the real MemoryService (real model, real
+Chroma, real Markdown). Consolidation writes HISTORY entries and fact operations that recall then finds."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("memclaw.memfiles")
+pytest.importorskip("memclaw.workspace")
+
+from memclaw.agent import Agent, InboundMessage  # noqa: E402
+from memclaw.config import Config  # noqa: E402
+from memclaw.llm import LLMClient  # noqa: E402
+from memclaw.memory import MemoryService  # noqa: E402
+from memclaw.sessions import SessionStore  # noqa: E402
+from tests.llm_server import scripted_server  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+MEMORY = """# About me
+- I live at 14 Rue des Lilas, Lyon
+- I am allergic to penicillin
+
+# Work
+- I work at Solaris Energy as a battery engineer
+"""
+HISTORY = "[2026-03-02 18:10] Talked about the garden: tomatoes and basil on the balcony.\n"
+OUTSIDER = "people/discord:2002"
+
+
+@pytest.fixture
+def llm_server(monkeypatch):
+    with scripted_server(monkeypatch) as s:
+        yield s
+
+
+@pytest.fixture
+def env(tmp_path, embedder):
+    from memclaw.workspace import Workspace
+
+    root = tmp_path / "ws"
+    (root / "memory").mkdir(parents=True)
+    (root / "memory" / "MEMORY.md").write_text(MEMORY, "utf-8")
+    (root / "memory" / "HISTORY.md").write_text(HISTORY, "utf-8")
+    ws = Workspace(root)
+    cfg = Config(workspace=root)
+    cfg.agent.model = "openai/gpt-4o-mini"
+    cfg.agent.max_retries = 1
+    cfg.agent.memory_window = 6
+    cfg.owners = {"discord": ["1001"]}
+    mem = MemoryService(ws, cfg, embedder=embedder)
+    agent = Agent(
+        cfg, ws, mem, llm=LLMClient(cfg, backoff_base_s=0.01, max_backoff_s=0.02), background_consolidation=False
+    )
+    yield agent
+    mem.close()
+
+
+def cli(text: str) -> InboundMessage:
+    return InboundMessage.cli(text)
+
+
+def outsider(text: str) -> InboundMessage:
+    return InboundMessage("discord", "dm-2002", "2002", "Mallory", text)
+
+
+def fact_id(agent: Agent, needle: str, scope: str = "owner") -> str:
+    return next(f.id for f in agent.memory.facts(scope) if needle in f.text)
+
+
+def texts(hits) -> list[str]:
+    return [h.unit.text for h in hits]
+
+
+def memory_files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted((root / "memory").rglob("*.md"))}
+
+
+def talk(agent: Agent, server, turns: list[str], msg=cli) -> None:
+    async def go():
+        for t in turns:
+            server.reply(f"ok: {t}")
+            r = await agent.handle(msg(t))
+            assert r.ok, r.text
+
+    asyncio.run(go())
+
+
+def consolidation_json(history: str, facts: list[dict]) -> str:
+    return json.dumps({"history_entry": history, "facts": facts})
+
+
+def test_consolidation_end_to_end_add_update_delete(env, llm_server):
+    agent = env
+    root = agent.root
+    solaris = fact_id(agent, "Solaris Energy")
+    penicillin = fact_id(agent, "penicillin")
+    # 3 turns = 6 messages: at the window, nothing happens yet
+    talk(agent, llm_server, ["My sister Lena moved to Porto", "I changed jobs", "The allergy test was negative"])
+    assert len(llm_server.requests) == 3
+    # the consolidation reply comes fenced and chatty: the shared helper copes
+    reply = consolidation_json(
+        "Ana planned a visit to her sister Lena in Porto for April 2026, booking TAP flights and rejecting the "
+        "night train. She started a new job at Helios Power and learned her penicillin allergy test was negative.",
+        [
+            {"op": "add", "text": "Sister Lena lives in Porto", "section": "Family"},
+            {"op": "update", "id": solaris, "text": "Works at Helios Power as a battery engineer"},
+            {"op": "delete", "id": penicillin},
+        ],
+    )
+    llm_server.reply("ok: visiting Lena")
+    llm_server.reply(f"Here is the memory update:\n```json\n{reply}\n```")
+    r = asyncio.run(agent.handle(cli("I will visit Lena in April")))  # 8 messages > 6: consolidation
+    assert r.ok
+    prompt = llm_server.requests[-1]["messages"][-1]["content"]
+    assert f"[{solaris}]" in prompt and f"[{penicillin}]" in prompt  # current facts shown with their ids
+    assert "My sister Lena moved to Porto" in prompt and "I will visit Lena" not in prompt  # only the older part
+
+    md = (root / "memory" / "MEMORY.md").read_text("utf-8")
+    assert "Sister Lena lives in Porto" in md and "Helios Power" in md
+    assert "Solaris" not in md and "penicillin" not in md and "Rue des Lilas" in md
+    hist = (root / "memory" / "HISTORY.md").read_text("utf-8")
+    assert "Helios Power" in hist and hist.startswith(HISTORY.strip())
+    import re
+
+    assert re.search(r"\n\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}\] Ana planned a visit", hist)
+
+    mem = agent.memory
+    assert "Sister Lena lives in Porto" in texts(mem.recall("Where does Lena live?", k=3))[:2]
+    hist_hits = mem.recall("train to Porto rejected", kind="history", k=3)
+    assert hist_hits and "night train" in hist_hits[0].unit.text
+    assert "Works at Helios Power as a battery engineer" in texts(mem.recall("Where do I work?", k=3))
+    everything = texts(mem.recall("Solaris Energy penicillin allergy job", k=50))
+    assert not any("Solaris" in t or "allergic to penicillin" in t for t in everything)  # index updated too
+
+    # the session was trimmed to the recent turn; nothing else lost
+    s = SessionStore(root / "sessions").load("cli", "cli")
+    assert [m["content"] for m in s.messages if m["role"] == "user"] == ["I will visit Lena in April"]
+    assert s.last_consolidated == 0
+    assert agent.last_consolidation and agent.last_consolidation.consolidated == 6
+
+
+def test_outsider_facts_go_to_their_scope(env, llm_server):
+    agent = env
+    owner_before = memory_files(agent.root)
+    talk(agent, llm_server, ["hi", "I keep bees", "I sell honey"], msg=outsider)
+    llm_server.reply("ok")
+    llm_server.reply(
+        consolidation_json(
+            "Mallory said she keeps bees and sells honey at the Saturday market.",
+            [{"op": "add", "text": "Mallory keeps bees and sells honey"}],
+        )
+    )
+    assert asyncio.run(agent.handle(outsider("see you"))).ok
+    prompt = llm_server.requests[-1]["messages"][-1]["content"]
+    assert "Rue des Lilas" not in prompt and "Solaris" not in prompt  # owner facts never shown for an outsider
+    after = memory_files(agent.root)
+    assert {k: v for k, v in after.items() if not k.startswith("memory/people/")} == owner_before
+    people = [k for k in after if k.startswith("memory/people/")]
+    assert any(k.endswith("MEMORY.md") and b"bees" in after[k] for k in people)
+    mem = agent.memory
+    assert "Mallory keeps bees and sells honey" in texts(mem.recall("who keeps bees?", scope=OUTSIDER, k=3))
+    assert not any("bees" in t for t in texts(mem.recall("who keeps bees?", k=10)))
+
+
+def test_junk_is_retried_once_then_nothing_is_lost(env, llm_server):
+    agent = env
+    talk(agent, llm_server, ["one", "two", "three"])
+    mem_before = memory_files(agent.root)
+    session_path = SessionStore(agent.root / "sessions").path_for("cli", "cli")
+    llm_server.reply("ok: four")
+    llm_server.reply("I summarised the conversation for you!")  # junk
+    llm_server.reply('{"history_entry": "x", "facts": [{"op": "delete", "id": "f-does-not-exist"}]}')  # junk again
+    assert asyncio.run(agent.handle(cli("four"))).ok
+    assert "not valid JSON" in llm_server.requests[-1]["messages"][-1]["content"]  # the retry names the error
+    assert memory_files(agent.root) == mem_before
+    s = SessionStore(agent.root / "sessions").load("cli", "cli")
+    assert len(s.messages) == 8 and s.last_consolidated == 0
+    before_fail = session_path.read_bytes()
+    # the LLM down during consolidation: same, nothing trimmed or written
+    llm_server.reply("ok: five")
+    llm_server.status(500, times=4)
+    assert asyncio.run(agent.handle(cli("five"))).ok
+    assert memory_files(agent.root) == mem_before
+    assert session_path.read_bytes().startswith(before_fail)
+    assert not agent.last_consolidation.ok
+    # and once the model behaves, the next turn consolidates
+    llm_server.reply("ok: six")
+    llm_server.reply("not json")
+    llm_server.reply(consolidation_json("Counted from one to six.", []))
+    assert asyncio.run(agent.handle(cli("six"))).ok
+    assert (
+        agent.last_consolidation.ok and "Counted from one to six." in (agent.root / "memory" / "HISTORY.md").read_text()
+    )
+
+
+def test_new_consolidates_everything_and_starts_fresh(env, llm_server):
+    agent = env
+    talk(agent, llm_server, ["I adopted a cat called Miso"])
+    llm_server.reply(consolidation_json("Adopted a cat named Miso.", [{"op": "add", "text": "Has a cat called Miso"}]))
+    r = asyncio.run(agent.handle(cli("/new")))
+    assert r.ok and r.command == "/new" and "New session" in r.text
+    assert SessionStore(agent.root / "sessions").load("cli", "cli").messages == []
+    assert "Has a cat called Miso" in (agent.root / "memory" / "MEMORY.md").read_text()
+    assert "Has a cat called Miso" in texts(agent.memory.recall("pet cat name", k=3))
+    # /new when the model fails keeps the session
+    talk(agent, llm_server, ["something else"])
+    llm_server.status(500, times=4)
+    r = asyncio.run(agent.handle(cli("/new")))
+    assert not r.ok and "kept it" in r.text
+    assert len(SessionStore(agent.root / "sessions").load("cli", "cli").messages) == 2
+
+
+def test_memory_tools_in_the_loop(env, llm_server):
+    agent = env
+    llm_server.tool_call("remember", {"text": "Favourite tea is genmaicha", "section": "Preferences"})
+    llm_server.tool_call("memory_search", {"query": "favourite tea", "k": 3})
+    llm_server.reply("Noted: genmaicha.")
+    r = asyncio.run(agent.handle(cli("remember that my favourite tea is genmaicha")))
+    assert r.ok and [t.ok for t in r.record.tools] == [True, True]
+    results = [m["content"] for m in llm_server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert results[0].startswith("Remembered [") and "genmaicha" in results[1].splitlines()[0]
+    assert "genmaicha" in (agent.root / "memory" / "MEMORY.md").read_text()
+    # the outsider's remember lands in their scope; their search cannot see the owner's memory
+    llm_server.tool_call("remember", {"text": "Mallory prefers green tea"})
+    llm_server.tool_call("memory_search", {"query": "genmaicha tea Lyon address"})
+    llm_server.reply("ok")
+    asyncio.run(agent.handle(outsider("remember I like green tea")))
+    results = [m["content"] for m in llm_server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert "genmaicha" not in results[1] and "Lilas" not in results[1]
+    assert "Mallory prefers green tea" in texts(agent.memory.recall("tea", scope=OUTSIDER, k=3))
+    assert "green tea" not in (agent.root / "memory" / "MEMORY.md").read_text()
+
+
+def test_file_tool_edit_of_memory_is_indexed(env, llm_server):
+    agent = env
+    llm_server.tool_call(
+        "edit_file",
+        {"path": "memory/MEMORY.md", "old_text": "- I am allergic to penicillin", "new_text": "- I play the cello"},
+    )
+    llm_server.reply("Updated.")
+    r = asyncio.run(agent.handle(cli("replace the allergy line with: I play the cello")))
+    assert r.ok and "memory index updated" in llm_server.requests[-1]["messages"][-1]["content"]
+    assert "I play the cello" in texts(agent.memory.recall("musical instrument cello", k=3))
+
+
+def test_recall_command_for_owner(env, llm_server):
+    r = asyncio.run(env.handle(cli("/recall where do I work")))
+    assert r.ok and "Solaris Energy" in r.text and "memory/MEMORY.md:" in r.text
+    assert llm_server.requests == []
+
+
+def test_cli_agent_command_one_shot(tmp_path, llm_server, capsys, monkeypatch):
+    from memclaw.cli.agent_cmd import agent_command
+
+    monkeypatch.setenv("MEMCLAW_AGENT__MAX_RETRIES", "0")
+
+    root = tmp_path / "cli-ws"
+    (root / "memory").mkdir(parents=True)
+    (root / "memory" / "MEMORY.md").write_text(MEMORY, "utf-8")
+    llm_server.reply("You work at Solaris Energy.")
+    agent_command("where do I work?", root)
+    assert "You work at Solaris Energy." in capsys.readouterr().out
+    system = llm_server.requests[0]["messages"][0]["content"]
+    assert "Solaris Energy" in system  # auto-recall put the owner's fact in the prompt
+    assert SessionStore(root / "sessions").load("cli", "cli").messages[-1]["content"] == "You work at Solaris Energy."
+    llm_server.status(500, times=10)
+    import typer
+
+    with pytest.raises(typer.Exit) as ei:
+        agent_command("still there?", root)
+    assert ei.value.exit_code == 5
+    assert "could not get an answer" in capsys.readouterr().out

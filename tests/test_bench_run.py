@@ -1,0 +1,126 @@
+"""The benchmark harness end to end through memclaw's real path (real Markdown, parser, model, Chroma, BM25).
+
+A small slice only (one LoCoMo conversation, a few dozen questions; the LongMemEval fixture): it keeps the
+harness honest. The full runs are benchmarks (benchmarks/README.md), not tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from memclaw.bench import metrics as M
+from memclaw.bench.locomo import coverage_path, load_locomo, write_conversation
+from memclaw.bench.systems import DEFAULT_SYSTEMS, parse_systems
+
+DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
+FIXTURE = Path(__file__).parent / "fixtures" / "longmemeval_mini.json"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def dev_slice():
+    if not DEV.exists():
+        pytest.skip("LoCoMo dev split not present")
+    data = load_locomo(DEV)
+    conv = data.conversations[0]
+    picked = []
+    for cat in ("1", "2", "3", "4"):
+        picked += [q for q in conv.questions if q.category == cat][:8]
+    return dataclasses.replace(data, conversations=[dataclasses.replace(conv, questions=picked)])
+
+
+@pytest.fixture(scope="module")
+def locomo_result(dev_slice, tmp_path_factory, embedder):
+    from memclaw.bench.runner import run_locomo, write_locomo_results
+
+    out = tmp_path_factory.mktemp("bench-out")
+    with pytest.MonkeyPatch.context() as mp:  # module scope: set up our own MEMCLAW_HOME
+        mp.setenv("MEMCLAW_HOME", str(tmp_path_factory.mktemp("home")))
+        res = run_locomo(dev_slice, parse_systems(None), corpus="all", progress=False, embedder=embedder)
+    write_locomo_results(res, out)
+    return res, out
+
+
+def test_converted_units_all_map_to_coverage(dev_slice, tmp_path):
+    from memclaw.bench.corpus import load_corpus
+
+    conv = dev_slice.conversations[0]
+    root = tmp_path / "ws"
+    write_conversation(conv, root, "all")
+    corpus = load_corpus(root, coverage_path(root))
+    assert corpus.unmatched == []
+    kinds = [u.kind for u in corpus.units]
+    assert kinds.count("fact") == len(conv.observations) and kinds.count("history") == len(conv.summaries)
+    # Every session entry covers all its turns; every fact its own evidence.
+    hist = [u for u in corpus.units if u.kind == "history"]
+    assert all(len(corpus.cover[u.id]) >= 10 for u in hist)
+    fact = next(u for u in corpus.units if u.kind == "fact")
+    assert corpus.cover[fact.id] == {"D1:3"}
+
+
+def test_grep_baselines_on_the_real_files(dev_slice, tmp_path):
+    from memclaw.bench.baselines import GrepIndex, keywords
+    from memclaw.bench.corpus import load_corpus
+
+    root = tmp_path / "ws"
+    write_conversation(dev_slice.conversations[0], root, "all")
+    corpus = load_corpus(root, coverage_path(root))
+    g = GrepIndex.build(root, corpus.units)
+    assert keywords("When did Caroline go to the LGBTQ support group?") == ["caroline", "lgbtq", "support", "group"]
+    hits = g.grep("When did Caroline go to the LGBTQ support group?")
+    by_id = corpus.by_id
+    # file order: MEMORY.md facts first, by line
+    lines = [(by_id[h].source, by_id[h].line) for h in hits]
+    assert lines == sorted(lines, key=lambda t: (0 if t[0].endswith("MEMORY.md") else 1, t[1]))
+    assert all("caroline" in by_id[h].text.lower() or "lgbtq" in by_id[h].text.lower()
+               or "support" in by_id[h].text.lower() or "group" in by_id[h].text.lower() for h in hits)  # fmt: skip
+    ranked = g.grep_ranked("When did Caroline go to the LGBTQ support group?", 5)
+    assert set(ranked) <= set(hits) and len(ranked) == 5
+    top = by_id[ranked[0]].text.lower()
+    assert all(w in top for w in ("caroline", "lgbtq", "support", "group"))
+    assert g.grep("the and of", 5) == []
+
+
+def test_locomo_json_shape_and_ranges(locomo_result):
+    res, out = locomo_result
+    assert res["dataset"] == "locomo" and res["corpus"] == "all"
+    assert res["n_questions"] == 32 and res["n_conversations"] == 1
+    assert set(res["systems"]) == set(DEFAULT_SYSTEMS)
+    for name, s in res["systems"].items():
+        for key in ("recall@1", "recall@3", "recall@5", "recall@10", "recall@20", "hit@5", "mrr", "ndcg@10"):
+            assert 0.0 <= s[key] <= 1.0, (name, key)
+        assert s["recall@1"] <= s["recall@3"] <= s["recall@5"] <= s["recall@10"] <= s["recall@20"]
+        assert s["p50_ms"] <= s["p95_ms"]
+        assert set(s["by_category"]) == {"1", "2", "3", "4"}
+        assert all(c["n"] == 8 for c in s["by_category"].values())
+    # Real retrieval: the memclaw systems find evidence for most questions.
+    assert res["systems"]["hybrid"]["hit@10"] > 0.5
+    assert res["units_without_coverage"] == 0
+    data = json.loads((out / "locomo.json").read_text())
+    assert data["systems"]["hybrid"]["recall@5"] == res["systems"]["hybrid"]["recall@5"]
+    md = (out / "locomo.md").read_text()
+    assert "| hybrid |" in md and "sha256" in md and "Category 2 (temporal" in md
+    assert (out / "locomo-recall.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_longmemeval_fixture_through_the_real_path(tmp_path, embedder):
+    from memclaw.bench.longmemeval import run_longmemeval, write_longmemeval_results
+
+    specs = parse_systems("grep,grep-ranked,bm25,vector,hybrid")
+    res = run_longmemeval(FIXTURE, specs, progress=False, embedder=embedder)
+    assert res["n_questions"] == 3 and res["skipped"] == {"abstention": 1, "no_has_answer": 1}
+    for name, s in res["systems"].items():
+        for k in M.LME_KS:
+            assert 0.0 <= s[f"recall_all@{k}"] <= s[f"recall_any@{k}"] <= 1.0, name
+        assert set(s["by_question_type"]) == {"single-session-user", "multi-session", "temporal-reasoning"}
+    # Tiny haystacks: the model finds the dog, both marathons and the violin lesson.
+    assert res["systems"]["vector"]["recall_all@5"] == 1.0
+    assert res["systems"]["hybrid"]["recall_all@5"] == 1.0
+    paths = write_longmemeval_results(res, tmp_path / "out")
+    assert all(p.exists() for p in paths)
+    assert "multi-session" in paths[1].read_text()

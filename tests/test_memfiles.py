@@ -1,0 +1,386 @@
+"""Memory files on disk: bytes preserved, atomic and locked edits, all-or-nothing op lists, true history appends."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memclaw.errors import MemoryFileError
+from memclaw.markdown import bullet_first_line, parse_memory
+from memclaw.memfiles import (
+    FactOp,
+    append_fact,
+    append_history,
+    apply_fact_ops,
+    file_signature,
+    lock_path,
+    read_units,
+)
+
+SRC = "memory/MEMORY.md"
+
+
+def facts(path: Path, scope: str = "owner"):
+    return read_units(path, scope=scope, kind="fact", source=SRC)
+
+
+def by_text(path: Path) -> dict[str, str]:
+    return {u.text: u.id for u in facts(path)}
+
+
+def write(tmp_path: Path, text: str | bytes, name: str = "MEMORY.md") -> Path:
+    p = tmp_path / name
+    p.write_bytes(text.encode() if isinstance(text, str) else text)
+    return p
+
+
+# ----- reading -------------------------------------------------------------------------------------------
+def test_read_units_kinds_and_missing_file(tmp_path):
+    p = write(tmp_path, "# A\n- one\n")
+    (u,) = facts(p)
+    assert (u.text, u.section, u.source, u.line) == ("one", "A", SRC, 2)
+    h = write(tmp_path, "[2024-01-01 10:00] hi\n", "HISTORY.md")
+    (e,) = read_units(h, scope="owner", kind="history", source="memory/HISTORY.md")
+    assert e.timestamp == datetime(2024, 1, 1, 10, 0)
+    assert facts(tmp_path / "missing.md") == []
+    with pytest.raises(MemoryFileError, match="unknown memory kind"):
+        read_units(p, scope="owner", kind="other", source=SRC)
+    with pytest.raises(MemoryFileError, match="cannot read memory file"):
+        facts(tmp_path)  # a directory
+
+
+def test_non_utf8_bytes_are_indexed_as_replacement_and_preserved_by_updates(tmp_path):
+    raw = b"# Caf\xe9\n- I like caf\xe9 cr\xe8me\n- Latin-1 \xff\xfe line\n- plain\n"
+    p = write(tmp_path, raw)
+    us = facts(p)
+    assert [u.text for u in us] == ["I like caf\ufffd cr\ufffdme", "Latin-1 \ufffd line", "plain"]
+    assert us[0].section == "Caf\ufffd"
+    apply_fact_ops(p, "owner", SRC, [FactOp("update", id=us[2].id, text="plain, edited")])
+    assert p.read_bytes() == raw.replace(b"- plain\n", b"- plain, edited\n")
+    apply_fact_ops(p, "owner", SRC, [FactOp("delete", id=us[0].id)])
+    assert p.read_bytes() == b"# Caf\xe9\n- Latin-1 \xff\xfe line\n- plain, edited\n"
+
+
+def test_file_signature_changes_on_every_write(tmp_path):
+    p = tmp_path / "MEMORY.md"
+    assert file_signature(p) is None
+    append_fact(p, "one")
+    s1 = file_signature(p)
+    append_fact(p, "two")
+    s2 = file_signature(p)
+    h = tmp_path / "HISTORY.md"
+    append_history(h, datetime(2024, 1, 1), "a")
+    s3 = file_signature(h)
+    append_history(h, datetime(2024, 1, 2), "b")
+    assert len({s1, s2}) == 2 and s3 != file_signature(h)
+    assert s1 is not None and len(s1) == 3
+
+
+# ----- append_fact ---------------------------------------------------------------------------------------
+def test_append_fact_at_end_and_into_a_missing_file(tmp_path):
+    p = tmp_path / "sub" / "MEMORY.md"
+    append_fact(p, "first fact")
+    append_fact(p, "  second\nfact  with\tspaces ")
+    assert p.read_text() == "- first fact\n- second fact with spaces\n"
+    q = write(tmp_path, "# A\n- a", "NO_NEWLINE.md")
+    append_fact(q, "b")
+    assert q.read_text() == "# A\n- a\n- b\n"
+
+
+def test_append_fact_under_existing_section(tmp_path):
+    p = write(tmp_path, "# Family\n- Lena is my sister\n  (she lives in Porto)\n\n# Work\n- I work at Solaris\n")
+    append_fact(p, "Mia is my daughter", section="Family")
+    assert p.read_text() == (
+        "# Family\n- Lena is my sister\n  (she lives in Porto)\n- Mia is my daughter\n\n# Work\n- I work at Solaris\n"
+    )
+    append_fact(p, "Empty section fact", section="Work")
+    assert [(u.text, u.section) for u in facts(p)][-1] == ("Empty section fact", "Work")
+
+
+def test_append_fact_creates_sections(tmp_path):
+    p = write(tmp_path, "# Work\n- I work at Solaris\n\n# Health\n- allergic to penicillin\n")
+    append_fact(p, "Tandem launches in September", section="Work > Projects")
+    append_fact(p, "Pixel is a grey cat", section=" Home  >  Pets ")
+    us = facts(p)
+    assert [(u.text, u.section) for u in us] == [
+        ("I work at Solaris", "Work"),
+        ("Tandem launches in September", "Work > Projects"),
+        ("allergic to penicillin", "Health"),
+        ("Pixel is a grey cat", "Home > Pets"),
+    ]
+    assert "## Projects" in p.read_text() and "# Home\n## Pets" in p.read_text()
+
+
+def test_append_fact_keeps_crlf_and_defuses_comment_openers(tmp_path):
+    p = write(tmp_path, b"# A\r\n- a\r\n")
+    append_fact(p, "b <!-- not a comment", section="A")
+    append_fact(p, "c", section="B")
+    data = p.read_bytes()
+    assert b"\n" not in data.replace(b"\r\n", b"")
+    assert [u.text for u in facts(p)] == ["a", "b <\\!-- not a comment", "c"]
+
+
+def test_append_fact_refuses_to_write_into_an_open_comment(tmp_path):
+    before = b"- a\n<!-- never closed\n"
+    p = write(tmp_path, before)
+    with pytest.raises(MemoryFileError, match="unclosed HTML comment"):
+        append_fact(p, "lost?")
+    assert p.read_bytes() == before
+
+
+def test_append_fact_rejects_empty_text(tmp_path):
+    p = write(tmp_path, "- a\n")
+    with pytest.raises(MemoryFileError, match="empty fact"):
+        append_fact(p, " \n\t")
+    assert p.read_text() == "- a\n"
+
+
+# ----- apply_fact_ops ------------------------------------------------------------------------------------
+ODD = (
+    "# Me\n"
+    "  * I live in Lyon\n"
+    "    since 2019\n"
+    "3. I have a cat\n"
+    "   - The cat is called Pixel\n"
+    "     and is grey\n"
+    "- Keep me\n"
+    "\n"
+    "```\n- not a fact\n```\n"
+)
+
+
+def test_update_keeps_indentation_and_marker_and_drops_old_continuation(tmp_path):
+    p = write(tmp_path, ODD)
+    ids = by_text(p)
+    r = apply_fact_ops(
+        p,
+        "owner",
+        SRC,
+        [
+            FactOp("update", id=ids["I live in Lyon\nsince 2019"], text="I live in Grenoble"),
+            FactOp("update", id=ids["I have a cat"], text="I have two cats"),
+        ],
+    )
+    assert p.read_text() == ODD.replace("  * I live in Lyon\n    since 2019\n", "  * I live in Grenoble\n").replace(
+        "3. I have a cat\n", "3. I have two cats\n"
+    )
+    assert set(r.updated) == {ids["I live in Lyon\nsince 2019"], ids["I have a cat"]}
+    assert r.updated[ids["I have a cat"]].text == "I have two cats" and r.changed
+
+
+def test_delete_removes_only_the_item_and_its_continuation(tmp_path):
+    p = write(tmp_path, ODD)
+    ids = by_text(p)
+    r = apply_fact_ops(p, "owner", SRC, [FactOp("delete", id=ids["The cat is called Pixel\nand is grey"])])
+    assert p.read_text() == ODD.replace("   - The cat is called Pixel\n     and is grey\n", "")
+    assert r.deleted == [ids["The cat is called Pixel\nand is grey"]]
+    apply_fact_ops(p, "owner", SRC, [FactOp("delete", id=by_text(p)["I have a cat"])])
+    assert "3. I have a cat" not in p.read_text() and "- Keep me" in p.read_text()
+
+
+def test_parent_delete_keeps_nested_children(tmp_path):
+    p = write(tmp_path, "- Kids\n  - Mia\n  - Leo\n")
+    apply_fact_ops(p, "owner", SRC, [FactOp("delete", id=by_text(p)["Kids"])])
+    assert [u.text for u in facts(p)] == ["Mia", "Leo"]
+
+
+def test_mixed_ops_apply_in_one_write(tmp_path):
+    p = write(tmp_path, "# A\n- one\n- two\n- three\n")
+    ids = by_text(p)
+    inode = os.stat(p).st_ino
+    r = apply_fact_ops(
+        p,
+        "owner",
+        SRC,
+        [
+            FactOp("delete", id=ids["one"]),
+            FactOp("update", id=ids["three"], text="THREE"),
+            FactOp("add", text="four", section="A"),
+            FactOp("add", text="five", section="B"),
+        ],
+    )
+    assert [(u.text, u.section) for u in facts(p)] == [("two", "A"), ("THREE", "A"), ("four", "A"), ("five", "B")]
+    assert [u.text for u in r.added] == ["four", "five"] and len(r.facts) == 4
+    assert os.stat(p).st_ino != inode  # replaced atomically, not rewritten in place
+    leftovers = [x.name for x in tmp_path.iterdir() if x.name.endswith(".tmp")]
+    assert leftovers == []
+    assert lock_path(p).name == ".MEMORY.md.lock"
+
+
+@pytest.mark.parametrize(
+    "ops, message",
+    [
+        ([FactOp("delete", id="f000000000000")], "unknown fact id"),
+        ([FactOp("update", id=None, text="x")], "unknown fact id"),
+        ([FactOp("update", id="ID", text="   ")], "empty fact text"),
+        ([FactOp("add", text="ok"), FactOp("delete", id="ID"), FactOp("update", id="ID", text="y")], "twice"),
+        ([FactOp("add", text="fine"), FactOp("delete", id="nope")], "unknown fact id 'nope'"),
+        ([FactOp("rename", id="ID")], "unknown fact op"),  # type: ignore[arg-type]
+    ],
+)
+def test_a_failing_op_list_leaves_the_file_byte_identical(tmp_path, ops, message):
+    before = b"# A\r\n- one \xff\n- two\n"
+    p = write(tmp_path, before)
+    real = facts(p)[0].id
+    ops = [FactOp(o.op, real if o.id == "ID" else o.id, o.text, o.section) for o in ops]
+    sig = file_signature(p)
+    with pytest.raises(MemoryFileError, match=message):
+        apply_fact_ops(p, "owner", SRC, ops)
+    assert p.read_bytes() == before and file_signature(p) == sig
+
+
+def test_ids_come_from_the_scope_and_source(tmp_path):
+    p = write(tmp_path, "- one\n")
+    other_scope = read_units(p, scope="people/x", kind="fact", source=SRC)[0].id
+    with pytest.raises(MemoryFileError, match="unknown fact id"):
+        apply_fact_ops(p, "owner", SRC, [FactOp("delete", id=other_scope)])
+    apply_fact_ops(p, "people/x", SRC, [FactOp("delete", id=other_scope)])
+    assert facts(p) == []
+
+
+def test_comments_next_to_edited_facts_survive(tmp_path):
+    p = write(tmp_path, "- a <!-- why: told me in May -->\n- b <!-- multi\nline -->\n- c\n")
+    ids = by_text(p)
+    apply_fact_ops(p, "owner", SRC, [FactOp("update", id=ids["a"], text="A"), FactOp("delete", id=ids["b"])])
+    assert p.read_text() == "- A <!-- why: told me in May -->\n<!-- multi\nline -->\n- c\n"
+    assert [u.text for u in facts(p)] == ["A", "c"]
+
+
+def test_edits_in_a_5mb_file_preserve_every_other_byte(tmp_path):
+    body = "".join(
+        f"## S{i}\n- fact number {i} \u00e9\xe8 (2024-01-01)\n  continued with a longer line of words\n"
+        for i in range(60_000)
+    )
+    raw = body.encode("utf-8") + b"- bad \xff byte\n"
+    assert len(raw) > 5_000_000
+    p = write(tmp_path, raw)
+    us = facts(p)
+    assert len(us) == 60_001
+    target = us[30_000]
+    apply_fact_ops(p, "owner", SRC, [FactOp("update", id=target.id, text="edited")])
+    old_line = "- fact number 30000 \u00e9\xe8 (2024-01-01)\n  continued with a longer line of words\n".encode()
+    assert p.read_bytes() == raw.replace(old_line, b"- edited\n")
+
+
+# ----- concurrency ---------------------------------------------------------------------------------------
+def _writer(path: str, who: str, n: int) -> None:
+    for i in range(n):
+        append_fact(Path(path), f"{who} fact {i}", section=f"Writer {who}" if i % 2 else None)
+
+
+def test_two_processes_appending_keep_every_fact(tmp_path):
+    p = tmp_path / "MEMORY.md"
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(p), w, 100)) for w in ("a", "b")]
+    for pr in procs:
+        pr.start()
+    for pr in procs:
+        pr.join(120)
+        assert pr.exitcode == 0
+    got = Counter(u.text for u in facts(p))
+    assert got == Counter(f"{w} fact {i}" for w in "ab" for i in range(100))
+
+
+def test_threads_appending_and_editing_keep_every_fact(tmp_path):
+    p = write(tmp_path, "- seed\n")
+    errors: list[BaseException] = []
+
+    def run(who: str) -> None:
+        try:
+            _writer(str(p), who, 30)
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in "xyz"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(facts(p)) == 91
+
+
+# ----- history -------------------------------------------------------------------------------------------
+def test_append_history_is_a_true_append_with_blank_lines(tmp_path):
+    h = tmp_path / "HISTORY.md"
+    append_history(h, datetime(2024, 3, 2, 18, 10), "Talked about Porto.")
+    first = h.read_bytes()
+    inode = os.stat(h).st_ino
+    append_history(h, datetime(2024, 3, 3, 9, 0), "Line one\n[2024-01-01 10:00] looks like a stamp\nline three")
+    data = h.read_bytes()
+    assert data.startswith(first) and os.stat(h).st_ino == inode
+    assert data.decode() == (
+        "[2024-03-02 18:10] Talked about Porto.\n\n"
+        "[2024-03-03 09:00] Line one\n\\[2024-01-01 10:00] looks like a stamp\nline three\n"
+    )
+    hs = read_units(h, scope="owner", kind="history", source="memory/HISTORY.md")
+    assert [x.timestamp for x in hs] == [datetime(2024, 3, 2, 18, 10), datetime(2024, 3, 3, 9, 0)]
+
+
+@pytest.mark.parametrize(
+    "before, sep",
+    [(b"[2024-01-01 10:00] a", b"\n\n"), (b"[2024-01-01 10:00] a\n", b"\n"), (b"[2024-01-01 10:00] a\n\n", b"")],
+)
+def test_append_history_separation(tmp_path, before, sep):
+    h = write(tmp_path, before, "HISTORY.md")
+    append_history(h, datetime(2024, 1, 2, 11, 0), "b")
+    assert h.read_bytes() == before + sep + b"[2024-01-02 11:00] b\n"
+
+
+def test_append_history_writes_minutes(tmp_path):
+    h = tmp_path / "HISTORY.md"
+    append_history(h, datetime(2024, 1, 2, 11, 0, 59, 123), "x")
+    assert h.read_text() == "[2024-01-02 11:00] x\n"
+
+
+def test_append_history_keeps_crlf_and_foreign_bytes(tmp_path):
+    before = b"[2024-01-01 10:00] caf\xe9\r\n"
+    h = write(tmp_path, before, "HISTORY.md")
+    append_history(h, datetime(2024, 1, 2, 11, 0), "two\nlines")
+    assert h.read_bytes() == before + b"\r\n[2024-01-02 11:00] two\r\nlines\r\n"
+    with pytest.raises(MemoryFileError, match="empty history entry"):
+        append_history(h, datetime(2024, 1, 3), "  ")
+
+
+# ----- property: random op sequences keep the file equal to a simple model --------------------------------
+_words = st.text(alphabet="abcdefgh <>-#`*[]()0123456789\n", min_size=1, max_size=20)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.tuples(st.sampled_from(["add", "update", "delete"]), _words, st.integers(0, 50)), max_size=12))
+def test_random_op_sequences_match_a_model(tmp_path_factory, steps):
+    p = tmp_path_factory.mktemp("ops") / "MEMORY.md"
+    p.write_text("# Start\n- seed fact\n<!-- a note -->\n\n```\n- code, not a fact\n```\n")
+    model = Counter(u.text for u in facts(p))
+    for op, text, pick in steps:
+        current = facts(p)
+        norm = " ".join(text.split())
+        if op == "add" or not current:
+            try:
+                apply_fact_ops(p, "owner", SRC, [FactOp("add", text=text, section="S" if pick % 2 else None)])
+            except MemoryFileError:
+                assert not norm
+                continue
+            model[parse_memory(bullet_first_line(norm), scope="o", source="s")[0].text] += 1
+            continue
+        target = current[pick % len(current)]
+        if op == "delete":
+            apply_fact_ops(p, "owner", SRC, [FactOp("delete", id=target.id)])
+            model[target.text] -= 1
+        else:
+            try:
+                apply_fact_ops(p, "owner", SRC, [FactOp("update", id=target.id, text=text)])
+            except MemoryFileError:
+                assert not norm
+                continue
+            model[target.text] -= 1
+            model[parse_memory(bullet_first_line(norm), scope="o", source="s")[0].text] += 1
+    assert Counter(u.text for u in facts(p)) == +model
