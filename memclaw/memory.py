@@ -160,7 +160,10 @@ class MemoryService:
             for scope in self._known_scopes_on_disk():
                 self.store.drop(scope)
         else:
+            from memclaw.store import release_embedded
+
             self._store = None
+            release_embedded(self.layout.chroma_dir)
             ix.remove_tree(self.layout.chroma_dir)
         ix.remove_tree(self.layout.root / "scopes")
 

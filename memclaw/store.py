@@ -239,6 +239,24 @@ def _chroma_settings() -> Any:
     return Settings(anonymized_telemetry=False, allow_reset=True)
 
 
+def release_embedded(path: Path) -> None:
+    """Stop and forget chromadb's process-wide system for the embedded store at `path`.
+
+    chromadb keeps one system per persist directory for the whole process; removing the directory under a live
+    system leaves it writing to deleted files or failing with "no such table". Call this before removing or
+    replacing the directory, so the next PersistentClient starts from what is on disk."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    for ident in {str(path), str(path.resolve())}:
+        system = SharedSystemClient._identifier_to_system.pop(ident, None)
+        SharedSystemClient._identifier_to_refcount.pop(ident, None)
+        if system is not None:
+            try:
+                system.stop()
+            except Exception as e:  # a broken system is what we are discarding
+                log.debug("stopping the Chroma system at %s: %s", ident, e)
+
+
 def open_chroma_store(
     *,
     path: Path | None = None,

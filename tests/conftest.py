@@ -85,8 +85,7 @@ def store_backend(request):
 @pytest.fixture(scope="session")
 def embedder():
     """The real bundled model, loaded once per test session."""
-    from memclaw.embedding import load_embedder
-
     from memclaw.config import EmbeddingsConfig
+    from memclaw.embedding import load_embedder
 
     return load_embedder(EmbeddingsConfig())

@@ -89,7 +89,7 @@ def test_deleting_a_line_removes_it_from_both_stores(service):
     mem.write_text(mem.read_text().replace("- I am allergic to penicillin\n", ""), "utf-8")
     hits = service.recall("penicillin allergy", k=5)
     assert all("penicillin" not in t for t in texts(hits))
-    assert len(service.store.ids("owner")) == 7
+    assert len(service.store.ids("owner")) == 6  # 4 facts + 2 history entries, one vector each
 
 
 def test_add_fact_writes_markdown_and_index(service):
@@ -198,9 +198,8 @@ def test_deleted_index_dir_is_rebuilt(service):
 
 
 def test_model_change_triggers_full_rebuild(tmp_path, embedder):
-    from memclaw.embedding import load_embedder
-
     from memclaw.config import EmbeddingsConfig
+    from memclaw.embedding import load_embedder
 
     ws = make_workspace(tmp_path / "ws")
     svc = MemoryService(ws, Config(workspace=ws.root), embedder=load_embedder(EmbeddingsConfig(model="hash-test")))
