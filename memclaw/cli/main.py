@@ -175,6 +175,59 @@ def gateway(workspace: WorkspaceOpt = None) -> None:
     gateway_command(workspace)
 
 
+DataOpt = Annotated[Path, typer.Option("--data", help="The dataset file (JSON, upstream format).")]
+SystemsOpt = Annotated[
+    str | None, typer.Option("--systems", help="Comma-separated systems, or 'all' (default: the standard set).")
+]
+OutOpt = Annotated[Path | None, typer.Option("--out", help="Directory for the JSON, Markdown and PNG results.")]
+QuietOpt = Annotated[bool, typer.Option("--no-progress", help="No progress bar.")]
+
+
+@bench_app.command("locomo")
+def bench_locomo(
+    data: DataOpt,
+    systems: SystemsOpt = None,
+    corpus: Annotated[str, typer.Option("--corpus", help="all | facts | sessions")] = "all",
+    out: OutOpt = None,
+    limit_conversations: Annotated[int | None, typer.Option("--limit-conversations", help="First N only.")] = None,
+    limit_questions: Annotated[int | None, typer.Option("--limit-questions", help="First N per conversation.")] = None,
+    details: Annotated[bool, typer.Option("--details", help="Also write every question's top 10.")] = False,
+    no_progress: QuietOpt = False,
+) -> None:
+    """LoCoMo recall quality: memclaw vs grep, BM25, vector and hybrid variants, through the real path."""
+    from memclaw.cli import bench_cmd
+
+    bench_cmd.locomo(
+        data, systems, corpus, out, limit_conversations, limit_questions, details, progress=not no_progress
+    )
+
+
+@bench_app.command("longmemeval")
+def bench_longmemeval(
+    data: DataOpt,
+    limit: Annotated[int | None, typer.Option("--limit", help="First N questions of the file.")] = None,
+    systems: SystemsOpt = None,
+    out: OutOpt = None,
+    no_progress: QuietOpt = False,
+) -> None:
+    """LongMemEval retrieval (official protocol): recall_any/all@k and nDCG per question type."""
+    from memclaw.cli import bench_cmd
+
+    bench_cmd.longmemeval(data, limit, systems, out, progress=not no_progress)
+
+
+@bench_app.command("perf")
+def bench_perf(
+    sizes: Annotated[str, typer.Option("--sizes", help="Store sizes, comma-separated.")] = "1000,10000,100000",
+    out: OutOpt = None,
+    no_progress: QuietOpt = False,
+) -> None:
+    """Warm recall p50/p95, ingest rate, cold CLI start and index size at each size."""
+    from memclaw.cli import bench_cmd
+
+    bench_cmd.perf(sizes, out, progress=not no_progress)
+
+
 @app.command()
 def status(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) -> None:
     """Config, model, workspace, memory counts per scope, index freshness, configured channels."""
@@ -197,18 +250,23 @@ def run() -> None:
         sys.exit(130)
     except SystemExit:
         raise
-    except Exception as e:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(e, click.exceptions.Exit):
-            sys.exit(e.exit_code)
-        if isinstance(e, click.ClickException):
-            e.show()
-            sys.exit(e.exit_code)
-        if isinstance(e, click.exceptions.Abort):
-            typer.echo("Aborted.", err=True)
-            sys.exit(1)
+    except Exception as e:  # usage errors arrive here in non-standalone mode
+        _exit_for_click(e)
         raise
+
+
+def _exit_for_click(e: Exception) -> None:
+    """Exit for click's own exceptions: usage errors show their message, Exit keeps its code. typer vendors click
+    as `typer._click` (and plain click may appear too), so match the classes by name, not by import."""
+    names = {c.__name__ for c in type(e).__mro__}
+    if "ClickException" in names:
+        e.show()  # type: ignore[attr-defined]
+        sys.exit(getattr(e, "exit_code", 2))
+    if "Abort" in names:
+        typer.echo("Aborted.", err=True)
+        sys.exit(1)
+    if "Exit" in names:
+        sys.exit(getattr(e, "exit_code", 0))
 
 
 if __name__ == "__main__":
