@@ -48,6 +48,14 @@ class IndexError_(MemclawError):
     exit_code = 3
 
 
+class VectorStoreCorrupted(IndexError_):
+    """The vector store's files are damaged (e.g. chroma.sqlite3 overwritten, an HNSW segment truncated).
+
+    The vectors are derived data: memclaw warns, drops them and rebuilds them from the Markdown."""
+
+    exit_code = 3
+
+
 class VectorStoreUnavailable(MemclawError):
     """The vector store (e.g. a Chroma server) cannot be reached."""
 

@@ -16,9 +16,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from memclaw import index as ix
 from memclaw.config import Config
-from memclaw.errors import IndexError_, UsageError, VectorStoreUnavailable
+from memclaw.errors import IndexError_, UsageError, VectorStoreCorrupted, VectorStoreUnavailable
 from memclaw.fusion import FusionParams, apply_floors, demote_redundant, fuse, link_boost, recency_boost
 from memclaw.passages import passage_ids, split_passages, unit_of
 from memclaw.recall import RecallHit, RecallResult, Signal
@@ -98,13 +100,23 @@ class MemoryService:
 
             m = self.config.memory
             headers = {k: v.get_secret_value() for k, v in m.chroma_headers.items()}
+            lost = not m.chroma_url and not (self.layout.chroma_dir / "chroma.sqlite3").exists() and self._has_states()
             self._store = open_chroma_store(
                 path=None if m.chroma_url else self.layout.chroma_dir,
                 url=m.chroma_url,
                 headers=headers,
                 namespace=self.namespace,
             )
+            if lost:  # said once: sync and recall catch it and rebuild; the store itself is usable (empty)
+                raise VectorStoreCorrupted(
+                    f"the Chroma store at {self.layout.chroma_dir} is missing though the index lists memories; "
+                    "run `memclaw memory reindex` to rebuild it from the Markdown"
+                )
         return self._store
+
+    def _has_states(self) -> bool:
+        root = self.layout.root / "scopes"
+        return root.is_dir() and any((d / "state.pkl").exists() for d in root.iterdir())
 
     @property
     def namespace(self) -> str:
@@ -247,7 +259,31 @@ class MemoryService:
                 self._manifest_checked = False
             self._check_manifest()
             targets = list(scopes) if scopes is not None else self._known_scopes_on_disk()
-            return [self._sync_scope(s, progress) for s in targets]
+            try:
+                if not full:
+                    self._probe_store(targets)
+                return [self._sync_scope(s, progress) for s in targets]
+            except VectorStoreCorrupted as e:
+                log.warning("%s; rebuilding the index from the Markdown", _what(e))
+                self._wipe_index()
+                self._manifest_checked = False
+                self._check_manifest()
+                reports = [self._sync_scope(s, progress) for s in targets]
+                for r in reports:
+                    r.rebuilt = True
+                return reports
+
+    def _probe_store(self, scopes: Sequence[str]) -> None:
+        """Open the embedded store and read each scope's collection (a count and a 1-NN query, which loads the
+        HNSW segment), so that damaged Chroma files raise VectorStoreCorrupted here, where sync can rebuild them,
+        even when every scope is fresh. A Chroma server's files are the server's business: no probe."""
+        if self.config.memory.chroma_url:
+            return
+        probe = np.zeros(self.embedder.dim, dtype=np.float32)
+        probe[0] = 1.0
+        for scope in scopes:
+            if self.store.count(scope):
+                self.store.query(scope, probe, 1)
 
     def _sync_scope(self, scope: str, progress: ix.Progress | None) -> ix.SyncReport:
         report = ix.SyncReport(scope)
@@ -266,6 +302,8 @@ class MemoryService:
             report.rebuilt = True
             try:
                 in_store_passages = self.store.ids(scope)
+            except VectorStoreCorrupted:
+                raise  # the whole store is damaged: sync rebuilds every scope
             except IndexError_ as e:
                 report.warnings.append(f"{e}; dropping the scope's vectors")
                 self.store.drop(scope)
@@ -407,6 +445,8 @@ class MemoryService:
                     raise
                 result.warnings.append(f"{e}; recall fell back to BM25 only")
                 log.warning("%s; recall fell back to BM25 only", e)
+            except VectorStoreCorrupted as e:
+                vec_hits = self._query_after_repair(scope, qv, n_cand * 2, e, result, mode)
             result.timings_ms["vector"] = (time.perf_counter() - t) * 1000
         units = sc.state.units
         bm25_hits = [(i, s) for i, s in bm25_hits if i in units]
@@ -455,6 +495,26 @@ class MemoryService:
                 break
         result.timings_ms["total"] = (time.perf_counter() - t0) * 1000
         return result
+
+    def _query_after_repair(
+        self, scope: str, qv: np.ndarray, n: int, err: VectorStoreCorrupted, result: RecallResult, mode: str
+    ) -> list[tuple[str, float]]:
+        """Recall met damaged Chroma files: rebuild the index from the Markdown (if auto_sync) and query again;
+        otherwise, or if that fails too, answer from BM25 alone."""
+        if self.config.memory.auto_sync:
+            msg = f"{_what(err)}; rebuilt the index from the Markdown"
+            log.warning(msg)
+            result.warnings.append(msg)
+            try:
+                self.sync([scope], full=True)
+                return _best_per_unit(self.store.query(scope, qv, n))
+            except (IndexError_, VectorStoreUnavailable) as e:
+                err = e  # type: ignore[assignment]
+        if mode == "vector":
+            raise err
+        result.warnings.append(f"{err}; recall fell back to BM25 only")
+        log.warning("%s; recall fell back to BM25 only", err)
+        return []
 
     # ----- writes ----------------------------------------------------------------------------------------
     def facts(self, scope: str = OWNER_SCOPE) -> list[MemoryUnit]:
@@ -523,6 +583,11 @@ class MemoryService:
     def close(self) -> None:
         with self._lock:
             self._scopes.clear()
+
+
+def _what(e: Exception) -> str:
+    """An error's message without its 'run ... to fix it' advice (for warnings about a repair memclaw makes)."""
+    return str(e).split("; run `memclaw memory reindex`")[0]
 
 
 def _best_per_unit(hits) -> list[tuple[str, float]]:

@@ -17,12 +17,29 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from memclaw.errors import IndexError_, VectorStoreUnavailable
+from memclaw.errors import IndexError_, VectorStoreCorrupted, VectorStoreUnavailable
 
 log = logging.getLogger(__name__)
 
 SPACE = "cosine"
 _GET_PAGE = 5000
+# chromadb's HttpClient has no timeout at all (httpx timeout=None): an unreachable host or a frozen server would
+# hang recall for minutes. Connecting must be quick; a request may take longer (a 5000-vector upsert).
+HTTP_CONNECT_TIMEOUT_S = 3.0
+HTTP_TIMEOUT_S = 30.0
+# What chromadb / SQLite / the HNSW reader say about damaged files (versions differ in the wording).
+_CORRUPTION_MARKERS = (
+    "not a database",
+    "malformed",
+    "corrupt",
+    "no such table",
+    "error deserializing",
+    "hnsw segment",
+    "error finding id",
+    "eof while parsing",
+    "unexpected end of file",
+    "failed to fill whole buffer",
+)
 
 
 @dataclass(frozen=True)
@@ -217,9 +234,19 @@ def _is_not_found(e: Exception) -> bool:
     return "NotFound" in name or "does not exist" in text or "not found" in text
 
 
+def _is_corruption(e: Exception) -> bool:
+    text = str(e).lower()
+    return not isinstance(e, OSError) and any(m in text for m in _CORRUPTION_MARKERS)
+
+
 def _translate(e: Exception, where: str) -> Exception:
     name = type(e).__name__
     text = str(e)
+    if _is_corruption(e):
+        return VectorStoreCorrupted(
+            f"Chroma at {where} is damaged ({name}: {text.splitlines()[0]}); "
+            "run `memclaw memory reindex` to rebuild it from the Markdown"
+        )
     if any(s in name for s in ("ConnectError", "ConnectionError", "Timeout", "RemoteProtocolError")) or any(
         s in text for s in ("Could not connect", "Connection refused", "connect to tenant")
     ):
@@ -283,11 +310,31 @@ def open_chroma_store(
             )
         except Exception as e:
             raise _translate(e, url) from e
+        _bound_http_timeouts(client)
         return ChromaStore(client, namespace, where=url)
     assert path is not None
     try:
         path.mkdir(parents=True, exist_ok=True)
         client = chromadb.PersistentClient(path=str(path), settings=_chroma_settings())
     except Exception as e:
+        # chromadb registers the system for `path` before starting it: a failed start stays cached and every later
+        # PersistentClient for `path` in this process would get the broken one. Forget it.
+        release_embedded(path)
+        if _is_corruption(e):
+            raise VectorStoreCorrupted(
+                f"the Chroma store at {path} is damaged ({type(e).__name__}: {str(e).splitlines()[0]}); "
+                "run `memclaw memory reindex` to rebuild it from the Markdown"
+            ) from e
         raise IndexError_(f"cannot open the Chroma store at {path}: {type(e).__name__}: {e}") from e
     return ChromaStore(client, namespace, where=str(path))
+
+
+def _bound_http_timeouts(client: Any) -> None:
+    """Give chromadb's httpx session the timeouts it lacks (see HTTP_CONNECT_TIMEOUT_S)."""
+    import httpx
+
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if isinstance(session, httpx.Client):
+        session.timeout = httpx.Timeout(HTTP_TIMEOUT_S, connect=HTTP_CONNECT_TIMEOUT_S)
+    else:  # another chromadb version: keep working, just without the bound
+        log.debug("cannot bound the Chroma HTTP client's timeouts (no httpx session found)")
