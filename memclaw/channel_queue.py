@@ -26,6 +26,8 @@ class ChannelQueue:
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._idle: asyncio.Event | None = None
         self._closed = False
+        self._aborted: list[asyncio.Task[None]] = []
+        self._running: set[str] = set()  # keys whose worker is inside a job
 
     # ----- submit ------------------------------------------------------------------------------------------
     def submit(self, key: str, job: Callable[[], Awaitable[T]]) -> asyncio.Future[T]:
@@ -50,6 +52,7 @@ class ChannelQueue:
                 job, fut = q.popleft()
                 if fut.cancelled():
                     continue
+                self._running.add(key)
                 try:
                     result = await job()
                 except asyncio.CancelledError:
@@ -62,6 +65,8 @@ class ChannelQueue:
                 else:
                     if not fut.done():
                         fut.set_result(result)
+                finally:
+                    self._running.discard(key)
         finally:
             # No await between the last emptiness check and this cleanup: submit() cannot slip in between.
             for _, fut in q:
@@ -101,6 +106,24 @@ class ChannelQueue:
             return False
         return True
 
+    def abort(self) -> int:
+        """Stop accepting jobs and cancel every queued and running one now (a forced shutdown). Returns how many
+        were cancelled; `close()` then waits for the cancelled workers to unwind."""
+        self._closed = True
+        workers = list(self._workers.values())
+        n = sum(len(q) for q in self._pending.values()) + len(self._running)
+        for q in self._pending.values():
+            for _, fut in q:
+                fut.cancel()
+            q.clear()
+        for t in workers:  # a worker cancelled before its first step never runs its cleanup: do it here
+            t.cancel()
+        self._aborted.extend(workers)
+        self._pending.clear()
+        self._workers.clear()
+        self._idle_event().set()
+        return n
+
     async def close(self, timeout: float | None = None) -> bool:
         """Stop accepting jobs, let the queued ones finish (up to `timeout`), then cancel what is left.
         Returns True if everything finished."""
@@ -111,4 +134,5 @@ class ChannelQueue:
             for t in workers:
                 t.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+        await asyncio.gather(*self._aborted, return_exceptions=True)
         return done

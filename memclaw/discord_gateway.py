@@ -255,6 +255,7 @@ class DiscordGateway:
         self.shutdown_grace_s = shutdown_grace_s
         self.turns: list[TurnRecord] = []
         self._closing = False
+        self._aborted = False
         self._shutdown: asyncio.Future[bool] | None = None
         self._synced = False
         self._register_events()
@@ -302,16 +303,19 @@ class DiscordGateway:
 
     # ----- events ------------------------------------------------------------------------------------------
     async def on_ready(self) -> None:
+        if self._synced:  # discord.py reconnected with a new session (the old one could not be resumed)
+            log.info("reconnected to Discord as %s (id %s), new session", self.me.name, self.me.id)
+            return
         log.info("connected to Discord as %s (id %s)", self.me.name, self.me.id)
-        if not self._synced:
-            self._synced = True
-            await self.sync_commands()
+        self._synced = True
+        await self.sync_commands()
 
     async def on_resumed(self) -> None:
-        log.info("Discord session resumed")
+        log.info("reconnected to Discord: session resumed")
 
     async def on_disconnect(self) -> None:
-        log.warning("disconnected from Discord; discord.py reconnects")
+        if not self._closing:
+            log.warning("disconnected from Discord; discord.py reconnects")
 
     async def sync_commands(self) -> None:
         """Register the slash commands: globally, and per listed guild (guild commands appear at once)."""
@@ -321,7 +325,7 @@ class DiscordGateway:
                 self.tree.copy_global_to(guild=guild)
                 await self.tree.sync(guild=guild)
             await self.tree.sync()
-        except (discord.HTTPException, ValueError) as e:
+        except (discord.DiscordException, ValueError) as e:  # e.g. HTTP errors, no application id
             log.warning("could not register slash commands: %s", e)
 
     def accept(self, message: discord.Message) -> Decision:
@@ -370,6 +374,9 @@ class DiscordGateway:
                 )
                 reply = await self._run_agent(inbound)
             text = reply_text(reply)
+        except asyncio.CancelledError:  # a forced shutdown: the agent saved the message before the model call
+            rec.ok = False
+            raise
         except Exception:
             log.exception("turn for message %s in chat %s failed", message.id, rec.chat_id)
             rec.ok = False
@@ -506,10 +513,18 @@ class DiscordGateway:
         self._shutdown = asyncio.ensure_future(self._shutdown_once())
         return await asyncio.shield(self._shutdown)
 
+    def abort_turns(self) -> None:
+        """Stop now (a second SIGINT/SIGTERM): cancel queued and in-flight turns. An in-flight turn's message stays
+        saved in its session (the agent writes the user's message before calling the model)."""
+        self._closing = True
+        self._aborted = True
+        n = self.queue.abort()
+        log.warning("stopping now: %d unanswered turn(s) cancelled; messages of started turns are saved", n)
+
     async def _shutdown_once(self) -> bool:
         self._closing = True
-        finished = await self.queue.close(self.shutdown_grace_s)
-        if not finished:
+        finished = await self.queue.close(self.shutdown_grace_s) and not self._aborted
+        if not finished and not self._aborted:
             log.warning(
                 "shutdown: some turns did not finish in %.0f s (their messages are saved)", self.shutdown_grace_s
             )
@@ -534,15 +549,29 @@ class DiscordGateway:
             if self.runner is not None:
                 await asyncio.to_thread(self.runner.stop)
 
+    def _on_signal(self, stop: asyncio.Event, sig: int) -> None:
+        """First SIGINT/SIGTERM: graceful shutdown. A second one while shutting down: stop now."""
+        if stop.is_set():
+            log.warning("%s again: not waiting for in-flight turns", signal.Signals(sig).name)
+            self.abort_turns()
+            return
+        log.warning(
+            "%s: shutting down; in-flight turns may take up to %.0f s (send it again to stop now)",
+            signal.Signals(sig).name,
+            self.shutdown_grace_s,
+        )
+        stop.set()
+
     async def serve(self, token: str, stop: asyncio.Event | None = None) -> None:
         """Log in, connect (discord.py reconnects by itself) and run until `stop` is set or SIGINT/SIGTERM;
-        then shut down gracefully. A rejected token or a refused intent raises ConfigError."""
+        then shut down gracefully (a second signal stops at once). A rejected token or a refused intent raises
+        ConfigError. The token is never logged nor put in an error message."""
         loop = asyncio.get_running_loop()
         stop = stop or asyncio.Event()
         installed: list[int] = []
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, stop.set)
+                loop.add_signal_handler(sig, self._on_signal, stop, sig)
                 installed.append(sig)
         connect: asyncio.Task[None] | None = None
         try:
@@ -582,7 +611,7 @@ def _raise_connect_error(exc: BaseException | None) -> None:
             "Discord refused the Message Content intent: enable it for the bot in the Discord developer portal "
             "(Bot > Privileged Gateway Intents)"
         ) from None
-    if isinstance(exc, discord.LoginFailure):
+    if isinstance(exc, discord.LoginFailure) or (isinstance(exc, discord.ConnectionClosed) and exc.code == 4004):
         raise ConfigError("the Discord token was rejected: set a valid bot token in MEMCLAW_DISCORD_TOKEN") from None
     if isinstance(exc, Exception):
         raise MemclawError(f"the Discord connection failed: {type(exc).__name__}: {exc}") from None

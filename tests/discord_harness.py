@@ -6,17 +6,25 @@
   `HTTPClient.request` / `HTTPClient.get_from_cdn`, replaced on the client's http object by a recorder that
   answers with realistic JSON. Interaction responses go through discord.py's webhook transport seam
   (`AsyncWebhookAdapter.request`), recorded the same way. memclaw's code is not patched.
+- For the whole lifecycle (login, connect, events, reconnects, shutdown) `FakeGateway` is a Discord gateway on
+  127.0.0.1: a real websocket server speaking the gateway protocol (HELLO, IDENTIFY/READY, heartbeats, RESUME,
+  RECONNECT, INVALID_SESSION, dispatches). discord.py's `HTTPClient.ws_connect` is pointed at it; everything
+  above the socket (DiscordWebSocket, the keep-alive, Client.connect's reconnect loop) is discord.py's own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import discord
+import yarl
+from aiohttp import WSMsgType, web
 from discord.webhook import async_ as webhook_async
 
 _ids = itertools.count(1_300_000_000_000_000_000)
@@ -48,6 +56,7 @@ class Call:
     url: str
     json: dict[str, Any] | None = None
     channel_id: int | None = None
+    at: float = field(default_factory=time.perf_counter)  # when discord.py made the call
 
 
 @dataclass
@@ -76,6 +85,11 @@ class Recorder:
             if self.login_status != 200:
                 raise discord.HTTPException(_FakeResponse(self.login_status), {"message": "401: Unauthorized"})
             return self.bot
+        if route.method == "GET" and route.path == "/oauth2/applications/@me":  # Client.login's app info
+            return self.app_info()
+        if route.method == "PUT" and route.path.endswith("/commands"):  # slash-command sync
+            app_id = route.url.split("/applications/", 1)[1].split("/", 1)[0]
+            return [dict(c, id=str(snowflake()), application_id=app_id, version="1") for c in (payload or [])]
         if route.method == "POST" and route.path == "/channels/{channel_id}/messages":
             if self.fail_next_send:
                 self.fail_next_send -= 1
@@ -89,6 +103,19 @@ class Recorder:
             return self.cdn[url]
         except KeyError:
             raise discord.NotFound(_FakeResponse(404), {"message": "404: Not Found", "code": 0}) from None
+
+    def app_info(self) -> dict[str, Any]:
+        return {
+            "id": self.bot["id"],
+            "name": self.bot["username"],
+            "description": "",
+            "icon": None,
+            "bot_public": False,
+            "bot_require_code_grant": False,
+            "owner": user_payload(snowflake(), "app-owner"),
+            "verify_key": "0" * 64,
+            "flags": 0,
+        }
 
     def message_payload(self, channel_id: int | None, body: dict[str, Any]) -> dict[str, Any]:
         ref = body.get("message_reference")
@@ -461,3 +488,122 @@ class DiscordWorld:
             }
             data["context"] = 0
         return discord.Interaction(data=data, state=self.state)
+
+
+class FakeGateway:
+    """A Discord gateway on 127.0.0.1 (an aiohttp websocket server); point a client at it with `connect_to()`.
+
+    It speaks the gateway protocol in JSON text frames: HELLO on connect, READY after IDENTIFY, RESUMED after
+    RESUME, heartbeat ACKs; `dispatch()` sends any event (e.g. MESSAGE_CREATE), `reconnect()` sends op 7
+    RECONNECT and `invalidate()` op 9 INVALID_SESSION (not resumable), like Discord does. Everything the client
+    sent is kept in `received` (IDENTIFY carries the token: tests check it arrived there and nowhere else)."""
+
+    def __init__(self, bot: dict[str, Any]) -> None:
+        self.bot = bot
+        self.received: list[dict[str, Any]] = []
+        self.connections = 0
+        self.identified = 0
+        self.resumed = 0
+        self.seq = 0
+        self.session_id = ""
+        self.url = ""
+        self._ws: web.WebSocketResponse | None = None
+        self._runner: web.AppRunner | None = None
+        self._changed = asyncio.Condition()
+
+    async def start(self) -> FakeGateway:
+        app = web.Application()
+        app.router.add_get("/", self._handle)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = self._runner.addresses[0][1]
+        self.url = f"ws://127.0.0.1:{port}/"
+        return self
+
+    async def stop(self) -> None:
+        if self._ws is not None and not self._ws.closed:
+            await self._ws.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def wait_for(self, predicate: Any) -> None:
+        """Wait until `predicate()` holds (checked whenever the gateway sees something)."""
+        async with self._changed:
+            await self._changed.wait_for(predicate)
+
+    async def _send(self, op: int, d: Any, t: str | None = None) -> None:
+        assert self._ws is not None
+        frame: dict[str, Any] = {"op": op, "d": d, "s": None, "t": t}
+        if op == 0:
+            self.seq += 1
+            frame["s"] = self.seq
+        await self._ws.send_str(json.dumps(frame))
+
+    async def _handle(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        self._ws = ws
+        self.connections += 1
+        await self._send(10, {"heartbeat_interval": 41250})
+        await self._notify()
+        async for msg in ws:
+            if msg.type != WSMsgType.TEXT:
+                continue
+            frame = json.loads(msg.data)
+            self.received.append(frame)
+            op = frame.get("op")
+            if op == 1:
+                await self._send(11, None)
+            elif op == 2:
+                self.identified += 1
+                self.session_id = f"session-{self.identified}"
+                await self._send(
+                    0,
+                    {
+                        "v": 10,
+                        "user": self.bot,
+                        "guilds": [],
+                        "session_id": self.session_id,
+                        "resume_gateway_url": self.url,
+                        "application": {"id": self.bot["id"], "flags": 0},
+                        "shard": [0, 1],
+                    },
+                    "READY",
+                )
+            elif op == 6:
+                self.resumed += 1
+                await self._send(0, {}, "RESUMED")
+            await self._notify()
+        await self._notify()
+        return ws
+
+    async def dispatch(self, event: str, data: dict[str, Any]) -> None:
+        await self._send(0, data, event)
+
+    async def reconnect(self) -> None:
+        await self._send(7, None)
+
+    async def invalidate(self) -> None:
+        await self._send(9, False)
+
+    def sent_tokens(self) -> list[str]:
+        return [f["d"]["token"] for f in self.received if f.get("op") in (2, 6)]
+
+
+def connect_to(world: DiscordWorld, gateway: FakeGateway) -> None:
+    """Point discord.py's websocket transport (`HTTPClient.ws_connect`) at `gateway`, keeping the query string
+    discord.py builds (v, encoding, compress)."""
+    http = world.client.http
+    real = http.ws_connect
+
+    async def ws_connect(url: str, *, compress: int = 0) -> Any:
+        local = yarl.URL(gateway.url).with_query(yarl.URL(url).query)
+        return await real(str(local), compress=compress)
+
+    http.ws_connect = ws_connect

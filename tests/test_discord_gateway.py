@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
+import signal
 import threading
 from pathlib import Path
 from typing import Any
@@ -17,9 +19,9 @@ import discord
 import pytest
 
 from memclaw.config import Config
-from memclaw.discord_gateway import APOLOGY, HELP_TEXT, OWNER_ONLY, DiscordGateway, chat_id_for
+from memclaw.discord_gateway import APOLOGY, HELP_TEXT, OWNER_ONLY, DiscordGateway, chat_id_for, default_intents
 from memclaw.errors import ConfigError
-from tests.discord_harness import DiscordWorld, snowflake
+from tests.discord_harness import DiscordWorld, FakeGateway, connect_to, snowflake
 from tests.llm_server import Scripted, ScriptedLLMServer, scripted_server
 
 OWNER = 4_000_000_000_000_001
@@ -79,8 +81,9 @@ class Rig:
         self.config = make_config(ws, server, **discord_cfg)
         self.memory = MemoryService(ws, self.config, embedder=embedder)
         self.agent = Agent(self.config, ws, self.memory, background_consolidation=False)
+        client = discord.Client(intents=default_intents(), guild_ready_timeout=0.05)  # READY without a 2 s wait
         self.gateway = DiscordGateway(
-            self.agent, self.config, recall=lambda q: self.memory.recall_detailed(q, scope="owner")
+            self.agent, self.config, recall=lambda q: self.memory.recall_detailed(q, scope="owner"), client=client
         )
         self.world = DiscordWorld(self.gateway.client)
         self.world.user("owner", OWNER)
@@ -491,7 +494,14 @@ def test_apology_text_is_short():
     assert len(APOLOGY) < 200 and "\n" not in APOLOGY
 
 
-@pytest.mark.parametrize("bad", [discord.PrivilegedIntentsRequired(None), discord.LoginFailure("bad")])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        discord.PrivilegedIntentsRequired(None),
+        discord.LoginFailure("bad"),
+        discord.ConnectionClosed(None, shard_id=None, code=4004),  # the gateway's "authentication failed"
+    ],
+)
 def test_connect_errors_are_one_line_config_errors(bad):
     from memclaw.discord_gateway import _raise_connect_error
 
@@ -513,3 +523,231 @@ def test_cli_gateway_without_token_exits_2_with_one_line(memclaw_home):
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "MEMCLAW_DISCORD_TOKEN" in lines[0]
+
+
+# ----- the whole lifecycle over a gateway websocket: connect, reconnects, signals ----------------------------
+TOKEN = "MTIzNDU2Nzg5MDEy.secret-token-value.abcdefghijklmnop"
+
+
+async def _until(cond: Any, serving: asyncio.Task[Any]) -> None:
+    """Wait (yielding to the loop) until cond() holds; fail at once if serve() ended first."""
+    while not cond():
+        if serving.done():
+            serving.result()
+            raise AssertionError("serve() returned early")
+        await asyncio.sleep(0.01)
+
+
+async def _serve(rig: Rig, body: Any) -> FakeGateway:
+    """Run rig.gateway.serve(TOKEN) against a FakeGateway until `body(fake, serving, stop)` returns, then wait for
+    serve() to end (body must make it end: stop.set() or a signal). A 120 s guard only against hangs."""
+    fake = await FakeGateway(rig.world.bot).start()
+    connect_to(rig.world, fake)
+    stop = asyncio.Event()
+    serving = asyncio.create_task(rig.gateway.serve(TOKEN, stop))
+    try:
+        async with asyncio.timeout(120):
+            await _until(lambda: rig.gateway.client.is_ready(), serving)
+            await body(fake, serving, stop)
+            await serving
+    finally:
+        if not serving.done():
+            serving.cancel()
+            await asyncio.gather(serving, return_exceptions=True)
+        await fake.stop()
+        rig.world.close()
+        rig.memory.close()
+    return fake
+
+
+def test_serve_answers_over_the_gateway_and_logs_reconnects_without_the_token(rig_factory, caplog):
+    rig = rig_factory()
+    rig.server.reply("first answer").reply("after resume").reply("after a new session")
+    caplog.set_level(logging.DEBUG)  # everything, discord.py's debug lines included
+    w = rig.world
+
+    async def body(fake: FakeGateway, serving: asyncio.Task[Any], stop: asyncio.Event) -> None:
+        def dm(text: str) -> dict[str, Any]:
+            return w.message_payload(OWNER, text, channel_id=w.dm_channel(OWNER))
+
+        await fake.dispatch("MESSAGE_CREATE", dm("hello"))
+        await _until(lambda: len(w.recorder.sent()) == 1, serving)
+        await fake.reconnect()  # Discord asks the client to reconnect: it resumes the session
+        await _until(lambda: fake.resumed == 1 and "session resumed" in caplog.text, serving)
+        await fake.dispatch("MESSAGE_CREATE", dm("still there?"))
+        await _until(lambda: len(w.recorder.sent()) == 2, serving)
+        await fake.invalidate()  # the session cannot be resumed: a fresh IDENTIFY and READY
+        await _until(lambda: fake.identified == 2 and "new session" in caplog.text, serving)
+        await fake.dispatch("MESSAGE_CREATE", dm("and now?"))
+        await _until(lambda: len(w.recorder.sent()) == 3, serving)
+        stop.set()
+
+    fake = asyncio.run(_serve(rig, body))
+    assert w.recorder.sent_texts() == ["first answer", "after resume", "after a new session"]
+    assert fake.connections == 3 and fake.sent_tokens() == [TOKEN, TOKEN, TOKEN]  # IDENTIFY, RESUME, IDENTIFY
+    assert caplog.text.count("disconnected from Discord; discord.py reconnects") == 2
+    assert "connected to Discord as memclaw" in caplog.text
+    assert "reconnected to Discord: session resumed" in caplog.text
+    assert "reconnected to Discord as memclaw" in caplog.text and "new session" in caplog.text
+    syncs = [c for c in w.recorder.calls if c.method == "PUT" and c.path.endswith("/commands")]
+    assert len(syncs) == 1 and {c["name"] for c in syncs[0].json} == {"recall", "new", "help"}  # once, not per READY
+    assert rig.gateway.client.is_closed()
+    # the token went to Discord (IDENTIFY/RESUME) and nowhere else: not in any log line nor REST body
+    assert TOKEN not in caplog.text and TOKEN.split(".")[1] not in caplog.text
+    assert TOKEN not in json.dumps([c.json for c in w.recorder.calls]) and TOKEN not in rig.llm_text()
+
+
+def test_sigterm_lets_the_in_flight_turn_finish_then_stops(rig_factory, caplog):
+    rig = rig_factory()
+    started, release = threading.Event(), threading.Event()
+
+    def slow(req: dict[str, Any]) -> Scripted:
+        started.set()
+        release.wait(60)
+        return Scripted(message={"role": "assistant", "content": "finished before stopping"})
+
+    rig.server.dynamic(slow)
+    caplog.set_level(logging.INFO, logger="memclaw")
+    w = rig.world
+    dm = w.dm_channel(OWNER)
+
+    async def body(fake: FakeGateway, serving: asyncio.Task[Any], stop: asyncio.Event) -> None:
+        await fake.dispatch("MESSAGE_CREATE", w.message_payload(OWNER, "take your time", channel_id=dm))
+        await asyncio.to_thread(started.wait, 60)
+        os.kill(os.getpid(), signal.SIGTERM)  # what `kill` or systemd sends
+        await _until(lambda: rig.gateway.queue.closed, serving)
+        await fake.dispatch("MESSAGE_CREATE", w.message_payload(OWNER, "too late", channel_id=dm))
+        await _until(lambda: re.search(r"ignored message \d+: shutting down", caplog.text), serving)
+        release.set()  # the model answers; the turn finishes, its reply goes out, then serve() returns
+
+    try:
+        asyncio.run(_serve(rig, body))
+    finally:
+        release.set()
+    assert w.recorder.sent_texts() == ["finished before stopping"]
+    assert len(rig.server.requests) == 1 and "too late" not in rig.llm_text()
+    assert "SIGTERM: shutting down" in caplog.text
+    assert rig.gateway.client.is_closed()
+    session = rig.agent.sessions.load("discord", str(dm))
+    assert [(m["role"], m["content"]) for m in session.messages] == [
+        ("user", "take your time"),
+        ("assistant", "finished before stopping"),
+    ]
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # serve() put the default handlers back
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_second_sigint_stops_now_and_the_message_stays_saved(rig_factory, caplog):
+    rig = rig_factory()
+    started, release = threading.Event(), threading.Event()
+
+    def stuck(req: dict[str, Any]) -> Scripted:
+        started.set()
+        release.wait(120)  # a model that hangs: only a second Ctrl-C gets us out before the grace period
+        return Scripted(message={"role": "assistant", "content": "too slow"})
+
+    rig.server.dynamic(stuck)
+    caplog.set_level(logging.INFO, logger="memclaw")
+    w = rig.world
+    dm = w.dm_channel(OWNER)
+
+    async def body(fake: FakeGateway, serving: asyncio.Task[Any], stop: asyncio.Event) -> None:
+        await fake.dispatch("MESSAGE_CREATE", w.message_payload(OWNER, "keep this message", channel_id=dm))
+        await asyncio.to_thread(started.wait, 60)
+        os.kill(os.getpid(), signal.SIGINT)
+        await _until(lambda: rig.gateway.queue.closed, serving)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    try:
+        asyncio.run(_serve(rig, body))
+        still_waiting = not release.is_set()
+    finally:
+        release.set()
+    assert still_waiting  # serve() returned while the model was still hanging
+    assert w.recorder.sent_texts() == [] and [r.ok for r in rig.gateway.turns] == [False]
+    assert "SIGINT again: not waiting for in-flight turns" in caplog.text
+    assert "1 unanswered turn(s) cancelled; messages of started turns are saved" in caplog.text
+    session = rig.agent.sessions.load("discord", str(dm))
+    assert [(m["role"], m["content"]) for m in session.messages] == [("user", "keep this message")]
+    assert rig.gateway.client.is_closed()
+
+
+class ThreadRecordingEmbedder:
+    """memclaw's Embedder protocol around the real bundled model, noting the thread of every encode()."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name, self.dim, self.fingerprint = inner.name, inner.dim, inner.fingerprint
+        self.threads: list[str] = []
+
+    def encode(self, texts: Any, **kw: Any) -> Any:
+        self.threads.append(threading.current_thread().name)
+        return self.inner.encode(texts, **kw)
+
+
+def test_embedding_and_index_work_stay_off_the_discord_loop(workspace, llm_server, embedder):
+    recording = ThreadRecordingEmbedder(embedder)
+    rig = Rig(workspace, llm_server, recording)
+    rig.server.reply("Anna lives in Lisbon.")
+    loop_thread: list[str] = []
+
+    async def body(w: DiscordWorld, gw: DiscordGateway):
+        loop_thread.append(threading.current_thread().name)
+        await (await gw.on_message(w.dm(OWNER, "Where does my sister live?")))  # index build + auto-recall
+        await gw.tree._call(w.interaction(OWNER, "recall", {"query": "sister"}))  # /recall
+
+    asyncio.run(rig.run(body))
+    assert "Lisbon" in rig.world.webhooks.texts()[-1]
+    assert len(recording.threads) >= 3  # the memories, the turn's query, the /recall query
+    # neither discord.py's loop nor the agent's loop ran the model: worker threads (asyncio.to_thread) did
+    assert loop_thread[0] not in recording.threads and "memclaw-agent" not in recording.threads
+
+
+def test_gateway_logging_shows_memclaw_info_lines_by_default():
+    from memclaw.cli.gateway_cmd import gateway_logging
+
+    mc = logging.getLogger("memclaw")
+    before = mc.level
+    try:
+        mc.setLevel(logging.NOTSET)
+        logging.getLogger().setLevel(logging.WARNING)  # what `memclaw` without -v sets up
+        gateway_logging()
+        assert logging.getLogger("memclaw.discord_gateway").isEnabledFor(logging.INFO)  # reconnects, ignored users
+        assert not logging.getLogger("discord").isEnabledFor(logging.INFO)
+    finally:
+        mc.setLevel(before)
+
+
+def test_cli_status_shows_channels_and_freshness_never_the_token(memclaw_home, workspace):
+    import subprocess
+    import sys
+
+    (memclaw_home / "config.toml").write_text(
+        f"""workspace = "{workspace.root}"
+
+[owners]
+discord = ["{OWNER}"]
+
+[channels.discord]
+token = "config-token-never-shown.abc"
+guilds = ["111"]
+channels = ["222", "333"]
+""",
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLAW_")}
+    env.update(MEMCLAW_HOME=str(memclaw_home), MEMCLAW_DISCORD_TOKEN=TOKEN, COLUMNS="200")
+    cmd = [sys.executable, "-m", "memclaw.cli.main", "status"]
+    text = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    js = subprocess.run([*cmd, "--json"], env=env, capture_output=True, text=True, timeout=180)
+    assert text.returncode == 0 and js.returncode == 0, text.stderr + js.stderr
+    for out in (text.stdout + text.stderr, js.stdout + js.stderr):
+        assert TOKEN not in out and "config-token-never-shown" not in out
+    assert "configured (token from MEMCLAW_DISCORD_TOKEN)" in text.stdout
+    assert "1 owner id(s)" in text.stdout and "1 guild(s), 2 channel(s)" in text.stdout
+    assert "owner" in text.stdout and "stale" in text.stdout  # memory per scope and its index freshness
+    data = json.loads(js.stdout)
+    d = data["channels"]["discord"]
+    assert d["configured"] and d["token_from"] == "MEMCLAW_DISCORD_TOKEN" and d["guilds"] == 1 and d["channels"] == 2
+    assert data["model"] and data["workspace"] == str(workspace.root)
+    assert data["memory"]["scopes"]["owner"]["facts"] == 3 and data["memory"]["scopes"]["owner"]["fresh"] is False

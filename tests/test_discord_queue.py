@@ -118,3 +118,31 @@ def test_backlog_limit():
         return await q.drain()
 
     assert asyncio.run(main()) is True
+
+
+def test_abort_cancels_running_and_queued_jobs_and_close_unwinds_them():
+    async def main():
+        q = ChannelQueue()
+        never = asyncio.Event()
+        unwound: list[str] = []
+
+        async def stuck() -> None:
+            try:
+                await never.wait()
+            finally:
+                unwound.append("stuck")
+
+        running = q.submit("a", stuck)
+        queued = q.submit("a", stuck)
+        await asyncio.sleep(0)  # "a"'s worker starts its first job
+        fresh = q.submit("b", stuck)  # its worker has not started yet
+        n = q.abort()  # the second Ctrl-C
+        finished = await q.close(timeout=None)  # without abort() this would wait forever
+        with pytest.raises(UsageError):
+            q.submit("a", stuck)
+        return n, finished, [f.cancelled() for f in (running, queued, fresh)], unwound, q.active_keys
+
+    n, finished, cancelled, unwound, active = asyncio.run(main())
+    assert n == 3 and cancelled == [True, True, True] and active == []
+    assert unwound == ["stuck"]  # the running job's cleanup ran before close() returned
+    assert finished is True  # drained (by cancellation): the gateway reports an abort separately

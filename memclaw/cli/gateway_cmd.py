@@ -18,6 +18,15 @@ log = logging.getLogger(__name__)
 TOKEN_ENV = "MEMCLAW_DISCORD_TOKEN"
 
 
+def token_source(config: Config) -> str | None:
+    """Where the bot token comes from (TOKEN_ENV, "config") or None; never the token itself (for `status`)."""
+    if (os.environ.get(TOKEN_ENV) or "").strip():
+        return TOKEN_ENV
+    if config.channels.discord.token is not None and config.channels.discord.token.get_secret_value().strip():
+        return "config"
+    return None
+
+
 def discord_token(config: Config) -> str:
     """The bot token from MEMCLAW_DISCORD_TOKEN, else config `channels.discord.token`. Never logged."""
     token = (os.environ.get(TOKEN_ENV) or "").strip()
@@ -33,6 +42,16 @@ def discord_token(config: Config) -> str:
     return token
 
 
+def gateway_logging() -> None:
+    """A long-running service keeps a record: memclaw's INFO lines (connects, reconnects, ignored senders, refused
+    commands, shutdown) are shown even without -v; discord.py itself stays at WARNING unless -v/-vv asks more."""
+    mc = logging.getLogger("memclaw")
+    if mc.getEffectiveLevel() > logging.INFO:
+        mc.setLevel(logging.INFO)
+    if not logging.getLogger().handlers:
+        logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+
+
 def gateway_command(workspace: Path | None) -> None:
     """Run the Discord gateway until SIGINT/SIGTERM. Missing or rejected token: ConfigError (exit code 2)."""
     from memclaw.cli.common import err_console
@@ -44,6 +63,7 @@ def gateway_command(workspace: Path | None) -> None:
     from memclaw.workspace import resolve_workspace
 
     ws = resolve_workspace(cfg, workspace)
+    gateway_logging()
     if not cfg.owners.get("discord"):
         err_console.print(
             '[yellow]warning:[/] no owner configured (owners.discord = ["<your Discord user id>"]): '
@@ -60,6 +80,9 @@ def gateway_command(workspace: Path | None) -> None:
         memory.sync()
     except MemclawError as e:
         err_console.print(f"[yellow]warning:[/] memory sync failed: {e}; recall will retry on each turn")
+    from memclaw.tokens import count_tokens
+
+    count_tokens("warm-up", cfg.agent.model)  # imports litellm and loads the tokenizer now, not on the first message
     agent = Agent(cfg, ws, memory=memory)
 
     def recall(query: str):

@@ -136,11 +136,13 @@ def migrate(to: str, workspace: Path | None) -> None:
 
 
 def status(workspace: Path | None, json_out: bool) -> None:
+    from memclaw.cli.gateway_cmd import TOKEN_ENV, token_source
     from memclaw.config import config_path, dump_config
 
     mem = open_memory(workspace)
     cfg = mem.config
     discord = cfg.channels.discord
+    source = token_source(cfg)
     data = {
         "config_file": str(config_path()) if config_path() else None,
         "model": cfg.agent.model,
@@ -150,11 +152,13 @@ def status(workspace: Path | None, json_out: bool) -> None:
         "channels": {
             "cli": {"configured": True, "owner": True},
             "discord": {
-                "configured": discord.token is not None,
+                "configured": source is not None,
+                "token_from": source,  # where the token comes from; never the token
                 "owners": len(cfg.owners.get("discord", [])),
                 "allow_from": len(discord.allow_from),
                 "guilds": len(discord.guilds),
                 "channels": len(discord.channels),
+                "always_answer_channels": len(discord.always_answer_channels),
             },
         },
         "config": dump_config(cfg),
@@ -168,6 +172,10 @@ def status(workspace: Path | None, json_out: bool) -> None:
     console.print(f"[bold]model[/]     {data['model']}   [bold]embeddings[/] {data['embedding_model']}")
     console.print(f"[bold]workspace[/] {data['workspace']}")
     d = data["channels"]["discord"]
-    state = "configured" if d["configured"] else "not configured (set MEMCLAW_DISCORD_TOKEN)"
-    console.print(f"[bold]discord[/]   {state}; {d['owners']} owner id(s), {d['allow_from']} allowed user(s)")
+    state = f"configured (token from {d['token_from']})" if d["configured"] else f"not configured (set {TOKEN_ENV})"
+    console.print(
+        f"[bold]discord[/]   {state}; {d['owners']} owner id(s), {d['allow_from']} allowed user(s), "
+        f"{d['guilds']} guild(s), {d['channels']} channel(s), {d['always_answer_channels']} always-answer channel(s)"
+    )
+    console.print("[bold]cli[/]       configured (`memclaw chat`, as the owner)")
     console.print(stats_table(data["memory"]))
