@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from memclaw.errors import ConfigError
 
@@ -159,6 +159,8 @@ def config_path(home: Path | None = None) -> Path | None:
 def _read_file(path: Path) -> dict[str, Any]:
     try:
         raw = path.read_bytes()
+    except IsADirectoryError as e:
+        raise ConfigError(f"config {path} is a directory; remove it or make it a config file") from e
     except OSError as e:
         raise ConfigError(f"cannot read config {path}: {e.strerror}; fix its permissions") from e
     try:
@@ -167,40 +169,53 @@ def _read_file(path: Path) -> dict[str, Any]:
     except UnicodeDecodeError as e:
         raise ConfigError(f"config {path} is not UTF-8 text; re-save it as UTF-8") from e
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
-        raise ConfigError(f"config {path} is not valid {path.suffix[1:].upper()}: {e}") from e
+        raise ConfigError(f"config {path} is not valid {path.suffix[1:].upper()}: {e}; fix the syntax there") from e
     if not isinstance(data, dict):
         raise ConfigError(f"config {path} must hold a table/object at the top level")
     return data
 
 
-def _describe(err: ValidationError, origin: str) -> str:
+def _env_var_for(loc: tuple) -> str | None:
+    """The MEMCLAW_* variable that set the key at `loc` (or a section holding it), if one is set."""
+    names = {k.upper(): k for k in os.environ}
+    parts = [str(p) for p in loc]
+    for n in range(len(parts), 0, -1):
+        name = ENV_PREFIX + "__".join(parts[:n]).upper()
+        if name in names:
+            return names[name]
+    return None
+
+
+def _describe(err: ValidationError, file_origin: str | None) -> str:
     first = err.errors()[0]
     key = ".".join(str(p) for p in first["loc"]) or "(top level)"
-    msg = first["msg"]
+    msg = first["msg"]  # never the value: it may be a secret
     if first["type"] == "extra_forbidden":
         msg = "unknown key (check the spelling against `memclaw config --defaults`)"
     more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
-    return f"invalid config key '{key}' in {origin}: {msg}{more}"
+    env = _env_var_for(tuple(first["loc"]))  # the environment beats the file, so a set variable is the culprit
+    if env is not None:
+        return f"invalid config key '{key}' from environment variable {env}: {msg}{more}; fix or unset it"
+    origin = file_origin or "the environment"
+    return f"invalid config key '{key}' in {origin}: {msg}{more}; fix the value or remove the key"
 
 
 def load_config(home: Path | None = None, *, path: Path | None = None) -> Config:
-    """Load and validate the config. Raises ConfigError naming the key and the file."""
+    """Load and validate the config. Raises ConfigError naming the key and the file (or variable)."""
     path = path or config_path(home)
     data = _read_file(path) if path else {}
-    origin = str(path) if path else "environment"
     try:
         return Config(**data)
     except ValidationError as e:
-        # Tell whether the bad key came from the environment or the file.
-        env_keys = [k for k in os.environ if k.startswith(ENV_PREFIX) and k != "MEMCLAW_HOME"]
-        if env_keys:
-            try:
-                Config.model_validate(data)
-            except ValidationError:
-                pass
-            else:
-                origin = "environment (" + ", ".join(sorted(env_keys)) + ")"
-        raise ConfigError(_describe(e, origin)) from None
+        raise ConfigError(_describe(e, str(path) if path else None)) from None
+    except SettingsError as e:  # a variable for a section, table or list whose value is not the JSON it needs
+        field = str(e).split('"')[1] if str(e).count('"') >= 2 else ""
+        base = f"{ENV_PREFIX}{field.upper()}"
+        names = sorted(k for k in os.environ if k.upper() == base or k.upper().startswith(base + "__")) or [base]
+        raise ConfigError(
+            f"environment variable {' / '.join(names)} is not valid JSON (sections, tables and lists are set as "
+            f"JSON, e.g. {base}='{{\"k\": 5}}'); fix or unset it, or set one key as {base}__<KEY>"
+        ) from None
 
 
 def dump_config(cfg: Config) -> dict[str, Any]:

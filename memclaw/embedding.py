@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 import numpy as np
 
 from memclaw.errors import EmbeddingError
+from memclaw.markdown import clean_text
 
 if TYPE_CHECKING:
     from memclaw.config import EmbeddingsConfig
@@ -414,7 +415,7 @@ class SentenceTransformerEmbedder:
         return self._model
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
-        texts = list(texts)
+        texts = [clean_text(str(t)) for t in texts]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for start, end in _batches(len(texts), batch_size):
             vecs = self._model.encode(
@@ -511,7 +512,7 @@ class OnnxEmbedder:
         return _normalize(pooled)
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
-        texts = [str(t) for t in texts]
+        texts = [clean_text(str(t)) for t in texts]  # lone surrogates (undecodable argv bytes) break the tokenizer
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         for start, end in _batches(len(texts), batch_size):

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -79,6 +80,17 @@ def _why(e: OSError) -> str:
     return e.strerror or e.__class__.__name__
 
 
+def _fix(e: OSError) -> str:
+    """What to do about an OSError on a memory file that should be a readable regular file."""
+    if isinstance(e, IsADirectoryError):
+        return "it is a folder: move it out of the way"
+    if e.errno == errno.ELOOP:
+        return "it is a symlink loop: fix or remove the link"
+    if isinstance(e, NotADirectoryError):
+        return "a folder on its path is a file: move that file out of the way"
+    return "fix its permissions"
+
+
 def read_text(path: Path) -> str | None:
     """The file's text (surrogate-escaped where not UTF-8), or None if it does not exist."""
     try:
@@ -86,7 +98,7 @@ def read_text(path: Path) -> str | None:
     except FileNotFoundError:
         return None
     except OSError as e:
-        raise MemoryFileError(f"cannot read memory file {path}: {_why(e)}; fix its permissions") from e
+        raise MemoryFileError(f"cannot read memory file {path}: {_why(e)}; {_fix(e)}") from e
     return data.decode(ENCODING, ERRORS)
 
 
@@ -97,7 +109,7 @@ def file_signature(path: Path) -> tuple[int, int, int] | None:
     except FileNotFoundError:
         return None
     except OSError as e:
-        raise MemoryFileError(f"cannot stat memory file {path}: {_why(e)}; fix its permissions") from e
+        raise MemoryFileError(f"cannot read memory file {path}: {_why(e)}; {_fix(e)}") from e
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RECENCY_WEIGHT = 0.3
+MAX_FACT_CHARS = 4000  # ~600 words; a longer 'fact' is a document (and minutes of embedding at 1 MB)
 
 
 class _Scope:
@@ -140,7 +141,9 @@ class MemoryService:
         return out
 
     def _signatures(self, scope: str) -> dict[str, tuple | None]:
-        return {src: _sig(path) for src, (path, _k) in self._files(scope).items()}
+        from memclaw.memfiles import file_signature  # MemoryFileError, not a traceback, for an unreadable file
+
+        return {src: file_signature(path) for src, (path, _k) in self._files(scope).items()}
 
     def _parse(self, scope: str) -> list[MemoryUnit]:
         from memclaw.memfiles import read_units
@@ -521,11 +524,16 @@ class MemoryService:
         return [u for u in self._parse(scope) if u.kind == "fact"]
 
     def add_fact(self, text: str, *, scope: str = OWNER_SCOPE, section: str | None = None) -> MemoryUnit:
-        from memclaw.memfiles import append_fact
+        from memclaw.memfiles import append_fact, normalize_fact_text
 
-        text = " ".join(text.split())
+        text = normalize_fact_text(text)  # as it will read back (undecodable bytes, comment openers defused)
         if not text:
             raise UsageError("empty fact: say what to remember")
+        if len(text) > MAX_FACT_CHARS:
+            raise UsageError(
+                f"fact too long ({len(text):,} characters, at most {MAX_FACT_CHARS:,}): a fact is one short line; "
+                "save long text as a file in the workspace instead"
+            )
         path = self.workspace.memory_file(scope)
         path.parent.mkdir(parents=True, exist_ok=True)
         append_fact(path, text, section=section)

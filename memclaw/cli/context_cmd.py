@@ -32,6 +32,13 @@ def resolve_sender(config: Config, sender: str | None, channel: str) -> Sender:
         channel, sender = sender.split(":", 1)
     if not sender.strip():
         raise UsageError("--sender must not be empty; e.g. --sender discord:1234")
+    if channel == "cli":  # the terminal is always the owner: an outside sender needs their channel
+        if sender == "owner":
+            return Sender.cli()
+        raise UsageError(
+            f"--sender {sender!r} names no channel, and the terminal is always the owner; "
+            "preview an outside sender with --sender discord:<id> (or --channel discord --sender <id>)"
+        )
     return Sender(channel=channel, sender_id=sender, display_name=f"{channel} user", chat_id=f"{channel}-preview")
 
 
@@ -103,6 +110,11 @@ def build_for_cli(
 
 def context_command(message: str, sender: str | None, channel: str, json_out: bool, workspace: Path | None) -> None:
     """Print the assembled messages and the budget table (or {messages, report, ...} as JSON)."""
+    from memclaw.markdown import clean_text
+
+    if not message or not message.strip():
+        raise UsageError('empty message: say what the message is, e.g. memclaw context "what is my address"')
+    message = clean_text(message)  # undecodable argv bytes arrive as lone surrogates, which cannot be printed
     built, secrets = build_for_cli(message, sender, channel, workspace)
     print_context(built, secrets, json_out)
 

@@ -228,6 +228,19 @@ def bench_perf(
     bench_cmd.perf(sizes, out, progress=not no_progress)
 
 
+@app.command("config")
+def config_cmd(
+    defaults: Annotated[
+        bool, typer.Option("--defaults", help="Every key with its default (ignores the file and environment).")
+    ] = False,
+) -> None:
+    """Print the effective configuration (file + environment) as JSON, secrets masked."""
+    from memclaw.cli.common import print_json
+    from memclaw.config import Config, dump_config, load_config
+
+    print_json(dump_config(Config.model_construct() if defaults else load_config()))
+
+
 @app.command()
 def status(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) -> None:
     """Config, model, workspace, memory counts per scope, index freshness, configured channels."""

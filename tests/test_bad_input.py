@@ -1,0 +1,407 @@
+"""Bad input through the CLI (issue 7): each gets a clear message, a non-zero exit, and nothing lost.
+
+The console script's entry point (`memclaw.cli.main.run`, where errors become one line and an exit code) runs
+in-process with a real workspace under the per-test MEMCLAW_HOME, the real bundled model and embedded Chroma.
+What a terminal would show on stderr is what `run` writes there plus the WARNING records it logs (the CLI's
+logging handler writes those to stderr too). A few cases also run the real console script in a subprocess.
+
+Covered elsewhere: parsing odd Markdown at unit level (test_markdown, test_memfiles), broken SKILL.md files
+(test_skills), binary Discord attachments (test_discord_gateway), sender ids in paths (test_workspace).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from memclaw.cli.main import run
+from memclaw.workspace import INDEX_DIRNAME
+
+MEMORY = """# About me
+- I live in Lyon
+- My sister Lena lives in Porto
+"""
+HISTORY = "[2026-03-02 18:10] Talked about the trip to Porto in April.\n"
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str  # stderr as a terminal would show it: echoed lines, then WARNING+ log records
+
+
+@pytest.fixture
+def cli(monkeypatch, capsys, caplog):
+    def invoke(*args: str) -> Result:
+        capsys.readouterr()
+        caplog.clear()
+        monkeypatch.setattr(sys, "argv", ["memclaw", *args])
+        code = 0
+        try:
+            run()  # an exception escaping here is a traceback for the user: the test fails on it
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        out, err = capsys.readouterr()
+        logs = "".join(
+            f"{r.levelname} {r.name}: {r.getMessage()}\n" for r in caplog.records if r.levelno >= logging.WARNING
+        )
+        return Result(code, out, err + logs)
+
+    return invoke
+
+
+@pytest.fixture
+def ws(cli, memclaw_home) -> Path:
+    """An onboarded workspace with a few memories (the config file is $MEMCLAW_HOME/config.toml)."""
+    assert cli("onboard").code == 0
+    root = memclaw_home / "workspace"
+    (root / "memory" / "MEMORY.md").write_text(MEMORY, "utf-8")
+    (root / "memory" / "HISTORY.md").write_text(HISTORY, "utf-8")
+    return root
+
+
+def user_files(home: Path) -> dict[str, bytes]:
+    """Every file the user owns under MEMCLAW_HOME (config, workspace), not the derived index or lock files."""
+    out = {}
+    for p in sorted(home.rglob("*")):
+        rel = p.relative_to(home)
+        if INDEX_DIRNAME in rel.parts or p.name.startswith(".") or not p.is_file():
+            continue
+        out[str(rel)] = p.read_bytes()
+    return out
+
+
+def assert_error(r: Result, code: int, *needles: str) -> str:
+    """Exit `code`, nothing on stdout, and stderr exactly one line `Error: ...` holding every needle."""
+    assert "Traceback" not in r.err + r.out
+    assert r.code == code, (r.code, r.err)
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1, r.err
+    assert lines[0].startswith("Error: "), lines[0]
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    assert r.out == ""
+    return lines[0]
+
+
+# ----- malformed config ----------------------------------------------------------------------------------------
+BAD_CONFIGS = {
+    "bad-toml": ("config.toml", b"[recall\nk = 3\n", ["config.toml", "not valid TOML", "line 1", "fix the syntax"]),
+    "bad-json": (
+        "config.json",
+        b'{"recall": {"k": 3,}}',
+        ["config.json", "not valid JSON", "line 1", "fix the syntax"],
+    ),
+    "wrong-type": ("config.toml", b'[recall]\nk = "many"\n', ["config.toml", "'recall.k'", "integer", "fix the value"]),
+    "wrong-type-json": ("config.json", b'{"agent": {"max_retries": [1]}}', ["'agent.max_retries'", "fix the value"]),
+    "unknown-key": ("config.toml", b'[agent]\nmodle = "x"\n', ["config.toml", "'agent.modle'", "unknown key"]),
+    "unknown-section": ("config.toml", b"[memroy]\nauto_sync = false\n", ["'memroy'", "unknown key"]),
+    "not-a-table": ("config.json", b"[1, 2]", ["config.json", "table/object at the top level"]),
+    "not-utf8": ("config.toml", b'[agent]\nname = "caf\xe9"\n', ["config.toml", "not UTF-8", "re-save it as UTF-8"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
+def test_malformed_config_is_one_line_exit_2_and_nothing_is_written(cli, ws, memclaw_home, case):
+    name, data, needles = BAD_CONFIGS[case]
+    (memclaw_home / "config.toml").unlink()
+    (memclaw_home / name).write_bytes(data)
+    before = user_files(memclaw_home)
+    for args in (["status"], ["recall", "Porto"], ["memory", "add", "My bike is green"], ["context", "hi"]):
+        assert_error(cli(*args), 2, *needles)
+    assert user_files(memclaw_home) == before  # the fact was not written, the config not "repaired"
+
+
+def test_unknown_key_message_points_to_a_command_that_exists(cli, ws, memclaw_home):
+    (memclaw_home / "config.toml").write_text('[agent]\nmodle = "x"\n')
+    line = assert_error(cli("status"), 2, "memclaw config --defaults")
+    assert "agent.modle" in line
+    r = cli("config", "--defaults")
+    assert r.code == 0 and "model" in json.loads(r.out)["agent"] and "modle" not in r.out
+
+
+def test_config_that_is_a_folder(cli, ws, memclaw_home):
+    (memclaw_home / "config.toml").unlink()
+    (memclaw_home / "config.toml").mkdir()
+    assert_error(cli("status"), 2, "config.toml", "is a directory", "remove it")
+
+
+@pytest.mark.parametrize(
+    ("env", "value", "needles"),
+    [
+        ("MEMCLAW_RECALL__K", "abc", ["environment variable MEMCLAW_RECALL__K", "'recall.k'", "fix or unset it"]),
+        ("MEMCLAW_AGENT__MODLE", "x", ["environment variable MEMCLAW_AGENT__MODLE", "unknown key", "unset"]),
+        ("MEMCLAW_RECALL", '{"k": "x"}', ["environment variable MEMCLAW_RECALL", "'recall.k'", "fix or unset"]),
+        ("MEMCLAW_RECALL", "k=3", ["environment variable MEMCLAW_RECALL", "not valid JSON", "MEMCLAW_RECALL__<KEY>"]),
+        ("MEMCLAW_OWNERS", "discord:1", ["environment variable MEMCLAW_OWNERS", "not valid JSON", "unset"]),
+    ],
+)
+def test_bad_environment_override_names_the_variable(cli, ws, memclaw_home, monkeypatch, env, value, needles):
+    monkeypatch.setenv(env, value)
+    before = user_files(memclaw_home)
+    assert_error(cli("status"), 2, *needles)
+    assert_error(cli("memory", "add", "My bike is green"), 2, *needles)
+    assert user_files(memclaw_home) == before
+
+
+def test_env_override_beats_a_good_file_and_is_blamed_not_the_file(cli, ws, memclaw_home, monkeypatch):
+    (memclaw_home / "config.toml").write_text("[recall]\nk = 5\n")
+    monkeypatch.setenv("MEMCLAW_RECALL__K", "0")
+    line = assert_error(cli("recall", "Porto"), 2, "MEMCLAW_RECALL__K")
+    assert "config.toml" not in line
+
+
+# ----- unreadable workspace --------------------------------------------------------------------------------------
+def test_missing_or_wrong_workspace(cli, ws, tmp_path, memclaw_home):
+    before = user_files(memclaw_home)
+    assert_error(cli("recall", "Porto", "-w", str(tmp_path / "nope")), 2, "no workspace at", "memclaw onboard")
+    (tmp_path / "afile").write_text("x")
+    assert_error(cli("memory", "add", "x", "-w", str(tmp_path / "afile")), 2, "afile")
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    assert_error(cli("memory", "sync", "-w", str(bare)), 2, "no memory/ inside", "memclaw onboard")
+    assert user_files(memclaw_home) == before
+    assert not (bare / "memory").exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads anything: permissions cannot be tested")
+def test_workspace_without_read_permission(cli, ws):  # pragma: no cover - CI runs as a normal user
+    ws.chmod(0)
+    try:
+        assert_error(cli("recall", "Porto"), 2, str(ws), "permission")
+    finally:
+        ws.chmod(0o755)
+
+
+@pytest.mark.parametrize("how", ["folder", "symlink-loop"])
+def test_unreadable_memory_file_is_exit_3_naming_file_and_fix(cli, ws, memclaw_home, how):
+    mem = ws / "memory" / "MEMORY.md"
+    mem.unlink()
+    if how == "folder":
+        mem.mkdir()
+        fix = "it is a folder"
+    else:
+        (ws / "memory" / "loop").symlink_to("loop")
+        mem.symlink_to(ws / "memory" / "loop")
+        fix = "symlink loop"
+    before = user_files(memclaw_home)
+    for args in (["recall", "Porto"], ["memory", "sync"], ["memory", "add", "x"]):
+        assert_error(cli(*args), 3, str(mem), fix)
+    assert user_files(memclaw_home) == before
+
+
+# ----- odd MEMORY.md -----------------------------------------------------------------------------------------
+ODD = (
+    b"# People\n"
+    b"- Lena\n"
+    b"  - Lena's husband Tiago repairs violins\n"  # nested: a fact of its own
+    b"    continuation of the nested item\n"
+    b"<!-- a comment with - a fake bullet -->\n"
+    b"\n"
+    b"```\n"  # a standalone code block: one fact, never items or headings
+    b"- inside code\n"
+    b"# not a heading\n"
+    b"```\n"
+    b"- caf\xe9 au lait with oat milk, every morning\n"  # Latin-1, not UTF-8
+    b"1. numbered item about the blue kayak\n"
+    b"\t- tab-indented item about the garden shed\n"
+    b"Setext heading\n===\n"
+    b"- \x00\x07 control characters in a fact about the alarm code\n"
+)
+
+
+def test_odd_markdown_is_recalled_and_every_byte_survives(cli, ws, memclaw_home):
+    mem = ws / "memory" / "MEMORY.md"
+    mem.write_bytes(ODD)
+    r = cli("recall", "who repairs violins", "--json")
+    assert r.code == 0, r.err
+    hits = json.loads(r.out)
+    assert hits[0]["text"] == "Lena's husband Tiago repairs violins\ncontinuation of the nested item"
+    r = cli("recall", "milk in the morning", "--json", "-k", "1")
+    assert json.loads(r.out)[0]["text"] == "caf\ufffd au lait with oat milk, every morning"
+    r = cli("recall", "inside code heading fake bullet", "--json", "--mode", "bm25")
+    texts = [h["text"] for h in json.loads(r.out)]
+    assert "```\n- inside code\n# not a heading\n```" in texts  # one fact, not an item and a heading
+    assert not any("fake bullet" in t or t == "inside code" for t in texts)
+    assert mem.read_bytes() == ODD  # recall and sync never write the Markdown
+    r = cli("memory", "add", "My kayak is blue")
+    assert r.code == 0, r.err
+    assert mem.read_bytes() == ODD + b"- My kayak is blue\n"  # foreign bytes, NULs, comments, code: all kept
+    r = cli("memory", "stats", "--json")
+    assert json.loads(r.out)["scopes"]["owner"]["facts"] == 8
+
+
+def test_a_5mb_memory_file(cli, ws, memclaw_home):
+    mem = ws / "memory" / "MEMORY.md"
+    line = b"- fact number %06d about the weekly groceries, the bike, the garden and the weather\n"
+    n = 5_000_000 // len(line % 0) + 1
+    big = b"# Big\n" + b"".join(line % i for i in range(n))
+    assert len(big) > 5_000_000
+    mem.write_bytes(big)
+    r = cli("memory", "stats", "--json")  # parses the whole file; embedding 60k facts is not this test's business
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["scopes"]["owner"]["facts"] == n
+    # A 5 MB file that is mostly a pasted log inside a comment: an edit keeps every byte, the fact is indexed.
+    pasted = b"- I live in Lyon\n<!--\n" + b"log line with - dashes and [2024-01-01] stamps\n" * 110_000 + b"-->\n"
+    mem.write_bytes(pasted)
+    r = cli("memory", "add", "My bike is green")
+    assert r.code == 0, r.err
+    assert mem.read_bytes() == pasted + b"- My bike is green\n"
+    assert json.loads(cli("recall", "what colour is my bike", "--json", "-k", "1").out)[0]["text"] == (
+        "My bike is green"
+    )
+
+
+def test_binary_file_saved_as_history(cli, ws, memclaw_home):
+    """A PNG written over HISTORY.md (e.g. an attachment saved to the wrong path): recall still works."""
+    hist = ws / "memory" / "HISTORY.md"
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 40
+    hist.write_bytes(png)
+    r = cli("recall", "where does my sister live", "--json")
+    assert r.code == 0, r.err
+    assert "Porto" in json.loads(r.out)[0]["text"]
+    assert hist.read_bytes() == png
+
+
+# ----- messages and queries --------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["recall", ""], ["empty query", 'memclaw recall "']),
+        (["recall", "  \t "], ["empty query"]),
+        (["context", ""], ["empty message", 'memclaw context "']),
+        (["context", "   "], ["empty message"]),
+        (["memory", "add", " "], ["empty fact"]),
+        (["agent", "-m", ""], ["empty message", 'memclaw agent -m "']),
+    ],
+)
+def test_empty_input_is_a_usage_error(cli, ws, memclaw_home, args, needles):
+    before = user_files(memclaw_home)
+    assert_error(cli(*args), 2, *needles)
+    assert user_files(memclaw_home) == before
+
+
+def test_query_of_only_stop_words(cli, ws):
+    r = cli("recall", "the of and to", "--json")
+    assert r.code == 0 and r.err == ""
+    assert all(h["bm25"]["rank"] is None for h in json.loads(r.out))  # BM25 has nothing to say
+    r = cli("recall", "the of and to", "--mode", "bm25")
+    assert r.code == 0 and "No memories" in r.out
+
+
+def test_a_1mb_query_and_a_long_message(cli, ws, memclaw_home):
+    before = user_files(memclaw_home)
+    message = "Where does my sister live? " + "blah " * 200_000
+    assert len(message) > 1_000_000
+    r = cli("recall", message, "--json", "-k", "3")
+    assert r.code == 0, r.err
+    assert "Porto" in json.loads(r.out)[0]["text"]
+    # `memclaw context` with a 1 MB message works too, but takes ~25 s here (and 100 kB ~15 s: the budget's
+    # token counting through litellm), so the suite keeps it to 20 kB. See the report of issue 7.
+    message = message[:20_000]
+    r = cli("context", message, "--json")
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    assert data["messages"][-1]["content"].startswith("Where does my sister live?")
+    assert user_files(memclaw_home) == before
+
+
+def test_a_1mb_fact_is_refused_before_anything_is_written(cli, ws, memclaw_home):
+    before = user_files(memclaw_home)
+    assert_error(cli("memory", "add", "word " * 200_000), 2, "fact too long", "save long text as a file")
+    assert user_files(memclaw_home) == before
+
+
+def test_undecodable_bytes_in_arguments(cli, ws):
+    """A Latin-1 argument (e.g. `memclaw memory add "$(cat notes-latin1.txt)"`): Python hands it over with lone
+    surrogates; it is stored and recalled with U+FFFD, never a traceback or a false "could not be read back"."""
+    latin1 = b"caf\xe9 with Jos\xe9".decode("utf-8", "surrogateescape")
+    r = cli("memory", "add", latin1)
+    assert r.code == 0, r.err
+    assert "- caf\ufffd with Jos\ufffd\n" in (ws / "memory" / "MEMORY.md").read_text("utf-8")
+    r = cli("recall", latin1, "--json", "-k", "1")
+    assert r.code == 0, r.err
+    assert json.loads(r.out)[0]["text"] == "caf\ufffd with Jos\ufffd"
+    r = cli("context", latin1, "--json")
+    assert r.code == 0, r.err
+
+
+def test_a_fact_with_a_comment_opener_is_added(cli, ws):
+    r = cli("memory", "add", "use <!-- in HTML for comments")
+    assert r.code == 0, r.err  # the opener is defused so the fact cannot vanish, and it reads back
+    assert "use <\\!-- in HTML" in (ws / "memory" / "MEMORY.md").read_text()
+
+
+# ----- ids with path separators --------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("sender", "dirname"),
+    [("../../etc", "%2E.%2F..%2Fetc"), ("discord:1/../2", "discord%3A1%2F..%2F2"), ("/abs/path", "%2Fabs%2Fpath")],
+)
+def test_sender_ids_with_path_separators_stay_in_people(cli, ws, memclaw_home, tmp_path, sender, dirname):
+    outside = {p for p in tmp_path.rglob("*") if INDEX_DIRNAME not in p.parts}
+    r = cli("memory", "add", "I ordered a blue teapot", "--sender", sender)
+    assert r.code == 0, r.err
+    created = {p for p in tmp_path.rglob("*") if INDEX_DIRNAME not in p.parts and p.name[0] != "."} - outside
+    people = ws / "memory" / "people"
+    assert created == {people, people / dirname, people / dirname / "MEMORY.md"} - outside
+    r = cli("recall", "teapot", "--sender", sender, "--json")
+    assert [h["text"] for h in json.loads(r.out)] == ["I ordered a blue teapot"]
+    assert all("teapot" not in h["text"] for h in json.loads(cli("recall", "teapot", "--json").out))
+    assert json.loads(cli("memory", "stats", "--json").out)["scopes"][f"people/{sender}"]["facts"] == 1
+
+
+def test_context_for_a_sender_with_path_separators(cli, ws):
+    r = cli("context", "where do I live", "--sender", "discord:1/../2", "--json")
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    assert not data["is_owner"] and data["scope"] == "people/discord:1/../2"
+    assert "Lyon" not in json.dumps(data)
+
+
+def test_context_sender_without_channel_is_not_the_owner(cli, ws, memclaw_home):
+    """`--sender ../../etc` used to be read as channel "cli", which is always the owner: the preview of an
+    outsider showed the owner's profile and memories."""
+    line = assert_error(cli("context", "where do I live", "--sender", "../../etc"), 2, "'../../etc'", "discord:")
+    assert "Lyon" not in line
+    assert_error(cli("context", "hi", "--channel", "cli", "--sender", "bob"), 2, "--sender discord:<id>")
+    r = cli("context", "where do I live", "--sender", "owner", "--json")
+    assert r.code == 0 and json.loads(r.out)["is_owner"]
+
+
+@pytest.mark.parametrize("sender", ["", "   ", "a\tb", "x" * 201, "line\nbreak"])
+def test_invalid_sender_ids(cli, ws, memclaw_home, sender):
+    before = user_files(memclaw_home)
+    assert_error(cli("memory", "add", "x", "--sender", sender), 2, "invalid sender id", "printable characters")
+    assert_error(cli("recall", "x", "--sender", sender), 2, "invalid sender id")
+    assert user_files(memclaw_home) == before
+
+
+# ----- the real console script ---------------------------------------------------------------------------------
+MEMCLAW = Path(sys.executable).with_name("memclaw")
+
+
+@pytest.mark.parametrize(
+    ("env", "config", "needles"),
+    [
+        ({}, b"[recall\n", ["config.toml", "not valid TOML"]),
+        ({"MEMCLAW_RECALL": "k=3"}, b"", ["MEMCLAW_RECALL", "not valid JSON"]),
+    ],
+)
+def test_console_script_prints_one_line_and_no_traceback(memclaw_home, env, config, needles):
+    (memclaw_home / "config.toml").write_bytes(config)
+    proc = subprocess.run(
+        [str(MEMCLAW), "memory", "add", "x"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert_error(Result(proc.returncode, proc.stdout, proc.stderr), 2, *needles)

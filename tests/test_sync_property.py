@@ -1,0 +1,329 @@
+"""Property (issue 2): after any sequence of hand edits of MEMORY.md and HISTORY.md (adding, editing, moving and
+deleting units, long history entries that become several passages, files deleted) and a sync, the index holds
+exactly the Markdown's units, ids and texts, in both stores: the Chroma collection (one vector per passage) and
+the BM25 index (in memory and on disk). Real files, the real bundled model, real Chroma (embedded and server).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
+
+from memclaw.bm25 import load_lexical_index, make_lexical_index
+from memclaw.config import Config
+from memclaw.memory import MemoryService
+from memclaw.passages import passage_ids, split_passages, unit_of
+from memclaw.units import OWNER_SCOPE, sender_scope
+from memclaw.workspace import Workspace
+
+# A small vocabulary, so that identical texts (occurrence-numbered ids) and shared BM25 terms are common.
+VOCAB = [
+    *("tea", "Porto", "sister", "cello", "garden", "Lena", "Henrik", "bike", "train", "Lyon", "basil", "oolong"),
+    *("the", "of", "and", "blue", "green", "order", "teapot", "flight", "April", "Sunday", "music", "battery"),
+    "engineer",
+]
+PROBES = sorted({w.lower() for w in VOCAB} | {"tea oolong", "sister Lena Porto", "garden basil"})
+
+short_text = st.lists(st.sampled_from(VOCAB), min_size=1, max_size=6).map(" ".join)
+sentence = st.lists(st.sampled_from(VOCAB), min_size=11, max_size=13).map(lambda ws: " ".join(ws) + ".")
+# 66+ words over several lines or sentences: two passages or more (memclaw.passages.MAX_WORDS = 60). Kept near
+# the limit: embedding long passages is most of this test's time.
+long_text = st.tuples(st.lists(sentence, min_size=6, max_size=7), st.sampled_from([" ", "\n"])).map(
+    lambda p: p[1].join(p[0])
+)
+history_text = st.one_of(short_text, short_text, short_text, long_text)
+stamp = st.integers(0, 60 * 24 * 30).map(lambda m: datetime(2026, 1, 1) + timedelta(minutes=m))
+SCOPES = (OWNER_SCOPE, sender_scope("discord:1/../2"))
+scope_st = st.sampled_from(SCOPES)
+
+
+class SyncMachine(RuleBasedStateMachine):
+    """Model: per scope, MEMORY.md as a list of headings and bullets, HISTORY.md as a list of (stamp, text).
+    Every edit rewrites or appends to the real file as an editor would; `sync` checks both stores."""
+
+    embedder = None  # set by the test function
+    chroma_url: str | None = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tmp = Path(tempfile.mkdtemp(prefix="memclaw-sync-prop-"))
+        self.ws = Workspace(self.tmp / "ws")
+        self.ws.memory_root.mkdir(parents=True)
+        cfg = Config(workspace=self.ws.root)
+        cfg.memory.chroma_url = self.chroma_url
+        self.svc = MemoryService(self.ws, cfg, embedder=self.embedder)
+        # per scope: memory lines ("h", text) | ("b", text, nested); history entries (stamp, text)
+        self.mem: dict[str, list[tuple]] = {s: [] for s in SCOPES}
+        self.hist: dict[str, list[tuple[datetime, str]]] = {s: [] for s in SCOPES}
+        self.write_mode = 0
+
+    @initialize(seed=st.lists(short_text, max_size=3), hist=st.lists(st.tuples(stamp, history_text), max_size=2))
+    def start(self, seed, hist):
+        self.mem[OWNER_SCOPE] = [("h", "About me")] + [("b", t, False) for t in seed]
+        self.hist[OWNER_SCOPE] = list(hist)
+        self._write_memory(OWNER_SCOPE)
+        self._write_history(OWNER_SCOPE)
+
+    # ----- writing the files as a user would ----------------------------------------------------------------
+    def _write(self, path: Path, text: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.write_mode += 1
+        if self.write_mode % 2:  # in place (same inode), like most editors' "save"
+            path.write_text(text, "utf-8")
+        else:  # a new file renamed over the old one, like vim's backupcopy=no or `sed -i`
+            tmp = path.with_name(path.name + ".swp")
+            tmp.write_text(text, "utf-8")
+            os.replace(tmp, path)
+
+    def _memory_text(self, scope: str) -> str:
+        out = []
+        for item in self.mem[scope]:
+            if item[0] == "h":
+                out += ["", f"# {item[1]}", ""]
+            else:
+                out.append(("  - " if item[2] else "- ") + item[1])
+        return "\n".join(out).lstrip("\n") + "\n"
+
+    def _history_text(self, scope: str) -> str:
+        return "\n\n".join(f"[{ts:%Y-%m-%d %H:%M}] {t}" for ts, t in self.hist[scope]) + "\n"
+
+    def _write_memory(self, scope: str) -> None:
+        self._write(self.ws.memory_file(scope), self._memory_text(scope))
+
+    def _write_history(self, scope: str) -> None:
+        self._write(self.ws.history_file(scope), self._history_text(scope))
+
+    def _bullets(self, scope: str) -> list[int]:
+        return [i for i, item in enumerate(self.mem[scope]) if item[0] == "b"]
+
+    # ----- MEMORY.md ------------------------------------------------------------------------------------------
+    @rule(scope=scope_st, text=short_text, nested=st.booleans(), where=st.integers(0, 100))
+    def add_fact(self, scope, text, nested, where):
+        lines = self.mem[scope]
+        pos = where % (len(lines) + 1)
+        nested = nested and pos > 0 and lines[pos - 1][0] == "b"
+        lines.insert(pos, ("b", text, nested))
+        self._write_memory(scope)
+
+    @rule(scope=scope_st, text=short_text)
+    def append_fact(self, scope, text):
+        """`echo "- text" >> MEMORY.md`: a true append."""
+        path = self.ws.memory_file(scope)
+        if not path.exists():
+            self._write_memory(scope)
+        self.mem[scope].append(("b", text, False))
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"- {text}\n")
+
+    @rule(scope=scope_st, text=short_text)
+    def add_heading(self, scope, text):
+        self.mem[scope].append(("h", text))
+        self._write_memory(scope)
+
+    @precondition(lambda self: any(self._bullets(s) for s in SCOPES))
+    @rule(scope=scope_st, pick=st.integers(0, 100), text=short_text)
+    def edit_fact(self, scope, pick, text):
+        b = self._bullets(scope)
+        if not b:
+            return
+        i = b[pick % len(b)]
+        self.mem[scope][i] = ("b", text, self.mem[scope][i][2])
+        self._write_memory(scope)
+
+    @precondition(lambda self: any(self._bullets(s) for s in SCOPES))
+    @rule(scope=scope_st, pick=st.integers(0, 100))
+    def duplicate_fact(self, scope, pick):
+        """The same text twice in one file: the copies get occurrence-numbered ids."""
+        b = self._bullets(scope)
+        if not b:
+            return
+        self.mem[scope].append(("b", self.mem[scope][b[pick % len(b)]][1], False))
+        self._write_memory(scope)
+
+    @precondition(lambda self: any(self._bullets(s) for s in SCOPES))
+    @rule(scope=scope_st, pick=st.integers(0, 100), to=st.integers(0, 100))
+    def move_fact(self, scope, pick, to):
+        """Same text elsewhere, maybe under another heading (same id, new section: re-embedded in place)."""
+        b = self._bullets(scope)
+        if not b:
+            return
+        item = self.mem[scope].pop(b[pick % len(b)])
+        self.mem[scope].insert(to % (len(self.mem[scope]) + 1), ("b", item[1], False))
+        self._write_memory(scope)
+
+    @precondition(lambda self: any(self._bullets(s) for s in SCOPES))
+    @rule(scope=scope_st, pick=st.integers(0, 100))
+    def delete_fact(self, scope, pick):
+        b = self._bullets(scope)
+        if not b:
+            return
+        del self.mem[scope][b[pick % len(b)]]
+        self._write_memory(scope)
+
+    # ----- HISTORY.md -----------------------------------------------------------------------------------------
+    @rule(scope=scope_st, ts=stamp, text=history_text)
+    def add_history(self, scope, ts, text):
+        self.hist[scope].append((ts, text))
+        self._write_history(scope)
+
+    @precondition(lambda self: any(self.hist[s] for s in SCOPES))
+    @rule(scope=scope_st, pick=st.integers(0, 100), text=history_text)
+    def edit_history_text(self, scope, pick, text):
+        h = self.hist[scope]
+        if h:
+            i = pick % len(h)
+            h[i] = (h[i][0], text)
+            self._write_history(scope)
+
+    @precondition(lambda self: any(self.hist[s] for s in SCOPES))
+    @rule(scope=scope_st, pick=st.integers(0, 100), ts=stamp)
+    def edit_history_stamp(self, scope, pick, ts):
+        """Same text, new date: same unit id, new content hash."""
+        h = self.hist[scope]
+        if h:
+            i = pick % len(h)
+            h[i] = (ts, h[i][1])
+            self._write_history(scope)
+
+    @precondition(lambda self: any(self.hist[s] for s in SCOPES))
+    @rule(scope=scope_st, pick=st.integers(0, 100))
+    def rewrap_history(self, scope, pick):
+        """Same words, other line breaks: same id; a long entry may split into other passages."""
+        h = self.hist[scope]
+        if h:
+            i = pick % len(h)
+            ts, t = h[i]
+            h[i] = (ts, t.replace("\n", " ") if "\n" in t else t.replace(". ", ".\n"))
+            self._write_history(scope)
+
+    @precondition(lambda self: any(self.hist[s] for s in SCOPES))
+    @rule(scope=scope_st, pick=st.integers(0, 100))
+    def delete_history(self, scope, pick):
+        h = self.hist[scope]
+        if h:
+            del h[pick % len(h)]
+            self._write_history(scope)
+
+    # ----- whole files --------------------------------------------------------------------------------------
+    @rule(scope=scope_st, which=st.sampled_from(["memory", "history", "folder"]))
+    def delete_file(self, scope, which):
+        if which in ("memory", "folder"):
+            self.mem[scope] = []
+            self.ws.memory_file(scope).unlink(missing_ok=True)
+        if which in ("history", "folder"):
+            self.hist[scope] = []
+            self.ws.history_file(scope).unlink(missing_ok=True)
+        if which == "folder" and scope != OWNER_SCOPE:
+            shutil.rmtree(self.ws.memory_dir(scope), ignore_errors=True)
+
+    # ----- sync and the property ------------------------------------------------------------------------------
+    @rule()
+    def sync_all(self):
+        self.svc.sync()
+        self.check(SCOPES)
+
+    @rule(scope=scope_st)
+    def sync_scope(self, scope):
+        self.svc.sync([scope])
+        self.check([scope])
+
+    @rule(scope=scope_st)
+    def sync_by_recall(self, scope):
+        """Recall auto-syncs a scope whose files changed."""
+        self.svc.recall("tea garden sister", scope=scope, k=3)
+        self.check([scope])
+
+    @rule(scope=scope_st)
+    def sync_in_another_service(self, scope):
+        """Another process (e.g. the CLI) syncs; this service must pick up its state, not redo or undo it."""
+        other = MemoryService(self.ws, self.svc.config, embedder=self.embedder)
+        try:
+            other.sync([scope])
+        finally:
+            other.close()
+        self.svc.ensure_fresh(scope)
+        self.check([scope])
+
+    def check(self, scopes) -> None:
+        for scope in scopes:
+            units = self.svc._parse(scope)
+            # The test's own model and the parser agree (so the property below is about the files we wrote).
+            assert [u.text for u in units if u.kind == "fact"] == [x[1] for x in self.mem[scope] if x[0] == "b"]
+            assert [(u.timestamp, u.text) for u in units if u.kind == "history"] == [
+                (ts, t) for ts, t in self.hist[scope]
+            ]
+            want = {u.id: u.text for u in units}
+            assert len(want) == len(units), "unit ids must be unique within a scope"
+
+            # Chroma: exactly the passages of exactly these units, with their texts.
+            stored = self.svc.store.texts(scope)
+            want_passages = {}
+            for u in units:
+                parts = split_passages(u.text)
+                want_passages.update(zip(passage_ids(u.id, len(parts)), parts, strict=True))
+            assert {unit_of(p) for p in stored} == set(want)
+            assert stored == want_passages
+
+            # BM25: the live index and the saved one hold exactly these units, scored as a fresh index would.
+            sc = self.svc._get_scope(scope)
+            if sc is None:  # never indexed: only possible for a scope that never had a file
+                assert not want and not stored
+                continue
+            assert set(sc.state.units) == set(want)
+            assert {i: u.text for i, u in sc.state.units.items()} == want
+            saved = load_lexical_index(self.svc.layout.lexical_file(scope))
+            ref = make_lexical_index("inverted")
+            for u in units:
+                ref.add(u.id, self.svc.tokenizer.tokenize(u.text))
+            for lex in (sc.lexical, saved):
+                assert lex.ids() == set(want)
+                for q in PROBES:
+                    toks = self.svc.tokenizer.tokenize(q)
+                    got = [(i, round(s, 6)) for i, s in lex.search(toks, 100)]
+                    exp = [(i, round(s, 6)) for i, s in ref.search(toks, 100)]
+                    assert got == exp, q
+            assert self.svc.is_fresh(scope)
+
+    def teardown(self) -> None:
+        try:
+            self.svc.sync()
+            self.check(SCOPES)
+        finally:
+            self.svc.close()
+            if self.chroma_url is None:
+                from memclaw.store import release_embedded
+
+                self.svc._store = None
+                release_embedded(self.svc.layout.chroma_dir)
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def test_index_holds_exactly_the_markdown_units(store_backend, embedder, request):
+    machine = type(f"SyncMachine_{store_backend}", (SyncMachine,), {})
+    machine.embedder = embedder
+    machine.chroma_url = request.getfixturevalue("chroma_server").url if store_backend == "server" else None
+    run_state_machine_as_test(
+        machine,
+        settings=settings(
+            max_examples=15,
+            stateful_step_count=10,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            print_blob=True,
+        ),
+    )
+
+
+@pytest.mark.parametrize("n_sentences", [6, 7])
+def test_long_entries_do_split(n_sentences):
+    """The long-entry strategy really produces multi-passage units (else the property would not cover them)."""
+    text = "\n".join(" ".join(["tea"] * 11) + "." for _ in range(n_sentences))
+    assert len(split_passages(text)) >= 2
