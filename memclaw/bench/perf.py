@@ -7,7 +7,9 @@ dates produces MEMORY.md facts (85 %) and HISTORY.md entries (15 %) in one scope
 * warm hybrid recall: p50/p95 over a few hundred queries after a warm-up, query embedding included;
 * add one fact to the full store (`add_fact`: Markdown + incremental index update), median of a few;
 * cold `memclaw recall` in a fresh process (subprocess wall time, median of 3);
-* index size on disk (Chroma + BM25 + unit table).
+* index size on disk (Chroma + BM25 + unit table);
+* with a Chroma server URL (`--chroma-url`): the same index copied to the server (`memory migrate`, no
+  re-embedding) and warm/cold recall measured again over HTTP, beside the embedded figures.
 """
 
 from __future__ import annotations
@@ -334,9 +336,13 @@ def parse_sizes(value: str) -> list[int]:
     return sizes
 
 
-def cold_recall(ws: Path, home: Path, query: str, runs: int = 3) -> dict[str, Any]:
+def cold_recall(
+    ws: Path, home: Path, query: str, runs: int = 3, *, chroma_url: str | None = None
+) -> dict[str, Any]:
     """Wall time of `memclaw recall` in a fresh Python process (median of `runs`)."""
     env = {**os.environ, "MEMCLAW_HOME": str(home)}
+    if chroma_url:
+        env["MEMCLAW_MEMORY__CHROMA_URL"] = chroma_url
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
@@ -354,8 +360,59 @@ def cold_recall(ws: Path, home: Path, query: str, runs: int = 3) -> dict[str, An
     return {"median_s": round(statistics.median(times), 3), "runs_s": [round(t, 3) for t in times]}
 
 
+def warm_latencies(svc: Any, queries: list[str]) -> tuple[list[float], list[float]]:
+    """(recall ms, query-embedding ms) per query, after a warm-up of 10 queries."""
+    for q in queries[:10]:  # warm-up (first Chroma query after open, caches)
+        svc.recall(q)
+    lat, embed_ms = [], []
+    for q in queries:
+        t = time.perf_counter()
+        res = svc.recall_detailed(q)
+        lat.append((time.perf_counter() - t) * 1000)
+        embed_ms.append(res.timings_ms.get("embed", 0.0))
+    return lat, embed_ms
+
+
+def server_recall(
+    root: Path, cfg: Any, url: str, embedder: Any, queries: list[str], home: Path, cold_runs: int
+) -> dict[str, Any]:
+    """Copy the workspace's embedded index to the Chroma server at `url` and measure recall over HTTP."""
+    from memclaw.bench.metrics import percentile
+    from memclaw.memory import MemoryService
+    from memclaw.migrate import migrate_to_server
+    from memclaw.workspace import Workspace
+
+    ws = Workspace(root)
+    t0 = time.perf_counter()
+    copied = migrate_to_server(ws, cfg, url)
+    migrate_s = time.perf_counter() - t0
+    server_cfg = cfg.model_copy(update={"memory": cfg.memory.model_copy(update={"chroma_url": url})})
+    svc = MemoryService(ws, server_cfg, embedder=embedder)
+    try:
+        lat, _ = warm_latencies(svc, queries)
+        cold = cold_recall(root, home, queries[0], runs=cold_runs, chroma_url=url)
+    finally:
+        for scope in ws.scopes():
+            svc.store.drop(scope)
+        svc.close()
+    return {
+        "url": url,
+        "copied": copied,
+        "migrate_seconds": round(migrate_s, 2),
+        "recall_p50_ms": round(percentile(lat, 50), 2),
+        "recall_p95_ms": round(percentile(lat, 95), 2),
+        "cold_cli_recall": cold,
+    }
+
+
 def run_size(
-    n: int, *, embedder: Any, n_queries: int = 300, cold_runs: int = 3, progress: Any = None
+    n: int,
+    *,
+    embedder: Any,
+    n_queries: int = 300,
+    cold_runs: int = 3,
+    progress: Any = None,
+    chroma_url: str | None = None,
 ) -> dict[str, Any]:
     """Every perf measurement at one size, in a temp workspace removed afterwards."""
     from memclaw.bench.metrics import percentile
@@ -374,14 +431,7 @@ def run_size(
         t0 = time.perf_counter()
         svc.sync(progress=progress)
         ingest_s = time.perf_counter() - t0
-        for q in queries[:10]:  # warm-up (first Chroma query after open, caches)
-            svc.recall(q)
-        lat, embed_ms = [], []
-        for q in queries:
-            t = time.perf_counter()
-            res = svc.recall_detailed(q)
-            lat.append((time.perf_counter() - t) * 1000)
-            embed_ms.append(res.timings_ms.get("embed", 0.0))
+        lat, embed_ms = warm_latencies(svc, queries)
         add_ms = []
         for i in range(5):
             t = time.perf_counter()
@@ -394,6 +444,7 @@ def run_size(
         home = tmp / "home"
         home.mkdir()
         cold = cold_recall(root, home, queries[0], runs=cold_runs)
+        server = server_recall(root, cfg, chroma_url, embedder, queries, home, cold_runs) if chroma_url else None
         return {
             "memories": n,
             "facts": len(facts),
@@ -409,13 +460,21 @@ def run_size(
             "cold_cli_recall": cold,
             "index_bytes": size,
             "index_mib": round(size / 2**20, 1),
+            **({"server": server} if server else {}),
         }
     finally:
         release_chroma()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run_perf(sizes: list[int], *, progress: bool = True, n_queries: int = 300, cold_runs: int = 3) -> dict[str, Any]:
+def run_perf(
+    sizes: list[int],
+    *,
+    progress: bool = True,
+    n_queries: int = 300,
+    cold_runs: int = 3,
+    chroma_url: str | None = None,
+) -> dict[str, Any]:
     from memclaw.bench.runner import Progress, bench_config, load_embedder_once, machine_info
     from memclaw.bench.systems import SYSTEMS
 
@@ -426,7 +485,16 @@ def run_perf(sizes: list[int], *, progress: bool = True, n_queries: int = 300, c
         for n in sizes:
             prog.log(f"perf: {n} memories (embedding at ~300/s: ~{n / 300 / 60:.1f} min)")
             advance = prog.task(f"ingest {n}", n)
-            results.append(run_size(n, embedder=embedder, n_queries=n_queries, cold_runs=cold_runs, progress=advance))
+            results.append(
+                run_size(
+                    n,
+                    embedder=embedder,
+                    n_queries=n_queries,
+                    cold_runs=cold_runs,
+                    progress=advance,
+                    chroma_url=chroma_url,
+                )
+            )
     return {
         "benchmark": "perf",
         "date": datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -475,6 +543,29 @@ def perf_markdown(res: dict[str, Any]) -> str:
         "Targets (issue 2): warm hybrid recall p95 <= 30 ms at 10k and <= 50 ms at 100k; ingest >= 200/s; "
         "cold CLI recall <= 3 s.",
     ]
+    servers = [r for r in res["sizes"] if "server" in r]
+    if servers:
+        srows = []
+        for r in servers:
+            sv = r["server"]
+            cold = sv["cold_cli_recall"]
+            srows.append(
+                [r["memories"], r["recall_p50_ms"], r["recall_p95_ms"], sv["recall_p50_ms"], sv["recall_p95_ms"],
+                 cold.get("median_s", cold.get("error")), sv["migrate_seconds"]]
+            )  # fmt: skip
+        lines += [
+            "",
+            f"## Chroma server mode ({servers[0]['server']['url']}, `chroma run` on loopback)",
+            "",
+            "The same index copied to the server with `memclaw memory migrate` (no re-embedding), then recalled over "
+            "HTTP with `memory.chroma_url` set; BM25 stays local.",
+            "",
+            *_table(
+                ["memories", "embedded p50 ms", "embedded p95 ms", "server p50 ms", "server p95 ms",
+                 "cold CLI recall s (server)", "migrate s"],
+                srows,
+            ),  # fmt: skip
+        ]
     return "\n".join(lines) + "\n"
 
 

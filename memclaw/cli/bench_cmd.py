@@ -82,11 +82,17 @@ def longmemeval(
     return res
 
 
-def perf(sizes: str = "1000,10000,100000", out: Path | None = None, progress: bool = True) -> dict[str, Any]:
-    """`memclaw bench perf [--sizes 1000,10000,100000] [--out DIR]`: writes DIR/perf.json and DIR/perf.md."""
+def perf(
+    sizes: str = "1000,10000,100000",
+    out: Path | None = None,
+    progress: bool = True,
+    chroma_url: str | None = None,
+) -> dict[str, Any]:
+    """`memclaw bench perf [--sizes 1000,10000,100000] [--out DIR] [--chroma-url URL]`: writes DIR/perf.json and
+    DIR/perf.md."""
     from memclaw.bench.perf import parse_sizes, run_perf, write_perf_results
 
-    res = run_perf(parse_sizes(sizes), progress=progress)
+    res = run_perf(parse_sizes(sizes), progress=progress, chroma_url=chroma_url)
     out = Path(out) if out else Path("bench-results")
     paths = write_perf_results(res, out)
     print("wrote " + ", ".join(str(p) for p in paths))

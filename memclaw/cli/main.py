@@ -220,12 +220,15 @@ def bench_longmemeval(
 def bench_perf(
     sizes: Annotated[str, typer.Option("--sizes", help="Store sizes, comma-separated.")] = "1000,10000,100000",
     out: OutOpt = None,
+    chroma_url: Annotated[
+        str | None, typer.Option("--chroma-url", help="Also measure recall over HTTP on this Chroma server.")
+    ] = None,
     no_progress: QuietOpt = False,
 ) -> None:
     """Warm recall p50/p95, ingest rate, cold CLI start and index size at each size."""
     from memclaw.cli import bench_cmd
 
-    bench_cmd.perf(sizes, out, progress=not no_progress)
+    bench_cmd.perf(sizes, out, progress=not no_progress, chroma_url=chroma_url)
 
 
 @app.command("config")
