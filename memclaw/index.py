@@ -120,13 +120,18 @@ class IndexLayout:
         return self.scope_dir(scope) / "DIRTY"
 
     @contextlib.contextmanager
-    def writer_lock(self) -> Iterator[None]:
-        """Exclusive across processes (fcntl) for the duration of a sync."""
+    def writer_lock(self, *, wait: bool = True) -> Iterator[bool]:
+        """Exclusive across processes (fcntl) for the duration of a sync. Yields whether it was acquired: with
+        `wait=False` it yields False at once when another process holds it."""
         self.root.mkdir(parents=True, exist_ok=True)
         with open(self.lock_file, "a+") as f:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
             try:
-                yield
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
             finally:
                 fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 

@@ -257,24 +257,40 @@ class MemoryService:
     ) -> list[ix.SyncReport]:
         """Bring the index in line with the Markdown. `full` rebuilds everything from scratch."""
         with self._write_lock, self.layout.writer_lock():
-            if full:
-                self._wipe_index()
-                self._manifest_checked = False
+            return self._sync_locked(scopes, full, progress)
+
+    def try_sync(self, scopes: Sequence[str]) -> list[ix.SyncReport] | None:
+        """Like `sync`, but None at once when a sync is already running in this process or another."""
+        if not self._write_lock.acquire(blocking=False):
+            return None
+        try:
+            with self.layout.writer_lock(wait=False) as acquired:
+                return self._sync_locked(scopes, False, None) if acquired else None
+        finally:
+            self._write_lock.release()
+
+    def _sync_locked(
+        self, scopes: Sequence[str] | None, full: bool, progress: ix.Progress | None
+    ) -> list[ix.SyncReport]:
+        """The body of a sync; the caller holds both writer locks."""
+        if full:
+            self._wipe_index()
+            self._manifest_checked = False
+        self._check_manifest()
+        targets = list(scopes) if scopes is not None else self._known_scopes_on_disk()
+        try:
+            if not full:
+                self._probe_store(targets)
+            return [self._sync_scope(s, progress) for s in targets]
+        except VectorStoreCorrupted as e:
+            log.warning("%s; rebuilding the index from the Markdown", _what(e))
+            self._wipe_index()
+            self._manifest_checked = False
             self._check_manifest()
-            targets = list(scopes) if scopes is not None else self._known_scopes_on_disk()
-            try:
-                if not full:
-                    self._probe_store(targets)
-                return [self._sync_scope(s, progress) for s in targets]
-            except VectorStoreCorrupted as e:
-                log.warning("%s; rebuilding the index from the Markdown", _what(e))
-                self._wipe_index()
-                self._manifest_checked = False
-                self._check_manifest()
-                reports = [self._sync_scope(s, progress) for s in targets]
-                for r in reports:
-                    r.rebuilt = True
-                return reports
+            reports = [self._sync_scope(s, progress) for s in targets]
+            for r in reports:
+                r.rebuilt = True
+            return reports
 
     def _probe_store(self, scopes: Sequence[str]) -> None:
         """Open the embedded store and read each scope's collection (a count and a 1-NN query, which loads the
@@ -381,9 +397,15 @@ class MemoryService:
             log.info("synced %s: +%d ~%d -%d", scope, report.added, report.updated, report.removed)
         return report
 
-    def ensure_fresh(self, scope: str) -> None:
-        if not self.is_fresh(scope):
+    def ensure_fresh(self, scope: str, *, wait: bool = True) -> bool:
+        """Sync `scope` if its Markdown changed. With `wait=False` a sync already running elsewhere is not waited
+        for (once the scope has a synced state): False, and the caller reads the previous state."""
+        if self.is_fresh(scope):
+            return True
+        if wait or self._get_scope(scope) is None:
             self.sync([scope])
+            return True
+        return self.try_sync([scope]) is not None
 
     # ----- recall ----------------------------------------------------------------------------------------
     def recall(
@@ -420,7 +442,8 @@ class MemoryService:
         t0 = time.perf_counter()
         if self.config.memory.auto_sync:
             try:
-                self.ensure_fresh(scope)
+                if not self.ensure_fresh(scope, wait=False):
+                    result.warnings.append("a sync is running; recalled from the previous index state")
             except VectorStoreUnavailable as e:
                 result.warnings.append(f"{e}; recalling from the last synced state")
         sc = self._get_scope(scope)
