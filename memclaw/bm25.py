@@ -26,13 +26,10 @@ Not thread-safe for writers: serialise `add`/`remove`/`save` against `search` (M
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
-import os
 import struct
-import threading
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,6 +38,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import numpy as np
 
 from memclaw.errors import IndexError_, UsageError
+from memclaw.fsutil import replace_atomically
 
 FORMAT_VERSION = 1
 DEFAULT_K1 = 1.2
@@ -102,34 +100,12 @@ class LexicalIndex(Protocol):
 # --------------------------------------------------------------------------------------------- file format
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    with contextlib.suppress(OSError):
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-
-
 def _write_file(path: Path, meta: dict[str, Any], arrays: Sequence[np.ndarray] = ()) -> None:
     head = json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     parts = [struct.pack("<Q", len(head)), head]
     parts += [np.ascontiguousarray(a, dtype=_I4).tobytes() for a in arrays]
     body = b"".join(parts)
-    _atomic_write(path, _MAGIC + hashlib.sha256(body).digest() + body)
+    replace_atomically(path, _MAGIC + hashlib.sha256(body).digest() + body)
 
 
 def _corrupt(path: Path, why: str) -> IndexError_:

@@ -21,10 +21,8 @@ import fcntl
 import hashlib
 import json
 import logging
-import os
 import pickle
 import shutil
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from memclaw.errors import IndexError_, MemclawError
+from memclaw.fsutil import replace_atomically
 from memclaw.units import MemoryUnit
 
 log = logging.getLogger(__name__)
@@ -66,23 +65,6 @@ class ScopeState:
     units: dict[str, MemoryUnit]
     hashes: dict[str, str]
     links: dict[str, list[str]] = field(default_factory=dict)
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write a file so that readers see either the old or the new content, never a torn one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    with contextlib.suppress(OSError):
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
 
 
 def scope_key(scope: str) -> str:
@@ -139,7 +121,7 @@ class IndexLayout:
 def save_state(path: Path, state: ScopeState) -> None:
     body = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
     digest = hashlib.sha256(body).digest()
-    atomic_write_bytes(path, _STATE_MAGIC + digest + body)
+    replace_atomically(path, _STATE_MAGIC + digest + body)
 
 
 def load_state(path: Path) -> ScopeState | None:
@@ -177,7 +159,7 @@ def read_manifest(layout: IndexLayout) -> dict | None:
 
 
 def write_manifest(layout: IndexLayout, data: dict) -> None:
-    atomic_write_bytes(layout.manifest, json.dumps(data, indent=2, sort_keys=True).encode())
+    replace_atomically(layout.manifest, json.dumps(data, indent=2, sort_keys=True).encode())
 
 
 def remove_tree(path: Path) -> None:

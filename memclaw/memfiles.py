@@ -16,7 +16,6 @@ import contextlib
 import errno
 import os
 import stat
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from memclaw.errors import MemoryFileError
+from memclaw.fsutil import fsync_dir, replace_atomically
 from memclaw.markdown import (
     MAX_HEADING_LEVEL,
     SECTION_SEP,
@@ -135,21 +135,8 @@ def locked(path: Path) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def atomic_write(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` atomically (same-folder temp file, fsync, os.replace, fsync folder)."""
+    """Replace `path` with `data` atomically (see memclaw.fsutil), as a MemoryFileError naming the fix."""
     path = Path(path)
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
@@ -157,23 +144,10 @@ def atomic_write(path: Path, data: bytes) -> None:
         mode = 0o644
     except OSError as e:
         raise MemoryFileError(f"cannot write memory file {path}: {_why(e)}; fix its permissions") from e
-    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-        tmp = None
+        replace_atomically(path, data, mode=mode)
     except OSError as e:
         raise MemoryFileError(f"cannot write memory file {path}: {_why(e)}; check disk space and permissions") from e
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-    _fsync_dir(path.parent)
 
 
 # ----- reading -------------------------------------------------------------------------------------------
@@ -501,4 +475,4 @@ def append_history(path: Path, ts: datetime, text: str) -> None:
         finally:
             os.close(fd)
     if created:
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)

@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from memclaw.errors import SessionError
+from memclaw.fsutil import fsync_dir
 
 log = logging.getLogger(__name__)
 
@@ -110,15 +111,6 @@ def llm_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             out.append({k: m[k] for k in LLM_KEYS if k in m and k not in ("tool_calls", "tool_call_id")})
         i += 1
     return out
-
-
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 class SessionStore:
@@ -256,7 +248,7 @@ class SessionStore:
                     f.flush()
                     os.fsync(f.fileno())
                 os.replace(tmp, path)
-                _fsync_dir(path.parent)
+                fsync_dir(path.parent)
             except OSError as e:
                 with contextlib.suppress(OSError):
                     tmp.unlink()
