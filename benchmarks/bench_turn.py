@@ -147,7 +147,9 @@ def main() -> None:
             llm.append(tm["llm"])
             server_ms.append((server.server_seconds - before) * 1000)
 
+    load_before = os.getloadavg()
     asyncio.run(run())
+    load_after = os.getloadavg()
     server.stop()
     mem.close()
 
@@ -172,6 +174,8 @@ Date: {now:%Y-%m-%d %H:%M} UTC
 Machine: {platform.system()} {platform.release()}, {platform.machine()}, {os.cpu_count()} CPUs ({cpu}), \
 Python {platform.python_version()}
 Command: `python benchmarks/bench_turn.py --memories {args.memories} --turns {args.turns}`
+Machine load (1-min load average) when the turns started / ended: {load_before[0]:.2f} / {load_after[0]:.2f} \
+on {os.cpu_count()} CPUs (other work on a shared machine inflates every figure below)
 
 Workload: {n_units} memories in the owner scope ({args.memories // 2} facts in MEMORY.md, the rest history entries),
 indexed with the default embedding model ({cfg.embeddings.model}) in embedded Chroma (initial index build

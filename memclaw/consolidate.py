@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from memclaw.errors import LLMError, MemclawError
+from memclaw.errors import ConsolidationError, LLMError, MemclawError
 from memclaw.jsonfix import extract_object
 from memclaw.prompts import render
 from memclaw.units import OWNER_SCOPE, MemoryUnit
@@ -191,10 +191,6 @@ class ConsolidationReport:
         return self.ok and self.consolidated == 0
 
 
-class ConsolidationError(MemclawError):
-    exit_code = 5
-
-
 class Consolidator:
     def __init__(self, config: Config, llm: LLMClient, memory: MemoryService, sessions: SessionStore) -> None:
         self.config = config
@@ -265,7 +261,7 @@ class Consolidator:
             last_ts=f"{stamps[-1]:%Y-%m-%d %H:%M}" if stamps else "unknown",
         )
         messages: list[dict[str, Any]] = [
-            {"role": "system", "content": "You write long-term memory as strict JSON."},
+            {"role": "system", "content": render("consolidate_system")},
             {"role": "user", "content": prompt},
         ]
         resp = await self.llm.chat(messages, temperature=0)
@@ -283,7 +279,10 @@ class Consolidator:
         try:
             return parse_output(resp.content, known), usage
         except ValueError as e:
-            raise ConsolidationError(f"the model returned unusable memory JSON twice ({e})") from None
+            raise ConsolidationError(
+                f"the model returned unusable memory JSON twice ({e}); the session was kept and consolidation "
+                "runs again after the next message or /new (or choose a stronger agent.model)"
+            ) from None
 
     def _apply(self, scope: str, out: ConsolidationOut, ts: datetime) -> ScopeResult:
         res = ScopeResult(scope, ops=list(out.facts))

@@ -1,10 +1,14 @@
 """The sender-aware ContextBuilder: what the LLM sees before every reply, inside a priority-ordered token budget.
 
 `build_messages(...)` returns an OpenAI-style message list: one system message (identity and rules, bootstrap
-files, recalled memories, always-on skills, skills summary: static first, volatile last), the session history,
-a runtime-metadata user message and the current user message (text, plus images as data URLs for vision
-models). The owner (configured per channel; the CLI always) gets USER.md and the owner's memories; anyone else
-gets a neutral identity block, only their own memories, and a note that they are not the owner.
+files, always-on skills, skills summary, then the recalled memories), the session history, a runtime-metadata user
+message and the current user message (text, plus images as data URLs for vision models). Static sections come
+first and volatile ones last, so a provider's prompt cache keeps working: everything in the system prompt before
+the recalled memories is identical from one message to the next (the memories change with every message, so they
+close the system prompt instead of sitting between the bootstrap files and the skills), and the time lives in the
+runtime message at the end. The owner (configured per channel; the CLI always) gets USER.md and the owner's
+memories; anyone else gets a neutral identity block, only their own memories, and a note that they are not the
+owner.
 
 Budget priorities (highest first), see memclaw.budget: identity and rules (never dropped), runtime metadata,
 current message, USER.md / neutral block, AGENTS.md, SOUL.md, IDENTITY.md, recalled memories, always-on skills,
@@ -328,6 +332,22 @@ def format_time(now: datetime, tz_name: str | None) -> str:
     return f"{now:%Y-%m-%d %H:%M} ({now:%A}), {label} ({off})"
 
 
+def chat_label(chat_id: str | None, sender_id: str) -> str:
+    """The chat id as shown to the model, without the sender's raw platform id: a Discord guild chat is keyed
+    `<channel id>:<user id>`, and the owner's id must never reach the prompt. '4444:111' (sender 111) -> '4444';
+    a chat keyed by the sender's id alone -> 'direct'."""
+    cleaned = _clean_name(chat_id, 200)
+    if not cleaned:
+        return "-"
+    sid = str(sender_id).strip()
+    if not sid:
+        return cleaned
+    label = ":".join(p for p in cleaned.split(":") if p != sid)
+    if len(sid) >= 6:  # a long id embedded in some other key ('dm-111222333'); short ids would match by chance
+        label = label.replace(sid, "(sender)")
+    return label or "direct"
+
+
 def _attr(text: str) -> str:
     return '"' + html.escape(text, quote=True) + '"'
 
@@ -494,7 +514,7 @@ def build_messages(
         "context_runtime",
         time=format_time(now or datetime.now().astimezone(), config.context.timezone),
         channel=channel,
-        chat_id=_clean_name(sender.chat_id, 200) or "-",
+        chat_id=chat_label(sender.chat_id, sender.sender_id),
         sender_name=sender_name,
         is_owner=owner,
     )
@@ -616,11 +636,12 @@ def _assemble(
     system_parts = [text("identity")]
     for n in ("AGENTS.md", "SOUL.md", "USER.md", "person", "TOOLS.md", "IDENTITY.md"):
         system_parts.append(text(n))
+    system_parts += [text("skills.always"), text("skills.summary")]
+    # volatile last: the memories change with every message, so everything before them stays cacheable
     mem = alloc.results.get("memories")
     if mem and mem.kept:
         block = "\n".join(["<recalled-memories>", *(mem_items[i] for i in mem.kept), "</recalled-memories>"])
         system_parts.append(f"{mem_intro}\n\n{block}")
-    system_parts += [text("skills.always"), text("skills.summary")]
     messages: list[dict[str, Any]] = [{"role": "system", "content": "\n\n".join(p for p in system_parts if p)}]
 
     hist = alloc.results.get("history")

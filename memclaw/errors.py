@@ -74,6 +74,12 @@ class LLMError(MemclawError):
     exit_code = 5
 
 
+class ConsolidationError(LLMError):
+    """The model's memory update (consolidation JSON) stayed unusable after the retry; nothing was written."""
+
+    exit_code = 5
+
+
 class SessionError(MemclawError):
     """A session file cannot be read or written."""
 

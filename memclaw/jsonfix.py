@@ -27,13 +27,15 @@ def strip_fences(text: str) -> str:
 
 
 def _balanced(text: str) -> str | None:
-    """The first balanced JSON object or array in `text`, respecting strings."""
+    """The first balanced JSON object or array in `text`, respecting strings. A bracket pair that does not match
+    ("see [note} ...") is skipped and the search goes on after it; an unterminated value ends the search."""
     for start, ch in enumerate(text):
         if ch not in "{[":
             continue
         stack = []
         in_str = False
         esc = False
+        mismatch = False
         for i in range(start, len(text)):
             c = text[i]
             if in_str:
@@ -50,10 +52,12 @@ def _balanced(text: str) -> str | None:
                 stack.append("}" if c == "{" else "]")
             elif c in "}]":
                 if not stack or stack.pop() != c:
+                    mismatch = True
                     break
                 if not stack:
                     return text[start : i + 1]
-        return None
+        if not mismatch:
+            return None
     return None
 
 

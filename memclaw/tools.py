@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import re
@@ -158,20 +159,37 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 # ----- tools --------------------------------------------------------------------------------------------------
+_DEFINITIONS: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+
 class Tool:
     name: ClassVar[str]
     description: ClassVar[str]
     Args: ClassVar[type[_Args]]
     owner_only: ClassVar[bool] = True
+    # A longer description the model reads lives in memclaw/prompts/<description_template>.md, not in code.
+    description_template: ClassVar[str | None] = None
 
     def available(self, ctx: ToolContext) -> bool:
         return ctx.is_owner or not self.owner_only
 
     def definition(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": _schema(self.Args)},
-        }
+        """The OpenAI tool definition; built once per tool class (pydantic's JSON schema costs ~0.5 ms a tool,
+        on every turn otherwise) and copied, so a caller that changes it cannot change the next turn's."""
+        key = (type(self), self.name, self.description, self.description_template)
+        cached = _DEFINITIONS.get(key)
+        if cached is None:
+            desc = self.description
+            if self.description_template:
+                from memclaw.prompts import render
+
+                desc = render(self.description_template)
+            cached = {
+                "type": "function",
+                "function": {"name": self.name, "description": desc, "parameters": _schema(self.Args)},
+            }
+            _DEFINITIONS[key] = cached
+        return json.loads(json.dumps(cached))
 
     def run(self, args: Any, ctx: ToolContext) -> str:  # blocking; executed in a worker thread
         raise NotImplementedError
@@ -328,14 +346,73 @@ class Exec(Tool):
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
+        # Read both pipes as they fill, keeping only a head and a tail of each: a command that prints gigabytes
+        # (`yes`, `cat /dev/urandom | base64`) costs bounded memory until the timeout kills it.
+        out, err = _BoundedReader(proc.stdout), _BoundedReader(proc.stderr)
+        code: int | None = None
         try:
-            out, err = proc.communicate(timeout=timeout)
+            code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            return _cap(_fmt_exec(out, err, None)) + f"\n[killed after the {timeout:g}s timeout]"
-        return _cap(_fmt_exec(out, err, proc.returncode))
+            _kill_group(proc.pid)  # the shell is not reaped yet, so its group id cannot have been reused
+            proc.wait()
+        finally:
+            if code is None and proc.returncode is None:  # interrupted: never leave the command running
+                _kill_group(proc.pid)
+                proc.wait()
+        if not (out.join(2.0) and err.join(2.0)):  # a background child still holds a pipe: end it (its group
+            _kill_group(proc.pid)  # exists while that child lives, so the id is still ours)
+        text = _fmt_exec(out.result(), err.result(), code)
+        text = _cap(text)
+        if code is None:
+            text += f"\n[killed after the {timeout:g}s timeout]"
+        return text
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+class _BoundedReader:
+    """Drains a pipe in a thread, keeping the first and last `limit // 2` bytes and counting the rest."""
+
+    def __init__(self, pipe: Any, limit: int = MAX_EXEC_OUTPUT) -> None:
+        import threading
+
+        self.pipe = pipe
+        self.half = max(1, limit // 2)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.thread = threading.Thread(target=self._run, name="exec-output", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := self.pipe.read1(65536) if hasattr(self.pipe, "read1") else self.pipe.read(65536):
+                self.total += len(chunk)
+                room = self.half - len(self.head)
+                if room > 0:
+                    self.head += chunk[:room]
+                    chunk = chunk[room:]
+                if chunk:
+                    self.tail += chunk
+                    if len(self.tail) > self.half:
+                        del self.tail[: len(self.tail) - self.half]
+        with contextlib.suppress(OSError):
+            self.pipe.close()
+
+    def join(self, timeout: float) -> bool:
+        """Wait for the pipe's end of file; False if it is still open after `timeout` seconds."""
+        self.thread.join(timeout)
+        return not self.thread.is_alive()
+
+    def result(self) -> bytes:
+        self.thread.join(timeout=5)
+        omitted = self.total - len(self.head) - len(self.tail)
+        if omitted <= 0:
+            return bytes(self.head + self.tail)
+        return bytes(self.head) + f"\n[... {omitted} bytes omitted ...]\n".encode() + bytes(self.tail)
 
 
 def _fmt_exec(out: bytes, err: bytes, code: int | None) -> str:
@@ -358,10 +435,8 @@ def _cap(text: str, limit: int = MAX_EXEC_OUTPUT) -> str:
 
 class MemorySearch(Tool):
     name = "memory_search"
-    description = (
-        "Search long-term memory (facts and past conversations) with the same hybrid engine as automatic recall. "
-        "Use it when the recalled memories in the prompt are not enough."
-    )
+    description = "Search long-term memory."  # the model sees memclaw/prompts/tool_memory_search.md
+    description_template = "tool_memory_search"
     Args = MemorySearchArgs
     owner_only = False
 

@@ -143,6 +143,26 @@ def test_consolidation_end_to_end_add_update_delete(env, llm_server):
     assert s.last_consolidated == 0
     assert agent.last_consolidation and agent.last_consolidation.consolidated == 6
 
+    # and `memclaw recall`, as the user would check it, sees the same: the new fact and history entry, the
+    # updated fact instead of the old one, the deleted fact gone
+    mem.close()
+    assert "Sister Lena lives in Porto" in cli_recall(root, "Where does Lena live?", "--k", "3")[:2]
+    assert "night train" in cli_recall(root, "train to Porto rejected", "--kind", "history", "--k", "3")[0]
+    assert "Works at Helios Power as a battery engineer" in cli_recall(root, "Where do I work?", "--k", "3")
+    everything = cli_recall(root, "Solaris Energy penicillin allergy job", "--k", "50")
+    assert everything and not any("Solaris" in t or "allergic to penicillin" in t for t in everything)
+
+
+def cli_recall(root: Path, query: str, *args: str) -> list[str]:
+    """`memclaw recall QUERY --json -w ROOT ...` in-process (typer's CliRunner): the texts of the hits."""
+    from typer.testing import CliRunner
+
+    from memclaw.cli.main import app
+
+    r = CliRunner().invoke(app, ["recall", query, "--json", "-w", str(root), *args])
+    assert r.exit_code == 0, (r.output, r.exception)
+    return [h["text"] for h in json.loads(r.stdout)]
+
 
 def test_outsider_facts_go_to_their_scope(env, llm_server):
     agent = env
@@ -270,9 +290,7 @@ def test_cli_agent_command_one_shot(tmp_path, llm_server, capsys, monkeypatch):
     assert "Solaris Energy" in system  # auto-recall put the owner's fact in the prompt
     assert SessionStore(root / "sessions").load("cli", "cli").messages[-1]["content"] == "You work at Solaris Energy."
     llm_server.status(500, times=10)
-    import typer
-
-    with pytest.raises(typer.Exit) as ei:
+    with pytest.raises(SystemExit) as ei:  # SystemExit: it must survive typer's standalone_mode=False
         agent_command("still there?", root)
-    assert ei.value.exit_code == 5
+    assert ei.value.code == 5
     assert "could not get an answer" in capsys.readouterr().out

@@ -18,6 +18,7 @@ from memclaw.jsonfix import extract_json, extract_object, strip_fences
         'Here you go: {"a": 1} -- done',
         '{"a": 1,}',
         '```json\n{"a": 1}',  # unclosed fence
+        'Done (see [note} below): {"a": 1}',  # a stray mismatched bracket before the JSON
     ],
 )
 def test_extract_json_variants(text):
@@ -33,6 +34,22 @@ def test_extract_json_respects_strings_and_nesting():
         extract_json("no json here at all")
     with pytest.raises(ValueError, match="JSON object"):
         extract_object("[1, 2]")
+
+
+def test_consolidation_errors_live_in_memclaw_errors_and_name_the_fix():
+    from memclaw import consolidate, errors
+
+    assert consolidate.ConsolidationError is errors.ConsolidationError
+    assert issubclass(errors.ConsolidationError, errors.LLMError) and errors.ConsolidationError.exit_code == 5
+
+
+def test_consolidation_prompts_are_templates():
+    from memclaw.prompts import PROMPTS_DIR
+
+    for name in ("consolidate", "consolidate_retry", "consolidate_system"):
+        assert (PROMPTS_DIR / f"{name}.md").is_file()
+    src = (PROMPTS_DIR.parent / "consolidate.py").read_text("utf-8")
+    assert "strict JSON" not in src  # the system prompt is memclaw/prompts/consolidate_system.md
 
 
 def test_parse_output_validates_ops_and_ids():

@@ -113,12 +113,14 @@ def test_message_structure_and_section_order(ws, bundled):
         "## USER.md",
         "## TOOLS.md",
         "## IDENTITY.md",
-        "<recalled-memories>",
         "## Skill: memory",
         "<skills>",
+        "## Recalled memories",  # volatile last (see test_static_sections_first_volatile_last)
+        "<recalled-memories>",
     ]
     pos = [system.index(m) for m in marks]
     assert pos == sorted(pos), list(zip(marks, pos, strict=True))
+    assert system.endswith("</recalled-memories>")
     assert OWNER_ADDRESS in system  # the owner gets USER.md
     assert f"Workspace: {ws}" in system
 
@@ -130,6 +132,71 @@ def test_runtime_metadata_message(ws, bundled):
     assert "Current time: 2026-01-05 09:30 (Monday), Europe/Berlin (UTC+01:00)" in rt
     assert "Channel: discord" in rt and "Chat ID: dm-42" in rt and "Sender: Maya" in rt
     assert "111222333" not in all_text(b.messages)  # never the owner's raw id
+
+
+def test_runtime_chat_id_never_carries_the_senders_raw_id(ws, bundled):
+    # a Discord guild chat is keyed "<channel id>:<user id>": the owner's id must not reach the prompt
+    guild = Sender("discord", "111222333", "Maya", "4444555:111222333")
+    b = build(ws, bundled, sender=guild)
+    assert "Chat ID: 4444555\n" in b.messages[-2]["content"]
+    assert "111222333" not in all_text(b.messages)
+    dm = Sender("discord", "111222333", "Maya", "111222333")
+    assert "Chat ID: direct" in build(ws, bundled, sender=dm).messages[-2]["content"]
+    b = build(ws, bundled, sender=Sender("discord", "999888777", "Tom", "dm-999888777"))
+    assert "999888777" not in all_text(b.messages) and "Chat ID: dm-(sender)" in b.messages[-2]["content"]
+
+
+def test_static_sections_first_volatile_last(ws, bundled):
+    """Two messages with different recalled memories and times: the system prompt up to the memories is
+    byte-identical (a provider's prompt cache keeps working); what changes is at the end of it and after it."""
+    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    a = build(ws, bundled, history=history, message="where does Lena live?")
+    later = datetime(2026, 1, 6, 17, 45, tzinfo=UTC)
+    b = build_messages(
+        config=cfg(),
+        workspace=ws,
+        message="what did we say about Lyon in March?",
+        sender=OWNER,
+        history=history + [{"role": "user", "content": "thanks"}, {"role": "assistant", "content": "welcome"}],
+        recall=ScopedRecall(owner_units()),
+        now=later,
+        bundled_skills=bundled,
+    )
+    sa, sb = a.messages[0]["content"], b.messages[0]["content"]
+    assert [h.unit.id for h in a.hits] != [h.unit.id for h in b.hits]  # the memories did change
+    cut = sa.index("## Recalled memories")
+    assert sb.index("## Recalled memories") == cut and sa[:cut] == sb[:cut]
+    for static in ("## AGENTS.md", "## USER.md", "## Skill: memory", "<skills>"):
+        assert sa.index(static) < cut
+    # time and message come after the shared history prefix, in the last two messages
+    assert a.messages[1:3] == b.messages[1:3]
+    assert "2026-01-05" in a.messages[-2]["content"] and "2026-01-06" in b.messages[-2]["content"]
+    assert "2026-01" not in sa
+
+
+def test_bootstrap_files_and_skills_are_cached_until_their_files_change(ws, bundled):
+    from memclaw.context import read_cached
+    from memclaw.skills import load_skills
+
+    p = ws / "SOUL.md"
+    first = read_cached(p)
+    assert read_cached(p) is first  # unchanged file: served from the cache, not re-read
+    skills = {s.name: s for s in load_skills(ws / "skills", bundled).skills}
+    again = {s.name: s for s in load_skills(ws / "skills", bundled).skills}
+    assert all(again[n] is skills[n] for n in skills)  # the same parsed objects
+    p.write_text(first + "\n\nAlso: be brief.\n")
+    st_ = p.stat()
+    os.utime(p, ns=(st_.st_atime_ns, st_.st_mtime_ns + 1_000_000))
+    assert read_cached(p) is not first and read_cached(p).endswith("Also: be brief.")
+    skill = bundled / "summarize" / "SKILL.md"
+    skill.write_text("---\nname: summarize\ndescription: Summarize text, now in bullets.\n---\n\nBullets.\n")
+    st_ = skill.stat()
+    os.utime(skill, ns=(st_.st_atime_ns, st_.st_mtime_ns + 1_000_000))
+    reloaded = {s.name: s for s in load_skills(ws / "skills", bundled).skills}
+    assert reloaded["summarize"] is not skills["summarize"]
+    assert reloaded["summarize"].description == "Summarize text, now in bullets."
+    assert reloaded["memory"] is skills["memory"]
+    assert "now in bullets" in build(ws, bundled).messages[0]["content"]
 
 
 def test_agent_name_falls_back_to_config(tmp_path, bundled):

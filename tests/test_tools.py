@@ -38,6 +38,16 @@ def test_definitions_by_sender(ctx):
     json.dumps(reg.definitions(ctx))  # serialisable
 
 
+def test_definitions_are_built_once_and_handed_out_as_copies(ctx):
+    reg = ToolRegistry()
+    first = reg.definitions(ctx)
+    first[0]["function"]["parameters"]["properties"].clear()  # a caller mangling what it got
+    second = reg.definitions(ctx)
+    assert second != first and second == ToolRegistry().definitions(ctx)
+    search = next(d["function"] for d in second if d["function"]["name"] == "memory_search")
+    assert search["description"].startswith("Search long-term memory (facts and past conversations)")  # template
+
+
 def test_outsider_cannot_use_file_tools_even_if_called(ctx):
     outsider = ToolContext(ctx.root, ctx.config, "people/discord:9", is_owner=False)
     r = run(ToolRegistry(), "read_file", {"path": "notes.md"}, outsider)
@@ -112,6 +122,47 @@ def test_exec_runs_in_workspace_with_timeout_cap_and_no_secrets(ctx, monkeypatch
     ctx.config.agent.exec_timeout_s = 0.5
     r = run(reg, "exec", {"command": "sleep 30 & sleep 30"}, ctx)
     assert "killed after the 0.5s timeout" in r.content
+
+
+def test_exec_output_is_capped_while_it_is_read_not_after(ctx):
+    """300 MB of output: the result keeps a head and a tail, and the memory it took stays bounded (reading it all
+    first and capping afterwards would need the whole 300 MB, twice)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    r = run(ToolRegistry(), "exec", {"command": "head -c 300000000 /dev/zero | tr '\\0' y; echo; echo END"}, ctx)
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert r.ok and len(r.content) <= 10_100
+    assert r.content.startswith("yyyy") and "bytes omitted" in r.content and "END\n[exit code 0]" in r.content
+    assert grown_mb < 100, f"peak memory grew by {grown_mb:.0f} MB while reading the command's output"
+
+
+def test_exec_timeout_kills_a_chatty_command_and_its_children(ctx, tmp_path):
+    ctx.config.agent.exec_timeout_s = 0.5
+    marker = tmp_path / "survived"
+    r = run(
+        ToolRegistry(),
+        "exec",
+        {"command": f"(sleep 1; touch {marker}) & while :; do echo tick; done"},
+        ctx,
+    )
+    assert r.ok and r.content.startswith("tick") and r.content.endswith("[killed after the 0.5s timeout]")
+    assert len(r.content) <= 10_100
+    import time
+
+    time.sleep(2)  # the background child was in the killed process group: it never gets to touch the file
+    assert not marker.exists()
+
+
+def test_outsider_cannot_exec_whatever_the_model_asks(ctx):
+    """Adversarial: a model talked into running a command for an outsider gets 'unknown tool', nothing runs."""
+    outsider = ToolContext(ctx.root, ctx.config, "people/discord:9", is_owner=False)
+    reg = ToolRegistry()
+    assert "exec" not in reg.names(outsider)
+    for args in ({"command": "touch pwned"}, '{"command": "touch pwned"}', {"cmd": "touch pwned"}):
+        r = run(reg, "exec", args, outsider)
+        assert not r.ok and r.content.startswith("Error: unknown tool 'exec'")
+    assert not (ctx.root / "pwned").exists()
 
 
 @pytest.mark.parametrize(

@@ -49,9 +49,10 @@ async def _turn(agent: Agent, text: str) -> AgentReply:
 
 
 def agent_command(message: str, workspace: Path | None = None) -> None:
-    """Send one message as the owner and print the reply. Exit code 5 when the model was unavailable."""
-    import typer
+    """Send one message as the owner and print the reply. Exit code 5 when the model was unavailable.
 
+    The exit is a SystemExit, not typer.Exit: the console script runs typer with standalone_mode=False, where
+    click turns typer.Exit into a return value that would be lost (the process would exit 0)."""
     from memclaw.errors import UsageError
 
     if not message or not message.strip():
@@ -71,7 +72,7 @@ def agent_command(message: str, workspace: Path | None = None) -> None:
             agent.memory.close()
     _print_reply(reply)
     if not reply.ok and reply.record.error and not reply.command:
-        raise typer.Exit(LLM_FAILED_EXIT)
+        raise SystemExit(LLM_FAILED_EXIT)
 
 
 def _history_file() -> Path:
