@@ -19,8 +19,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from memclaw.runtime import set_offline_env  # noqa: E402
+
+set_offline_env()
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

@@ -19,9 +19,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from memclaw.runtime import set_offline_env  # noqa: E402
+
+set_offline_env()
 
 import numpy as np  # noqa: E402
 

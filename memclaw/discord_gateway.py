@@ -33,6 +33,7 @@ from memclaw.access import AccessPolicy, Decision, MessageFacts, decide
 from memclaw.channel_queue import ChannelQueue
 from memclaw.chunking import DISCORD_LIMIT, split_message
 from memclaw.errors import ConfigError, MemclawError
+from memclaw.prompts import render
 
 if TYPE_CHECKING:
     from memclaw.config import Config
@@ -46,13 +47,6 @@ APOLOGY = "Sorry, something went wrong on my side while answering. Nothing was l
 DENIED_COMMAND = "Sorry, I only answer people I have been set up to talk to."
 OWNER_ONLY = "Only my owner can use /recall."
 SHUTDOWN_GRACE_S = 60.0
-HELP_TEXT = (
-    "I am a personal assistant with long-term memory.\n"
-    "- In DMs just write to me; in a server, mention me or reply to one of my messages.\n"
-    "- `/new` starts a fresh conversation (what we talked about is kept in memory first).\n"
-    "- `/recall query` (owner only) shows what my memory finds for a query.\n"
-    "- `/help` shows this message."
-)
 _NO_MENTIONS = discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=False)
 
 T = TypeVar("T")
@@ -498,7 +492,7 @@ class DiscordGateway:
             await interaction.followup.send(chunk, ephemeral=True, allowed_mentions=_NO_MENTIONS)
 
     async def slash_help(self, interaction: discord.Interaction) -> None:
-        await interaction.response.send_message(HELP_TEXT, ephemeral=True)
+        await interaction.response.send_message(render("discord_help"), ephemeral=True)
 
     # ----- lifecycle ---------------------------------------------------------------------------------------
     async def drain(self, timeout: float | None = None) -> bool:

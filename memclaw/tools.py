@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memclaw.errors import MemclawError
+from memclaw.fsutil import replace_atomically
 from memclaw.jsonfix import extract_json
 
 if TYPE_CHECKING:
@@ -235,16 +236,6 @@ def _after_memory_write(ctx: ToolContext, p: Path) -> str:
     return " (memory index updated)"
 
 
-def _atomic_write(p: Path, text: str) -> None:
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.memclaw-tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, p)
-
-
 class ReadFile(Tool):
     name = "read_file"
     description = "Read a text file from the workspace."
@@ -275,7 +266,7 @@ class WriteFile(Tool):
         p = _resolve(ctx, args.path, write=True)
         if p.is_dir():
             raise ToolFailure(f"{args.path!r} is a directory")
-        _atomic_write(p, args.content)
+        replace_atomically(p, args.content.encode("utf-8"))
         note = _after_memory_write(ctx, p)
         return f"Wrote {len(args.content.encode('utf-8'))} bytes to {_display(ctx, p)}{note}"
 
@@ -295,7 +286,7 @@ class EditFile(Tool):
             raise ToolFailure(f"old_text was not found in {args.path!r}; read the file and copy the text exactly")
         if n > 1:
             raise ToolFailure(f"old_text occurs {n} times in {args.path!r}; include more context to make it unique")
-        _atomic_write(p, text.replace(args.old_text, args.new_text, 1))
+        replace_atomically(p, text.replace(args.old_text, args.new_text, 1).encode("utf-8"))
         note = _after_memory_write(ctx, p)
         return f"Edited {_display(ctx, p)}{note}"
 

@@ -9,11 +9,9 @@ import socket
 import pytest
 
 # Offline switches, before any heavy import.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from memclaw.runtime import set_offline_env
+
+set_offline_env()
 
 _real_getaddrinfo = socket.getaddrinfo
 _real_connect = socket.socket.connect

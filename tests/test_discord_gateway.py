@@ -19,8 +19,9 @@ import discord
 import pytest
 
 from memclaw.config import Config
-from memclaw.discord_gateway import APOLOGY, HELP_TEXT, OWNER_ONLY, DiscordGateway, chat_id_for, default_intents
+from memclaw.discord_gateway import APOLOGY, OWNER_ONLY, DiscordGateway, chat_id_for, default_intents
 from memclaw.errors import ConfigError
+from memclaw.prompts import render
 from tests.discord_harness import DiscordWorld, FakeGateway, connect_to, snowflake
 from tests.llm_server import Scripted, ScriptedLLMServer, scripted_server
 
@@ -449,7 +450,7 @@ def test_slash_commands(rig_factory):
 
     asyncio.run(rig.run(body))
     texts = rig.world.webhooks.texts()
-    assert texts[0] == HELP_TEXT
+    assert texts[0] == render("discord_help") and "`/recall query` (owner only)" in texts[0]
     assert texts[1].startswith("recall `where does Anna live`") and "Lisbon" in texts[1]
     assert texts[2] == "New session started."
     assert rig.world.webhooks.flags() and all(f & 64 for f in rig.world.webhooks.flags())  # ephemeral

@@ -257,7 +257,9 @@ def run() -> None:
     from memclaw.errors import MemclawError
 
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)  # click returns typer.Exit's code here instead of exiting
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except MemclawError as e:
         typer.echo(f"Error: {e}", err=True)
         sys.exit(e.exit_code)
