@@ -423,10 +423,20 @@ def recall_plot(res: dict[str, Any], path: Path, *, keys: Sequence[str] | None =
 
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
     xs: list[int] = []
-    for name, s in res["systems"].items():
+    colors = plt.get_cmap("tab20").colors  # distinct colours for up to 20 systems
+    for i, (name, s) in enumerate(res["systems"].items()):
         ks_keys = [k for k in (keys or [f"recall@{k}" for k in M.RECALL_KS]) if k in s]
         xs = [int(k.split("@")[1]) for k in ks_keys]
-        ax.plot(xs, [s[k] for k in ks_keys], marker="o", label=name, linewidth=2.2 if name == "hybrid" else 1.2)
+        main = name == "hybrid"
+        ax.plot(
+            xs,
+            [s[k] for k in ks_keys],
+            marker="o",
+            label=name,
+            color="black" if main else colors[(2 * i) % 20 + (i // 10) % 2],
+            linewidth=2.6 if main else 1.1,
+            zorder=3 if main else 2,
+        )
     ax.set_xscale("log")
     ax.set_xticks(xs)
     ax.set_xticklabels([str(x) for x in xs])
