@@ -561,7 +561,7 @@ class MemoryService:
         path.parent.mkdir(parents=True, exist_ok=True)
         append_fact(path, text, section=section)
         self.sync([scope])
-        matches = [u for u in self.facts(scope) if u.text == text]
+        matches = [u for u in self._synced_units(scope) if u.kind == "fact" and u.text == text]
         if not matches:
             raise IndexError_(f"the fact was written to {path} but could not be read back; check the file")
         return matches[-1]
@@ -582,8 +582,13 @@ class MemoryService:
         path.parent.mkdir(parents=True, exist_ok=True)
         append_history(path, ts, text)
         self.sync([scope])
-        hist = [u for u in self._parse(scope) if u.kind == "history"]
+        hist = [u for u in self._synced_units(scope) if u.kind == "history"]
         return hist[-1]
+
+    def _synced_units(self, scope: str) -> list[MemoryUnit]:
+        """The scope's units in file order as the last sync parsed them (no second parse of a large file)."""
+        sc = self._get_scope(scope)
+        return list(sc.state.units.values()) if sc is not None else self._parse(scope)
 
     # ----- stats -----------------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:

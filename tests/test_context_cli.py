@@ -2,8 +2,9 @@
 bundled model and embedded Chroma, the repo's bundled skills. The JSON and the budget table are snapshot-tested
 (tests/snapshots/context_cli.json, context_cli_table.txt; MEMCLAW_UPDATE_SNAPSHOTS=1 rewrites them).
 
-What depends on the machine is masked: the workspace path, OS and Python in the identity section (and so the
-identity's token counts and the total), the current time, and recall scores (floats of the real model)."""
+What depends on the machine is masked: the workspace path, OS and Python in the identity section, the repository's
+location in the skills sections (and so those sections' token counts and the total), the current time, and recall
+scores (floats of the real model)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ MEMORY_MD = f"""# Home
 """
 HISTORY_MD = "[2025-12-01 18:05] Talked about Lena's visit to Lyon in March; Maya booked the train.\n"
 REPO = Path(__file__).resolve().parents[1]
+# Sections whose text holds this machine's paths (workspace, repository checkout) or OS: their token counts vary.
+MACHINE_DEPENDENT = {"identity", "skills.always", "skills.summary"}
 
 
 @pytest.fixture
@@ -64,7 +67,8 @@ def test_cli_context_json_snapshot(cli_ws):
     data = json.loads(out)
     data["total_tokens"] = "<N>"
     for r in data["report"]:
-        if r["section"] == "identity":
+        if r["section"] in MACHINE_DEPENDENT:
+            assert r["status"] == "kept" and r["used"] > 0
             r["requested"] = r["allotted"] = r["used"] = "<N>"
     for m in data["memories"]:
         for k in ("score", "bm25", "vector", "boosts"):
@@ -89,14 +93,14 @@ def test_cli_context_budget_table_snapshot(cli_ws):
 
 def normalise_table(text: str) -> str:
     """The rich table as `cell | cell | ...` rows, independent of the terminal width rich picked; the title
-    unwrapped; the machine-dependent numbers masked (the identity section holds this machine's OS/Python)."""
+    unwrapped; the machine-dependent numbers masked (see MACHINE_DEPENDENT)."""
     title, rows, rest = [], [], []
     for line in text.splitlines():
         if line[:1] in "┏┡└":
             continue
         if line[:1] in "┃│":
             cells = [c.strip() for c in line.strip("┃│ ").replace("┃", "│").split("│")]
-            if cells[0] == "identity":
+            if cells[0] in MACHINE_DEPENDENT:
                 cells[2:5] = ["<N>"] * 3
             rows.append(" | ".join(cells))
         elif rows:
