@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.table import Table
 
 from memclaw.recall import RecallResult
@@ -13,37 +14,40 @@ def _fmt(x: float | None, digits: int = 3) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
-def recall_table(result: RecallResult) -> Table:
-    t = Table(title=f"recall {result.query!r} · scope {result.scope} · {result.mode}", title_justify="left")
-    for col, kw in (
-        ("#", {"justify": "right"}),
-        ("fused", {"justify": "right"}),
-        ("bm25 rank/score", {"justify": "right"}),
-        ("vec rank/sim", {"justify": "right"}),
-        ("kind", {}),
-        ("date", {}),
-        ("scope", {}),
-        ("source", {}),
-        ("text", {"overflow": "fold", "ratio": 1}),
-    ):
-        t.add_column(col, **kw)
+def recall_table(result: RecallResult, *, width: int = 140) -> Table:
+    """The recall hits with each signal's rank and score. The scope is in the title (one scope per recall). The
+    text keeps its room on narrow terminals: under 110 columns the date and source columns are left out, under 80
+    the per-signal columns too (`--json` always has everything)."""
+    signals, wide = width >= 80, width >= 110
+    t = Table(
+        title=f"recall {result.query!r} · scope {result.scope} · {result.mode}",
+        title_justify="left",
+        caption="bm25: rank/score · vector: rank/cosine similarity · +link: lifted by a linked memory"
+        if signals
+        else None,
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
+    cols: list[tuple[str, dict[str, Any]]] = [("#", {"justify": "right"}), ("fused", {"justify": "right"})]
+    if signals:
+        cols += [("bm25", {"justify": "right"}), ("vector", {"justify": "right"})]
+    cols.append(("kind", {}))
+    if wide:
+        cols += [("date", {}), ("source", {})]
+    for col, kw in cols:
+        t.add_column(col, no_wrap=True, **kw)
+    t.add_column("text", overflow="fold", ratio=1, min_width=20)
     for n, h in enumerate(result.hits, 1):
         u = h.unit
-        b = f"{h.bm25.rank}/{_fmt(h.bm25.score, 2)}" if h.bm25.rank else "-"
-        v = f"{h.vector.rank}/{_fmt(h.vector.score)}" if h.vector.rank else "-"
-        if h.boosts:
+        row = [str(n), f"{h.score:.4f}"]
+        if signals:
+            b = f"{h.bm25.rank}/{_fmt(h.bm25.score, 2)}" if h.bm25.rank else "-"
             b += "".join(f" +{k}" for k in h.boosts)
-        t.add_row(
-            str(n),
-            f"{h.score:.4f}",
-            b,
-            v,
-            u.kind,
-            u.timestamp.strftime("%Y-%m-%d") if u.timestamp else "",
-            u.scope,
-            f"{u.source}:{u.line}",
-            u.text,
-        )
+            row += [b, f"{h.vector.rank}/{_fmt(h.vector.score)}" if h.vector.rank else "-"]
+        row.append(u.kind)
+        if wide:
+            row += [u.timestamp.strftime("%Y-%m-%d") if u.timestamp else "", f"{u.source}:{u.line}"]
+        t.add_row(*row, u.text)
     return t
 
 

@@ -36,7 +36,7 @@ def demo(workspace: Path | None, queries: list[str]) -> None:
     console.print(f"Demo workspace: [bold]{ws.root}[/] ({sum(len(mem._parse(s)) for s in ws.scopes())} memories)")
     for q in queries or demo_queries():
         result = mem.recall_detailed(q, k=5)
-        console.print(recall_table(result))
+        console.print(recall_table(result, width=console.width))
     console.print(f'Try: memclaw recall "your question" --workspace {ws.root}')
 
 
@@ -62,7 +62,7 @@ def recall(
     if not result.hits:
         console.print(f"No memories in scope [bold]{scope}[/] match {query!r} above the relevance floor.")
         return
-    console.print(recall_table(result))
+    console.print(recall_table(result, width=console.width))
 
 
 def sync(workspace: Path | None, json_out: bool) -> None:
