@@ -560,7 +560,10 @@ class MemoryService:
         path = self.workspace.memory_file(scope)
         path.parent.mkdir(parents=True, exist_ok=True)
         append_fact(path, text, section=section)
-        self.sync([scope])
+        try:
+            self.sync([scope])
+        except VectorStoreUnavailable as e:
+            raise VectorStoreUnavailable(f"{e} (the fact is saved in {path}; the next sync indexes it)") from e
         matches = [u for u in self._synced_units(scope) if u.kind == "fact" and u.text == text]
         if not matches:
             raise IndexError_(f"the fact was written to {path} but could not be read back; check the file")

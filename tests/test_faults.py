@@ -19,6 +19,7 @@ import pytest
 
 from memclaw.config import Config, EmbeddingsConfig
 from memclaw.embedding import load_embedder
+from memclaw.errors import VectorStoreUnavailable
 from memclaw.memfiles import read_units
 from memclaw.memory import MemoryService
 from memclaw.passages import passage_ids, split_passages
@@ -227,11 +228,17 @@ def test_chroma_server_down_degrades_to_bm25_and_recovers(tmp_path, embedder, ca
         mem.write_text(mem.read_text("utf-8") + "- My kayak is moored at the Pont Raymond Poincaré\n", "utf-8")
         meanwhile = svc.recall_detailed(QUESTION, k=3)
         assert meanwhile.hits and any("unreachable" in w for w in meanwhile.warnings)
+        # `memory add` meanwhile: the fact lands in the Markdown, and the error says so (exit 4 through the CLI).
+        with pytest.raises(VectorStoreUnavailable, match="the fact is saved in .*MEMORY.md; the next sync indexes"):
+            svc.add_fact("My tent is a green two-person Vaude")
+        assert "- My tent is a green two-person Vaude" in mem.read_text("utf-8")
 
         server = ChromaServer(data, port).start()  # back, same port, same data
         back = svc.recall_detailed(QUESTION, k=3)
         assert "Solaris Energy" in back.hits[0].unit.text and back.hits[0].vector.rank is not None
         assert not back.warnings
+        tent = svc.recall_detailed("what tent do I have", k=1)
+        assert "Vaude" in tent.hits[0].unit.text and tent.hits[0].vector.rank is not None
         kayak = svc.recall_detailed("where is my boat moored", k=2)
         assert "kayak" in kayak.hits[0].unit.text and kayak.hits[0].vector.rank is not None
         assert svc.store.texts("owner") == markdown_passages(ws)
