@@ -21,7 +21,6 @@ import html
 import logging
 import platform
 import re
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from memclaw.budget import Allocation, BudgetItem, BudgetSection, SectionReport, allocate
 from memclaw.errors import ConfigError, MemclawError
+from memclaw.filecache import FileCache
 from memclaw.prompts import render
 from memclaw.recall import RecallHit
 from memclaw.skills import Skill, load_skills, skills_summary
@@ -256,20 +256,8 @@ def supports_vision(config: Config, model: str) -> bool:
 
 
 # ----- cached files ------------------------------------------------------------------------------------------
-_file_cache: dict[Path, tuple[tuple[int, int], str]] = {}
-_file_lock = threading.Lock()
-
-
-def read_cached(path: Path) -> str | None:
-    """File text, cached by (mtime_ns, size); None when absent or unreadable (with a warning)."""
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    sig = (st.st_mtime_ns, st.st_size)
-    hit = _file_cache.get(path)
-    if hit and hit[0] == sig:
-        return hit[1]
+def _read_text(path: Path) -> str | None:
+    """A bootstrap file's text, stripped; None (with a warning) when unreadable."""
     try:
         raw = path.read_bytes()
     except OSError as e:
@@ -280,10 +268,15 @@ def read_cached(path: Path) -> str | None:
     except UnicodeDecodeError:
         log.warning("%s is not UTF-8; undecodable bytes replaced", path)
         text = raw.decode("utf-8", errors="replace")
-    text = text.strip()
-    with _file_lock:
-        _file_cache[path] = (sig, text)
-    return text
+    return text.strip()
+
+
+_bootstrap_files: FileCache[str] = FileCache(_read_text)
+
+
+def read_cached(path: Path) -> str | None:
+    """File text, cached until the file changes; None when absent or unreadable (with a warning)."""
+    return _bootstrap_files.get(path)
 
 
 _NAME_RE = re.compile(r"^\s*[-*]?\s*\**\s*name\s*\**\s*:\s*\**\s*(.+?)\s*\**\s*$", re.I | re.M)

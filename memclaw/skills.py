@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memclaw.errors import SkillError
+from memclaw.filecache import FileCache
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +126,6 @@ def parse_skill(text: str, path: Path, source: Source = "workspace") -> Skill:
 
 # ----- caches ------------------------------------------------------------------------------------------------
 _cache_lock = threading.Lock()
-_skill_cache: dict[Path, tuple[tuple[int, int], Skill | SkillError]] = {}
 _which_cache: dict[tuple[str, str], tuple[float, bool]] = {}
 _WHICH_TTL_S = 30.0
 
@@ -141,15 +141,7 @@ def _which(binary: str) -> bool:
     return found
 
 
-def _load_file(path: Path, source: Source) -> Skill | SkillError | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    sig = (st.st_mtime_ns, st.st_size)
-    cached = _skill_cache.get(path)
-    if cached and cached[0] == sig:
-        return cached[1]
+def _parse_file(path: Path, source: Source) -> Skill | SkillError:
     try:
         text = path.read_text(encoding="utf-8")
         result: Skill | SkillError = parse_skill(text, path, source)
@@ -159,11 +151,19 @@ def _load_file(path: Path, source: Source) -> Skill | SkillError | None:
         result = SkillError(f"{path}: cannot be read ({e.strerror}); fix its permissions")
     except SkillError as e:
         result = e
-    with _cache_lock:
-        _skill_cache[path] = (sig, result)
     if isinstance(result, SkillError):
         log.warning("skipping skill: %s", result)
     return result
+
+
+_skill_files: dict[str, FileCache[Skill | SkillError]] = {
+    src: FileCache(lambda p, src=src: _parse_file(p, src)) for src in ("bundled", "workspace")
+}
+
+
+def _load_file(path: Path, source: Source) -> Skill | SkillError | None:
+    """The parsed SKILL.md (or why it was skipped), re-parsed only when the file changes; None if absent."""
+    return _skill_files[source].get(path)
 
 
 def _scan(root: Path | None, source: Source) -> tuple[dict[str, Skill], list[str]]:
@@ -239,5 +239,6 @@ def skills_summary(skills: list[Skill], *, show_location: bool = True) -> str:
 
 def clear_caches() -> None:
     with _cache_lock:
-        _skill_cache.clear()
+        for cache in _skill_files.values():
+            cache.clear()
         _which_cache.clear()
