@@ -266,9 +266,10 @@ class WriteFile(Tool):
         p = _resolve(ctx, args.path, write=True)
         if p.is_dir():
             raise ToolFailure(f"{args.path!r} is a directory")
-        replace_atomically(p, args.content.encode("utf-8"))
+        data = args.content.encode("utf-8")
+        replace_atomically(p, data)
         note = _after_memory_write(ctx, p)
-        return f"Wrote {len(args.content.encode('utf-8'))} bytes to {_display(ctx, p)}{note}"
+        return f"Wrote {len(data)} bytes to {_display(ctx, p)}{note}"
 
 
 class EditFile(Tool):
