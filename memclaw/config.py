@@ -65,6 +65,9 @@ class RecallConfig(_Section):
     """A matching fact lifts the history entry of the same session (same date), and a fact whose session entry
     already ranks above it is moved down (diversity)."""
     link_weight: float = Field(1.5, ge=0)
+    date_weight: float = Field(0.5, ge=0)
+    """A query naming a date range ("in August 2023", "last week") lifts memories stamped inside it by this share
+    of the best score; 0 turns date handling off."""
 
 
 class AgentConfig(_Section):

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
+from memclaw.dates import DateRange
+
 FusionMethod = Literal["rrf", "weighted"]
 
 
@@ -110,6 +112,33 @@ def recency_boost(
         h.score += b
         h.boosts["recency"] = b
     return sorted(hits, key=lambda h: (-h.score, h.id))
+
+
+def date_boost(
+    hits: list[Fused],
+    timestamps: Mapping[str, datetime | None],
+    ranges: Sequence[DateRange],
+    *,
+    weight: float,
+    extra: Sequence[str] = (),
+) -> list[Fused]:
+    """The query names a date range ("in August 2023", "last week"): units stamped inside it gain `weight` times
+    the best fused score. `extra` are in-range units with no signal of their own (a query such as "what did I
+    do last week" matches little by words); they enter with the date gain alone, which their provenance shows,
+    so they rank below every in-range unit that also matches the query."""
+    if weight <= 0 or not ranges:
+        return hits
+    by_id = {h.id: h for h in hits}
+    for i in extra:
+        by_id.setdefault(i, Fused(i))
+    top = max((h.score for h in hits), default=0.0) or 1.0
+    gain = weight * top
+    for h in by_id.values():
+        ts = timestamps.get(h.id)
+        if ts is not None and any(ts in r for r in ranges):
+            h.score += gain
+            h.boosts["date"] = gain
+    return sorted(by_id.values(), key=lambda h: -h.score)  # stable: ties keep fused order, extras newest first
 
 
 def link_boost(hits: list[Fused], links: Mapping[str, Sequence[str]], *, weight: float) -> list[Fused]:

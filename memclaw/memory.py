@@ -6,6 +6,7 @@ Recall auto-syncs a scope when its files changed (edits by hand or by the agent'
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import logging
 import threading
@@ -20,8 +21,9 @@ import numpy as np
 
 from memclaw import index as ix
 from memclaw.config import Config
+from memclaw.dates import DateRange, find_date_ranges
 from memclaw.errors import IndexError_, UsageError, VectorStoreCorrupted, VectorStoreUnavailable
-from memclaw.fusion import FusionParams, apply_floors, demote_redundant, fuse, link_boost, recency_boost
+from memclaw.fusion import FusionParams, apply_floors, date_boost, demote_redundant, fuse, link_boost, recency_boost
 from memclaw.passages import passage_ids, split_passages, unit_of
 from memclaw.recall import RecallHit, RecallResult, Signal
 from memclaw.units import OWNER_SCOPE, MemoryUnit
@@ -37,6 +39,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RECENCY_WEIGHT = 0.3
+DATE_ONLY_MAX_DAYS = 31
+"""A query naming a range up to this long ("last week", "on 8 May") also recalls units stamped inside it that
+match no word of the query; a wider range ("in 2023") only lifts units that match on their own."""
 MAX_FACT_CHARS = 4000  # ~600 words; a longer 'fact' is a document (and minutes of embedding at 1 MB)
 
 
@@ -47,6 +52,20 @@ class _Scope:
         self.state = state
         self.lexical = lexical
         self.state_sig = state_sig
+        self._dated: tuple[list[datetime], list[str]] | None = None
+
+    def dated_in(self, ranges: Sequence[DateRange], limit: int) -> list[str]:
+        """Up to `limit` ids of units stamped inside any of the ranges, newest first (a sorted date index,
+        built on first use)."""
+        if self._dated is None:
+            pairs = sorted((u.timestamp.replace(tzinfo=None), i) for i, u in self.state.units.items() if u.timestamp)
+            self._dated = ([t for t, _ in pairs], [i for _, i in pairs])
+        stamps, ids = self._dated
+        out: list[str] = []
+        for r in ranges:
+            lo, hi = bisect.bisect_left(stamps, r.start), bisect.bisect_left(stamps, r.end)
+            out += reversed(ids[max(lo, hi - limit) : hi])
+        return list(dict.fromkeys(out))[:limit]
 
 
 def _sig(path: Path) -> tuple | None:
@@ -487,6 +506,13 @@ class MemoryService:
         )
         bm25_hits, vec_hits = apply_floors(bm25_hits, vec_hits, params)
         fused = fuse(bm25_hits, vec_hits, params)
+        ranges = find_date_ranges(query, now or datetime.now()) if rc.date_weight > 0 else []
+        if ranges:
+            narrow = [r for r in ranges if r.days <= DATE_ONLY_MAX_DAYS]
+            extra = [i for i in sc.dated_in(narrow, n_cand) if not kind or units[i].kind == kind] if narrow else []
+            stamps = {i: units[i].timestamp for i in [*(f.id for f in fused), *extra]}
+            fused = date_boost(fused, stamps, ranges, weight=rc.date_weight, extra=extra)
+            result.date_ranges = ranges
         if rc.link_sessions and sc.state.links:
             fused = link_boost(fused, sc.state.links, weight=rc.link_weight)
             fused = demote_redundant(fused, sc.state.links)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from memclaw.dates import DateRange
 from memclaw.units import MemoryUnit
 
 
@@ -53,3 +54,5 @@ class RecallResult:
     hits: list[RecallHit]
     warnings: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    date_ranges: list[DateRange] = field(default_factory=list)
+    """The date ranges the query named (they lifted the memories stamped inside them)."""

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from rich import box
 from rich.table import Table
 
+from memclaw.dates import DateRange
 from memclaw.recall import RecallResult
 
 
@@ -19,12 +21,13 @@ def recall_table(result: RecallResult, *, width: int = 140) -> Table:
     text keeps its room on narrow terminals: under 110 columns the date and source columns are left out, under 80
     the per-signal columns too (`--json` always has everything)."""
     signals, wide = width >= 80, width >= 110
+    legend = "bm25: rank/score · vector: rank/cosine similarity · +link: lifted by a linked memory"
+    caption = [legend] if signals else []
+    caption += [f"+date: stamped {_span(r)} ({r.text!r})" for r in result.date_ranges]
     t = Table(
         title=f"recall {result.query!r} · scope {result.scope} · {result.mode}",
         title_justify="left",
-        caption="bm25: rank/score · vector: rank/cosine similarity · +link: lifted by a linked memory"
-        if signals
-        else None,
+        caption="\n".join(caption) or None,
         caption_justify="left",
         box=box.SIMPLE_HEAD,
     )
@@ -49,6 +52,11 @@ def recall_table(result: RecallResult, *, width: int = 140) -> Table:
             row += [u.timestamp.strftime("%Y-%m-%d") if u.timestamp else "", f"{u.source}:{u.line}"]
         t.add_row(*row, u.text)
     return t
+
+
+def _span(r: DateRange) -> str:
+    last = r.end - timedelta(days=1)
+    return r.start.strftime("%Y-%m-%d") + ("" if last <= r.start else last.strftime(" to %Y-%m-%d"))
 
 
 def sync_table(rows: list[dict[str, Any]]) -> Table:

@@ -5,7 +5,8 @@ from datetime import datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memclaw.fusion import FusionParams, apply_floors, fuse, link_boost, recency_boost
+from memclaw.dates import DateRange
+from memclaw.fusion import Fused, FusionParams, apply_floors, date_boost, fuse, link_boost, recency_boost
 
 
 def test_rrf_combines_ranks_and_keeps_provenance():
@@ -62,9 +63,7 @@ def test_recency_boost_touches_history_only():
     assert by["new"].boosts["recency"] > by["old"].boosts["recency"]
 
 
-ranked = st.lists(
-    st.tuples(st.sampled_from("abcdefgh"), st.floats(0.01, 10)), max_size=8, unique_by=lambda t: t[0]
-)
+ranked = st.lists(st.tuples(st.sampled_from("abcdefgh"), st.floats(0.01, 10)), max_size=8, unique_by=lambda t: t[0])
 
 
 @given(ranked, ranked)
@@ -76,3 +75,28 @@ def test_fusion_is_a_sorted_union_without_duplicates(bm, vec):
     assert len(ids) == len(set(ids))
     assert set(ids) == {i for i, _ in bm} | {i for i, _ in vec}
     assert all(out[i].score >= out[i + 1].score for i in range(len(out) - 1))
+
+
+def test_date_boost_lifts_units_stamped_in_range_and_adds_date_only_extras():
+    may = DateRange(datetime(2023, 5, 1), datetime(2023, 6, 1), "in May 2023")
+    hits = [Fused("strong", 1.0), Fused("in-may", 0.6), Fused("undated", 0.5)]
+    stamps = {
+        "strong": datetime(2023, 7, 1),
+        "in-may": datetime(2023, 5, 20),
+        "undated": None,
+        "extra-new": datetime(2023, 5, 30),
+        "extra-old": datetime(2023, 5, 2),
+    }
+    out = date_boost(hits, stamps, [may], weight=0.5, extra=["extra-new", "extra-old"])
+    assert [h.id for h in out] == ["in-may", "strong", "undated", "extra-new", "extra-old"]
+    assert out[0].boosts == {"date": 0.5} and abs(out[0].score - 1.1) < 1e-12
+    assert out[3].bm25_rank is None and out[3].vector_rank is None and out[3].score == 0.5
+    assert "date" not in out[1].boosts
+
+
+def test_date_boost_without_ranges_or_weight_changes_nothing():
+    hits = [Fused("a", 1.0)]
+    stamps = {"a": datetime(2023, 5, 2)}
+    may = DateRange(datetime(2023, 5, 1), datetime(2023, 6, 1), "May 2023")
+    assert date_boost(hits, stamps, [], weight=0.5) == hits
+    assert date_boost(hits, stamps, [may], weight=0.0, extra=["b"]) == hits and hits[0].score == 1.0

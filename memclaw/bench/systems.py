@@ -41,27 +41,35 @@ SYSTEMS: dict[str, SystemSpec] = {
         SystemSpec(
             "bm25-raw",
             "memclaw",
-            "BM25 signal alone: no session links or diversity",
-            {"mode": "bm25", "link_sessions": False},
+            "BM25 signal alone: no session links, dates or diversity",
+            {"mode": "bm25", "link_sessions": False, "date_weight": 0.0},
         ),
         SystemSpec(
             "vector-raw",
             "memclaw",
-            "vector signal alone: no session links or diversity",
-            {"mode": "vector", "link_sessions": False},
+            "vector signal alone: no session links, dates or diversity",
+            {"mode": "vector", "link_sessions": False, "date_weight": 0.0},
         ),
         SystemSpec("hybrid", "memclaw", "memclaw default configuration", {}),
         SystemSpec(
             "hybrid-rrf-plain",
             "memclaw",
-            "plain reciprocal-rank fusion, no session links (the reference hybrid)",
-            {"mode": "hybrid", "fusion": "rrf", "link_sessions": False, "bm25_weight": 1.0, "vector_weight": 1.0},
+            "plain reciprocal-rank fusion, no session links or dates (the reference hybrid)",
+            {
+                "mode": "hybrid",
+                "fusion": "rrf",
+                "link_sessions": False,
+                "date_weight": 0.0,
+                "bm25_weight": 1.0,
+                "vector_weight": 1.0,
+            },
         ),
         SystemSpec("hybrid-rrf", "memclaw", "reciprocal-rank fusion with the default links", {"fusion": "rrf"}),
         SystemSpec("hybrid-weighted", "memclaw", "weighted score fusion, default weights", {"fusion": "weighted"}),
         SystemSpec(
             "hybrid-nolink", "memclaw", "default fusion without session links/diversity", {"link_sessions": False}
         ),
+        SystemSpec("hybrid-nodate", "memclaw", "default without date-range handling", {"date_weight": 0.0}),
         SystemSpec(
             "hybrid-recency",
             "memclaw",
