@@ -124,3 +124,31 @@ def test_longmemeval_fixture_through_the_real_path(tmp_path, embedder):
     paths = write_longmemeval_results(res, tmp_path / "out")
     assert all(p.exists() for p in paths)
     assert "multi-session" in paths[1].read_text()
+
+
+def test_temp_workspaces_release_only_their_own_chroma_systems(tmp_path, embedder):
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    from memclaw.bench.runner import temp_workspace
+    from memclaw.config import Config
+    from memclaw.memory import MemoryService
+    from memclaw.workspace import Workspace
+
+    def indexed(root: Path) -> MemoryService:
+        (root / "memory").mkdir(parents=True)
+        (root / "memory" / "MEMORY.md").write_text("- Anna works at the library\n", "utf-8")
+        svc = MemoryService(Workspace(root), Config(workspace=root), embedder=embedder)
+        svc.sync()
+        return svc
+
+    keep = indexed(tmp_path / "keep")
+    with temp_workspace("memclaw-test-") as root:
+        bench = indexed(root)
+        bench.close()
+        base = str(root.parent.resolve())
+        assert any(i.startswith(base) for i in SharedSystemClient._identifier_to_system)
+    assert not any(i.startswith(base) for i in SharedSystemClient._identifier_to_system)
+    assert not root.parent.exists()
+    # the store outside the temp workspace still works in this process
+    assert [h.unit.text for h in keep.recall("library", k=1)] == ["Anna works at the library"]
+    keep.close()

@@ -336,9 +336,7 @@ def parse_sizes(value: str) -> list[int]:
     return sizes
 
 
-def cold_recall(
-    ws: Path, home: Path, query: str, runs: int = 3, *, chroma_url: str | None = None
-) -> dict[str, Any]:
+def cold_recall(ws: Path, home: Path, query: str, runs: int = 3, *, chroma_url: str | None = None) -> dict[str, Any]:
     """Wall time of `memclaw recall` in a fresh Python process (median of `runs`)."""
     env = {**os.environ, "MEMCLAW_HOME": str(home)}
     if chroma_url:
@@ -463,7 +461,7 @@ def run_size(
             **({"server": server} if server else {}),
         }
     finally:
-        release_chroma()
+        release_chroma(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -561,8 +559,15 @@ def perf_markdown(res: dict[str, Any]) -> str:
             "HTTP with `memory.chroma_url` set; BM25 stays local.",
             "",
             *_table(
-                ["memories", "embedded p50 ms", "embedded p95 ms", "server p50 ms", "server p95 ms",
-                 "cold CLI recall s (server)", "migrate s"],
+                [
+                    "memories",
+                    "embedded p50 ms",
+                    "embedded p95 ms",
+                    "server p50 ms",
+                    "server p95 ms",
+                    "cold CLI recall s (server)",
+                    "migrate s",
+                ],
                 srows,
             ),  # fmt: skip
         ]
