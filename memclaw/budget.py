@@ -89,6 +89,32 @@ class Allocation:
         return self.results[name]
 
 
+def _largest_fitting(n: int, build: Callable[[int], str], cost: Callable[[str], int], cap: int) -> tuple[str, int]:
+    """The candidate build(i) for the largest i in 1..n whose cost fits `cap` (cost grows with i), and its cost.
+    Galloping first (1, 2, 4, ...), then bisection: the longest prefix ever counted is under twice the answer,
+    so a 1 MB message cut to a 2k-token budget costs a few counts of a few kB, not twenty of a megabyte."""
+    found, found_cost = "", 0
+    lo, step = 1, 1
+    while lo <= n:  # gallop: find a failing bound
+        cand = build(lo)
+        c = cost(cand)
+        if c > cap:
+            break
+        found, found_cost = cand, c
+        lo, step = lo + step, step * 2
+    hi = min(lo, n + 1) - 1
+    lo = lo - step // 2 + 1 if found else 1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        cand = build(mid)
+        c = cost(cand)
+        if c <= cap:
+            found, found_cost, lo = cand, c, mid + 1
+        else:
+            hi = mid - 1
+    return found, found_cost
+
+
 def cut_text(text: str, cap: int, count: Callable[[str], int], overhead: int = 0) -> tuple[str, int]:
     """The longest prefix of `text` (paragraphs, else lines, else characters) plus a `[truncated]` marker
     that costs at most `cap` tokens with `overhead`. Returns (text, tokens); ("", 0) if nothing fits."""
@@ -96,42 +122,30 @@ def cut_text(text: str, cap: int, count: Callable[[str], int], overhead: int = 0
     def cost(s: str) -> int:
         return count(s) + overhead
 
-    def best_prefix(pieces: Sequence[str], sep: str, marker_sep: str) -> tuple[str, int]:
-        lo, hi, found, found_cost = 1, len(pieces) - 1, "", 0  # never all pieces: that is the uncut text
-        while lo <= hi:
-            mid = (lo + hi) // 2
-            cand = sep.join(pieces[:mid]).rstrip() + marker_sep + TRUNCATED
-            c = cost(cand)
-            if c <= cap:
-                found, found_cost, lo = cand, c, mid + 1
-            else:
-                hi = mid - 1
-        return found, found_cost
+    def best_prefix(pieces: Sequence[str], sep: str) -> tuple[str, int]:
+        # never all pieces: that is the uncut text
+        return _largest_fitting(len(pieces) - 1, lambda i: sep.join(pieces[:i]).rstrip() + sep + TRUNCATED, cost, cap)
 
     paras = _PARA_RE.split(text)
     if len(paras) > 1:
-        got = best_prefix(paras, "\n\n", "\n\n")
+        got = best_prefix(paras, "\n\n")
         if got[0]:
             return got
     lines = paras[0].split("\n")
     if len(lines) > 1:
-        got = best_prefix(lines, "\n", "\n")
+        got = best_prefix(lines, "\n")
         if got[0]:
             return got
     first = lines[0]
-    lo, hi, found, found_cost = 1, len(first) - 1, "", 0
-    while lo <= hi:  # one giant line: cut between characters, preferring the last space in range
-        mid = (lo + hi) // 2
-        head = first[:mid]
-        space = head.rfind(" ")
-        if space > mid * 0.8:
-            head = head[:space]
-        cand = head.rstrip() + " " + TRUNCATED
-        c = cost(cand)
-        if c <= cap:
-            found, found_cost, lo = cand, c, mid + 1
-        else:
-            hi = mid - 1
+
+    def head(i: int) -> str:  # one giant line: cut between characters, preferring the last space in range
+        h = first[:i]
+        space = h.rfind(" ")
+        if space > i * 0.8:
+            h = h[:space]
+        return h.rstrip() + " " + TRUNCATED
+
+    found, found_cost = _largest_fitting(len(first) - 1, head, cost, cap)
     if found:
         return found, found_cost
     if cost(TRUNCATED) <= cap:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -145,3 +147,22 @@ def test_allocation_properties(case):
         if res.report.status == "kept":
             assert res.report.used == section_cost(s, count)
     assert reports["identity"].status == "kept"
+
+
+@given(
+    st.lists(st.text(alphabet="ab \n", min_size=0, max_size=12), min_size=1, max_size=30).map("".join),
+    st.integers(min_value=0, max_value=40),
+)
+def test_cut_text_finds_the_longest_fitting_prefix(text, cap):
+    # galloping + bisection gives what trying every prefix would (cost: words + characters / 4)
+    def count(s: str) -> int:
+        return len(s.split()) + len(s) // 4
+
+    got, cost = cut_text(text, cap, count)
+    assert cost <= cap and (cost == count(got) if got else cost == 0)
+    assert not got or got.endswith(TRUNCATED)
+    paras = re.split(r"\n[ \t]*\n", text)
+    if len(paras) > 1:
+        fits = [i for i in range(1, len(paras)) if count("\n\n".join(paras[:i]).rstrip() + "\n\n" + TRUNCATED) <= cap]
+        if fits:
+            assert got == "\n\n".join(paras[: max(fits)]).rstrip() + "\n\n" + TRUNCATED
