@@ -19,6 +19,7 @@ atomically. A failure before (3) leaves the session whole; a crash between (3) a
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
@@ -27,9 +28,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from memclaw.errors import ConsolidationError, LLMError, MemclawError
+from memclaw.errors import ConsolidationError, LLMError, MemclawError, MemoryFileError
 from memclaw.jsonfix import extract_object
 from memclaw.prompts import render
+from memclaw.sessions import CHUNK_PROGRESS
 from memclaw.units import OWNER_SCOPE, MemoryUnit
 
 if TYPE_CHECKING:
@@ -205,6 +207,7 @@ class Consolidator:
         failures: the report says what happened and the session is only trimmed on full success."""
         start = session.last_consolidated
         cut = cut_index(session.messages, start, self.config.agent.memory_window, everything=everything)
+        done, cut = _resume(session, start, cut)
         if cut <= start:
             if everything and start:
                 await asyncio.to_thread(self.sessions.trim, session, start)
@@ -214,17 +217,28 @@ class Consolidator:
             (m.get("scope") for m in chunk if m.get("role") == "user" and m.get("scope")), OWNER_SCOPE
         )
         report = ConsolidationReport(ok=False)
+        fingerprint = chunk_fingerprint(chunk)
         try:
             planned: list[tuple[str, ConsolidationOut, datetime]] = []
             for scope, msgs in group_by_scope(chunk, default_scope).items():
                 if not any(m.get("role") == "user" for m in msgs) and not any(m.get("content") for m in msgs):
+                    continue
+                if f"{scope}#history" in done:  # written by an attempt that failed on a later scope
                     continue
                 out, usage = await self._ask(scope, msgs, now=now)
                 report.usage = usage if report.usage is None else report.usage + usage
                 ts = next((t for t in (_parse_ts(m.get("ts")) for m in msgs) if t), None) or datetime.now()
                 planned.append((scope, out, ts))
             for scope, out, ts in planned:
-                report.scopes.append(await asyncio.to_thread(self._apply, scope, out, ts))
+                res = ScopeResult(scope, ops=list(out.facts))
+                for step in ("facts", "history"):
+                    if f"{scope}#{step}" in done:
+                        continue
+                    await asyncio.to_thread(self._apply, step, res, out, ts)
+                    done.append(f"{scope}#{step}")
+                    progress = {"start": start, "cut": cut, "chunk": fingerprint, "done": done}
+                    await asyncio.to_thread(self.sessions.set_meta, session, **{CHUNK_PROGRESS: progress})
+                report.scopes.append(res)
         except (LLMError, ConsolidationError) as e:
             report.error = str(e)
             log.warning("consolidation of session %s/%s failed, nothing trimmed: %s", *session.key, e)
@@ -284,13 +298,39 @@ class Consolidator:
                 "runs again after the next message or /new (or choose a stronger agent.model)"
             ) from None
 
-    def _apply(self, scope: str, out: ConsolidationOut, ts: datetime) -> ScopeResult:
-        res = ScopeResult(scope, ops=list(out.facts))
-        if out.facts:
-            self.memory.apply_fact_ops(scope, to_fact_ops(out.facts))
-        if out.history_entry:
-            res.history = self.memory.append_history(scope, out.history_entry, ts)
-        return res
+    def _apply(self, step: str, res: ScopeResult, out: ConsolidationOut, ts: datetime) -> None:
+        """Write one step of a scope's consolidation: its fact operations, or its history entry."""
+        try:
+            if step == "facts" and out.facts:
+                self.memory.apply_fact_ops(res.scope, to_fact_ops(out.facts))
+            elif step == "history" and out.history_entry:
+                res.history = self.memory.append_history(res.scope, out.history_entry, ts)
+        except OSError as e:
+            raise MemoryFileError(
+                f"cannot write the memory of scope {res.scope}: {e.strerror or e}; fix the workspace permissions "
+                "or free disk space (the session is kept and consolidated again later)"
+            ) from e
+
+
+def _resume(session: Session, start: int, cut: int) -> tuple[list[str], int]:
+    """An earlier attempt wrote part of a chunk and then failed: finish exactly that chunk (its steps already
+    written are skipped), whatever arrived since. Otherwise: nothing done, the planned cut."""
+    progress = session.meta.get(CHUNK_PROGRESS) or {}
+    prev = progress.get("cut")
+    if (
+        progress.get("start") == start
+        and isinstance(prev, int)
+        and start < prev <= len(session.messages)
+        and chunk_fingerprint(session.messages[start:prev]) == progress.get("chunk")
+    ):
+        return list(progress.get("done", [])), prev
+    return [], cut
+
+
+def chunk_fingerprint(chunk: list[dict[str, Any]]) -> str:
+    """Identifies a run of session messages (the same chunk retried after a failure has the same fingerprint)."""
+    body = json.dumps(chunk, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8")
+    return hashlib.sha256(body).hexdigest()[:16]
 
 
 def to_fact_ops(ops: list[FactOpIn]) -> list[Any]:

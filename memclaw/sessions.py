@@ -37,6 +37,11 @@ LLM_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 _MAX_NAME = 180
 
 
+CHUNK_PROGRESS = "consolidating"
+"""Meta key: which scopes of the chunk being consolidated are already written to memory, so a retry after a
+partial failure does not write them twice. Cleared when the pointer moves past the chunk."""
+
+
 def session_filename(channel: str, chat_id: str) -> str:
     """A file name safe for any ids: percent-encoded, never starting with a dot, bounded in length."""
     name = quote(str(channel), safe="") + "__" + quote(str(chat_id), safe="")
@@ -202,9 +207,13 @@ class SessionStore:
     def set_pointer(self, session: Session, last_consolidated: int) -> None:
         """Record durably that the first `last_consolidated` messages are in long-term memory."""
         last_consolidated = min(max(0, last_consolidated), len(session.messages))
-        self._write_lines(session.path, [json.dumps({"_meta": {"last_consolidated": last_consolidated}})])
-        session.meta["last_consolidated"] = last_consolidated
+        self.set_meta(session, last_consolidated=last_consolidated, **{CHUNK_PROGRESS: None})
         session.last_consolidated = last_consolidated
+
+    def set_meta(self, session: Session, **values: Any) -> None:
+        """Record metadata durably (a `_meta` line; the last value of each key wins when the file is read)."""
+        self._write_lines(session.path, [json.dumps({"_meta": values}, ensure_ascii=False, default=str)])
+        session.meta.update(values)
 
     def _write_lines(self, path: Path, lines: list[str]) -> None:
         data = ("\n".join(lines) + "\n").encode("utf-8")
@@ -237,7 +246,7 @@ class SessionStore:
                 self._parse_into(fresh, path.read_bytes())
             upto = min(max(0, upto), len(fresh.messages))
             keep = fresh.messages[upto:]
-            meta = {k: v for k, v in fresh.meta.items() if k != "last_consolidated"}
+            meta = {k: v for k, v in fresh.meta.items() if k not in ("last_consolidated", CHUNK_PROGRESS)}
             meta["last_consolidated"] = max(0, fresh.last_consolidated - upto)
             meta["trimmed_at"] = datetime.now().astimezone().isoformat(timespec="seconds")
             lines = [json.dumps({"_meta": meta})] + [json.dumps(m, ensure_ascii=False, default=str) for m in keep]

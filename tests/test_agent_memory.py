@@ -294,3 +294,58 @@ def test_cli_agent_command_one_shot(tmp_path, llm_server, capsys, monkeypatch):
         agent_command("still there?", root)
     assert ei.value.code == 5
     assert "could not get an answer" in capsys.readouterr().out
+
+
+def test_retry_after_a_partial_write_does_not_duplicate(env, llm_server):
+    # One group chat, the owner and an outsider: consolidation writes two scopes. The outsider's HISTORY.md
+    # cannot be written (a symlink into a folder that does not exist), so the first attempt fails after the
+    # owner's scope and the outsider's facts are written. Once fixed, the retry writes only what is missing.
+    agent = env
+
+    def owner(text: str) -> InboundMessage:
+        return InboundMessage("discord", "guild-7", "1001", "Owner", text)
+
+    def guest(text: str) -> InboundMessage:
+        return InboundMessage("discord", "guild-7", "2002", "Mallory", text)
+
+    blocked = agent.workspace.history_file(OUTSIDER)
+    blocked.parent.mkdir(parents=True)
+    blocked.symlink_to(agent.root / "gone" / "HISTORY.md")
+
+    async def go(msgs):
+        for m in msgs:
+            llm_server.reply(f"ok: {m.text}")
+            assert (await agent.handle(m)).ok
+
+    asyncio.run(go([owner("I planted garlic"), guest("I keep bees"), owner("and onions")]))
+    llm_server.reply("ok: bye")
+    llm_server.reply(
+        consolidation_json("The owner planted garlic and onions.", [{"op": "add", "text": "I grow garlic"}])
+    )
+    llm_server.reply(consolidation_json("Mallory said she keeps bees.", [{"op": "add", "text": "Mallory keeps bees"}]))
+    assert asyncio.run(agent.handle(guest("bye"))).ok
+    report = agent.last_consolidation
+    assert not report.ok and f"cannot append to {blocked}" in report.error
+    owner_hist = (agent.root / "memory" / "HISTORY.md").read_text()
+    assert owner_hist.count("planted garlic and onions") == 1
+    assert [f.text for f in agent.memory.facts(OUTSIDER)] == ["Mallory keeps bees"]
+    s = SessionStore(agent.root / "sessions").load("discord", "guild-7")
+    assert s.last_consolidated == 0 and s.meta["consolidating"]["done"] == [
+        "owner#facts",
+        "owner#history",
+        f"{OUTSIDER}#facts",
+    ]
+
+    blocked.unlink()
+    llm_server.reply("ok: again")
+    # only the outsider is asked again (its history entry is missing); its facts step is not repeated
+    llm_server.reply(consolidation_json("Mallory said she keeps bees.", [{"op": "add", "text": "Mallory keeps bees"}]))
+    assert asyncio.run(agent.handle(owner("again"))).ok
+    assert agent.last_consolidation.ok, agent.last_consolidation.error
+    assert llm_server.pending() == 0
+    assert (agent.root / "memory" / "HISTORY.md").read_text().count("planted garlic and onions") == 1
+    assert [f.text for f in agent.memory.facts()].count("I grow garlic") == 1
+    assert [f.text for f in agent.memory.facts(OUTSIDER)] == ["Mallory keeps bees"]
+    assert "Mallory said she keeps bees." in agent.workspace.history_file(OUTSIDER).read_text()
+    s = SessionStore(agent.root / "sessions").load("discord", "guild-7")
+    assert s.last_consolidated == 0 and not s.meta.get("consolidating")  # trimmed: the pointer moved past the chunk
