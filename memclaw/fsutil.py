@@ -8,10 +8,15 @@ never a torn file. Errors are plain OSError; each caller turns them into its own
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import stat
 import tempfile
+import time
 from pathlib import Path
+
+STALE_TEMP_S = 15 * 60
+"""A temp file of `replace_atomically` this old was left by a killed writer (a live one is seconds old)."""
 
 
 def fsync_dir(directory: Path) -> None:
@@ -49,3 +54,17 @@ def replace_atomically(path: Path, data: bytes, *, mode: int | None = None) -> N
             os.unlink(tmp)
         raise
     fsync_dir(path.parent)
+    remove_stale_temps(path)
+
+
+def remove_stale_temps(path: Path, older_than_s: float = STALE_TEMP_S) -> list[Path]:
+    """Delete the temp files a killed writer of `path` left beside it (`.NAME.*.tmp`, older than the threshold;
+    a write in progress elsewhere is younger and kept). Best effort; returns what was removed."""
+    removed = []
+    cutoff = time.time() - older_than_s
+    for tmp in Path(path).parent.glob(f".{glob.escape(Path(path).name)}.*.tmp"):
+        with contextlib.suppress(OSError):
+            if tmp.lstat().st_mtime < cutoff:
+                tmp.unlink()
+                removed.append(tmp)
+    return removed
