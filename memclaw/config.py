@@ -40,6 +40,9 @@ class MemoryConfig(_Section):
     """Use a Chroma server (chromadb.HttpClient) instead of the embedded store, e.g. http://127.0.0.1:8000."""
     chroma_headers: dict[str, SecretStr] = Field(default_factory=dict)
     """Extra HTTP headers for the Chroma server (e.g. Authorization); never printed."""
+    chroma_timeout_s: float = Field(30.0, gt=0, le=600)
+    """With chroma_url: how long one request may wait for the server (connecting is bounded at 3 s). A frozen
+    server then costs recall this long once, and recall answers from BM25 with a warning."""
     index_dir: Path | None = None
     """Where the derived index lives; default <workspace>/.memclaw-index."""
     auto_sync: bool = True

@@ -126,6 +126,7 @@ class MemoryService:
                 url=m.chroma_url,
                 headers=headers,
                 namespace=self.namespace,
+                timeout_s=m.chroma_timeout_s,
             )
             if lost:  # said once: sync and recall catch it and rebuild; the store itself is usable (empty)
                 raise VectorStoreCorrupted(

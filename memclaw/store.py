@@ -23,8 +23,10 @@ log = logging.getLogger(__name__)
 
 SPACE = "cosine"
 _GET_PAGE = 5000
-# chromadb's HttpClient has no timeout at all (httpx timeout=None): an unreachable host or a frozen server would
-# hang recall for minutes. Connecting must be quick; a request may take longer (a 5000-vector upsert).
+# chromadb's HttpClient has no timeout at all (httpx timeout=None), and its constructor already talks to the
+# server: an unreachable host or a frozen server would hang recall for ever. A heartbeat with timeouts goes first,
+# then the client's session gets them. Connecting must be quick; a request may take longer (a 5000-vector upsert):
+# memory.chroma_timeout_s, default HTTP_TIMEOUT_S.
 HTTP_CONNECT_TIMEOUT_S = 3.0
 HTTP_TIMEOUT_S = 30.0
 # What chromadb / SQLite / the HNSW reader say about damaged files (versions differ in the wording).
@@ -247,6 +249,10 @@ def _translate(e: Exception, where: str) -> Exception:
             f"Chroma at {where} is damaged ({name}: {text.splitlines()[0]}); "
             "run `memclaw memory reindex` to rebuild it from the Markdown"
         )
+    if "Timeout" in name and "Connect" not in name:
+        return VectorStoreUnavailable(
+            f"Chroma at {where} did not answer in time ({name}); check the server, or raise memory.chroma_timeout_s"
+        )
     if any(s in name for s in ("ConnectError", "ConnectionError", "Timeout", "RemoteProtocolError")) or any(
         s in text for s in ("Could not connect", "Connection refused", "connect to tenant")
     ):
@@ -290,8 +296,10 @@ def open_chroma_store(
     url: str | None = None,
     headers: Mapping[str, str] | None = None,
     namespace: str,
+    timeout_s: float = HTTP_TIMEOUT_S,
 ) -> ChromaStore:
-    """Open the embedded store at `path`, or the Chroma server at `url` (one of the two)."""
+    """Open the embedded store at `path`, or the Chroma server at `url` (one of the two; a server's requests are
+    bounded by `timeout_s`)."""
     import chromadb
 
     if url:
@@ -300,6 +308,8 @@ def open_chroma_store(
         parsed = urlparse(url)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise IndexError_(f"memory.chroma_url {url!r} is not an http(s) URL, e.g. http://127.0.0.1:8000")
+        timeout = _http_timeout(timeout_s)
+        _heartbeat(url, headers, timeout)
         try:
             client = chromadb.HttpClient(
                 host=parsed.hostname,
@@ -310,7 +320,7 @@ def open_chroma_store(
             )
         except Exception as e:
             raise _translate(e, url) from e
-        _bound_http_timeouts(client)
+        _bound_http_timeouts(client, timeout)
         return ChromaStore(client, namespace, where=url)
     assert path is not None
     try:
@@ -329,12 +339,28 @@ def open_chroma_store(
     return ChromaStore(client, namespace, where=str(path))
 
 
-def _bound_http_timeouts(client: Any) -> None:
-    """Give chromadb's httpx session the timeouts it lacks (see HTTP_CONNECT_TIMEOUT_S)."""
+def _http_timeout(timeout_s: float) -> Any:
+    import httpx
+
+    return httpx.Timeout(timeout_s, connect=min(HTTP_CONNECT_TIMEOUT_S, timeout_s))
+
+
+def _heartbeat(url: str, headers: Mapping[str, str] | None, timeout: Any) -> None:
+    """One bounded request before chromadb's client (whose constructor has no timeout) talks to the server."""
+    import httpx
+
+    try:
+        httpx.get(url.rstrip("/") + "/api/v2/heartbeat", headers=dict(headers or {}), timeout=timeout)
+    except httpx.HTTPError as e:
+        raise _translate(e, url) from e
+
+
+def _bound_http_timeouts(client: Any, timeout: Any) -> None:
+    """Give chromadb's httpx session the timeouts it lacks."""
     import httpx
 
     session = getattr(getattr(client, "_server", None), "_session", None)
     if isinstance(session, httpx.Client):
-        session.timeout = httpx.Timeout(HTTP_TIMEOUT_S, connect=HTTP_CONNECT_TIMEOUT_S)
+        session.timeout = timeout
     else:  # another chromadb version: keep working, just without the bound
         log.debug("cannot bound the Chroma HTTP client's timeouts (no httpx session found)")

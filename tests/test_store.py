@@ -62,3 +62,38 @@ def test_unreachable_server_is_a_clear_error():
     with pytest.raises(VectorStoreUnavailable, match="unreachable"):
         store = open_chroma_store(url=f"http://127.0.0.1:{free_port()}", namespace="n")
         store.count("owner")
+
+
+def test_frozen_server_costs_one_timeout_then_recall_answers_from_bm25(tmp_path, embedder):
+    # A real `chroma run`, frozen with SIGSTOP: requests are accepted by the kernel but never answered.
+    import os
+    import signal
+
+    from memclaw.config import Config
+    from memclaw.memory import MemoryService
+    from memclaw.workspace import Workspace
+    from tests.chroma_server import ChromaServer
+
+    root = tmp_path / "ws"
+    (root / "memory").mkdir(parents=True)
+    (root / "memory" / "MEMORY.md").write_text("- My sister Lena lives in Porto\n- I am allergic to penicillin\n")
+    server = ChromaServer(tmp_path / "chroma").start()
+    try:
+        cfg = Config(workspace=root)
+        cfg.memory.chroma_url = server.url
+        cfg.memory.chroma_timeout_s = 1.0
+        warm = MemoryService(Workspace(root), cfg, embedder=embedder)
+        assert warm.recall_detailed("where does Lena live").hits[0].vector.rank == 1
+        os.kill(server.proc.pid, signal.SIGSTOP)
+        try:
+            for svc in (warm, MemoryService(Workspace(root), cfg, embedder=embedder)):  # open client, then a new one
+                r = svc.recall_detailed("where does Lena live")
+                assert [h.unit.text for h in r.hits][:1] == ["My sister Lena lives in Porto"]
+                assert r.hits[0].vector.rank is None  # BM25 alone
+                assert any("did not answer in time" in w and "fell back to BM25" in w for w in r.warnings), r.warnings
+        finally:
+            os.kill(server.proc.pid, signal.SIGCONT)
+        assert warm.recall_detailed("where does Lena live").hits[0].vector.rank == 1  # back once it answers
+        warm.close()
+    finally:
+        server.stop()
