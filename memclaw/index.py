@@ -68,6 +68,7 @@ class ScopeState:
     units: UnitTable
     links: dict[str, list[str]] = field(default_factory=dict)
     marks: dict[str, FileMark] = field(default_factory=dict)
+    lexical_digest: bytes | None = None  # bm25.file_digest of the BM25 index saved with this table
 
     @property
     def hashes(self) -> dict[str, str]:
@@ -133,6 +134,7 @@ def save_state(path: Path, state: ScopeState) -> None:
         "units": state.units.to_columns(),
         "links": state.links,
         "marks": {src: m.to_tuple() for src, m in state.marks.items()},
+        "lexical_digest": state.lexical_digest,
     }
     body = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
     digest = hashlib.sha256(body).digest()
@@ -164,7 +166,10 @@ def load_state(path: Path) -> ScopeState | None:
             UnitTable.from_columns(p["units"]),
             p["links"],
             {src: FileMark.from_tuple(m) for src, m in p["marks"].items()},
+            p["lexical_digest"],
         )
+        if not isinstance(state.lexical_digest, bytes | None):
+            raise ValueError("unexpected content")
         if not (isinstance(state.scope, str) and isinstance(state.signatures, dict) and isinstance(state.links, dict)):
             raise ValueError("unexpected content")
     except Exception as e:

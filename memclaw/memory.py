@@ -223,7 +223,7 @@ class MemoryService:
 
     def _load_scope(self, scope: str) -> _Scope | None:
         """Load a scope's saved state and BM25 index; None if absent or corrupted (caller rebuilds)."""
-        from memclaw.bm25 import InvertedBM25
+        from memclaw.bm25 import InvertedBM25, file_digest
 
         sf = self.layout.state_file(scope)
         try:
@@ -234,8 +234,11 @@ class MemoryService:
         if state is None or self.layout.dirty_file(scope).exists():
             return None
         try:
-            lexical = InvertedBM25.load(self.layout.lexical_file(scope))
-            if lexical.ids() != set(state.units):
+            lf = self.layout.lexical_file(scope)
+            lexical = InvertedBM25.load(lf)
+            # Saved by the same sync (its digest recorded in the state): the same ids, no need to compare them.
+            paired = state.lexical_digest is not None and state.lexical_digest == file_digest(lf)
+            if not paired and lexical.ids() != set(state.units):
                 raise IndexError_("BM25 index does not match the unit table")
         except (IndexError_, FileNotFoundError, OSError) as e:
             log.warning("BM25 index of scope %s is unusable (%s); rebuilding it from the unit table", scope, e)
@@ -370,6 +373,7 @@ class MemoryService:
         return out
 
     def _sync_scope(self, scope: str, progress: ix.Progress | None) -> ix.SyncReport:
+        from memclaw.bm25 import file_digest
         from memclaw.unittable import UnitTable
 
         report = ix.SyncReport(scope)
@@ -446,7 +450,6 @@ class MemoryService:
         if stale_passages:
             self.store.delete(scope, sorted(stale_passages))
 
-        state = ix.ScopeState(scope, signatures, table, _session_links(table), read.marks)
         if old is None:
             lexical = self._build_lexical(units)
         else:
@@ -460,6 +463,8 @@ class MemoryService:
                         lexical.remove(u.id)
                     lexical.add(u.id, self.tokenizer.tokenize(self._lexical_text(u)))
         lexical.save(self.layout.lexical_file(scope))
+        state = ix.ScopeState(scope, signatures, table, _session_links(table), read.marks,
+                              file_digest(self.layout.lexical_file(scope)))  # fmt: skip
         ix.save_state(self.layout.state_file(scope), state)
         dirty.unlink(missing_ok=True)
         with self._lock:
