@@ -430,8 +430,8 @@ class MemoryService:
                 p_meta.append(_metadata(u))
         stale_passages: set[str] = set()
         if old is None:
-            desired_passages = {pid for u in units for pid in _passages_of(u, self)}
-            stale_passages = in_store_passages - desired_passages
+            if in_store_passages:  # (an empty store, e.g. after a wipe, has nothing stale)
+                stale_passages = in_store_passages - {pid for u in units for pid in _passages_of(u, self)}
         else:
             old_units = old.state.units
             for uid in stale_in_store:
