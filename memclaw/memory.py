@@ -62,6 +62,7 @@ class _ScopeRead:
         self.reread_old: set[str] = set()
         self.marks: dict[str, FileMark] = {}
         self.full_diff = False
+        self.full_parse = False  # else every parsed unit was appended: new ids by construction (incremental)
 
     def add(self, kept: UnitTable | None, units: list[MemoryUnit], hashes: list[str] | None) -> None:
         from memclaw.unittable import UnitTable
@@ -339,6 +340,7 @@ class MemoryService:
         (memclaw.incremental, exact); any other file is parsed in full."""
         from memclaw.incremental import parse_appended, parse_file
         from memclaw.memfiles import read_bytes
+        from memclaw.unittable import FewLookups
 
         out = _ScopeRead()
         for src, (path, kind) in self._files(scope).items():
@@ -360,12 +362,13 @@ class MemoryService:
                 continue
             tail = None
             if seg is not None and mark is not None:
-                tail = parse_appended(data, mark, kind=kind, scope=scope, source=src, known=seg)
+                tail = parse_appended(data, mark, kind=kind, scope=scope, source=src, known=FewLookups(seg.ids))
             if tail is not None:
                 units, out.marks[src] = tail
                 out.add(seg, [], None)
             else:
                 units, out.marks[src] = parse_file(data, kind=kind, scope=scope, source=src)
+                out.full_parse = True
                 if seg is not None:
                     out.reread_old.update(seg.ids)
             if units:
@@ -409,7 +412,8 @@ class MemoryService:
             }
             stale_in_store = in_store - set(desired)
         else:
-            old_hashes = old.state.hashes
+            # Appended units continue their file's occurrence numbers: none of their ids is an old one.
+            old_hashes = old.state.hashes if read.full_parse or read.full_diff else {}
             # Ids encode their file: only the old rows of a file parsed again in full can have gone.
             stale_in_store = set(old.state.units) - set(table) if read.full_diff else read.reread_old - set(hashes)
         to_embed = [u for u in units if old_hashes.get(u.id) != hashes[u.id]]
@@ -463,8 +467,15 @@ class MemoryService:
                         lexical.remove(u.id)
                     lexical.add(u.id, self.tokenizer.tokenize(self._lexical_text(u)))
         lexical.save(self.layout.lexical_file(scope))
-        state = ix.ScopeState(scope, signatures, table, _session_links(table), read.marks,
-                              file_digest(self.layout.lexical_file(scope)))  # fmt: skip
+        if (
+            old is not None
+            and not (read.full_parse or read.full_diff or stale_in_store)
+            and not any(u.timestamp for u in units)
+        ):
+            links = old.state.links  # only undated units were appended: the session links are unchanged
+        else:
+            links = _session_links(table)
+        state = ix.ScopeState(scope, signatures, table, links, read.marks, file_digest(self.layout.lexical_file(scope)))
         ix.save_state(self.layout.state_file(scope), state)
         dirty.unlink(missing_ok=True)
         with self._lock:

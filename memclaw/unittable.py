@@ -103,7 +103,7 @@ class UnitTable(Mapping[str, MemoryUnit]):
         if not n:
             return UnitTable.from_units([])
         first = ix.index(s)
-        if any(ix[i] != s for i in range(first, first + n)):
+        if ix[first : first + n].count(s) != n:
             return None
         cols = {k: (v[first : first + n] if k in _ROW_COLUMNS else v) for k, v in c.items()}
         return UnitTable(cols)
@@ -226,3 +226,24 @@ class UnitTable(Mapping[str, MemoryUnit]):
 
 _ROW_COLUMNS = ("ids", "texts", "hashes", "lines", "kinds", "timestamps", "sections", "scope_ix", "source_ix",
                 "extra_ix")  # fmt: skip
+
+
+class FewLookups:
+    """Membership in a list of ids for a caller that asks about a few: a C-level scan of the list for the
+    first lookups, a set once there are more (a sync that appends one fact asks about one or two ids, where
+    hashing 100k ids into a set would cost more than the whole append)."""
+
+    __slots__ = ("_ids", "_set", "_scans")
+
+    def __init__(self, ids: list[str]) -> None:
+        self._ids = ids
+        self._set: set[str] | None = None
+        self._scans = 0
+
+    def __contains__(self, uid: object) -> bool:
+        if self._set is None:
+            self._scans += 1
+            if self._scans <= 8:
+                return uid in self._ids
+            self._set = set(self._ids)
+        return uid in self._set

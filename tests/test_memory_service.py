@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from memclaw.config import Config
-from memclaw.memory import MemoryService
+from memclaw.memory import MemoryService, _session_links
 from memclaw.units import sender_scope
+from memclaw.unittable import UnitTable
 
 OWNER_MEMORY = """# About me
 - I live at 14 Rue des Lilas, Lyon
@@ -249,16 +250,21 @@ def test_add_fact_fast_path_gives_the_units_of_a_full_parse(service, monkeypatch
         f.write("\n## Hobbies\n- I play the cello on Sundays\n")
     service.add_fact("I am allergic to penicillin")
     service.append_history("owner", "Cello lesson with Mira", datetime(2026, 6, 1, 18, 0))
+    service.add_fact("Mira lent me her old cello (2026-06-01)")  # dated: linked to that day's session
+    service.add_fact("My cello teacher is Mira")  # undated: the links are kept as they are
     assert full_parses == []
-    table = service._get_scope("owner").state.units
+    state = service._get_scope("owner").state
+    table = state.units
     want = service._parse("owner")
     assert _unit_rows(table.units()) == _unit_rows(want)
+    assert state.links == _session_links(UnitTable.from_units(want))
+    assert list(state.links.values()) == [[table.last("history").id]]
     assert [u.id for u in added] == [table.last_match("fact", "My bike is a green Brompton").id, added[1].id]
     facts = [u for u in want if u.kind == "fact"]
-    assert (facts[-1].section, facts[-1].text) == ("Work > Hobbies", "I am allergic to penicillin")
+    assert (facts[-3].section, facts[-3].text) == ("Work > Hobbies", "I am allergic to penicillin")
     assert len({u.id for u in want}) == len(want)
     assert set(service.store.ids("owner")) == {u.id for u in want}
-    assert service.recall("cello", k=1, kind="fact")[0].unit.text == "I play the cello on Sundays"
+    assert service.recall("what do I play on Sundays", k=1, kind="fact")[0].unit.text == "I play the cello on Sundays"
 
 
 def test_add_fact_after_a_hand_edit_parses_in_full(service, monkeypatch):
