@@ -4,6 +4,7 @@ edit anywhere before the end (or an append that is not at a clean boundary) rule
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -114,3 +115,38 @@ def test_mark_round_trips_and_rejects_junk():
         except ValueError:
             continue
         raise AssertionError(f"accepted {junk!r}")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["# A\n- x\n", "# A\r\n- x\r\n", "- x", "\ufeff- x\n", "# A\n## B\n\n", "- x\n<!-- open\n", "```\ncode\n",
+     "- * * *\n", "para\ncontinued\n", ""],
+)  # fmt: skip
+@pytest.mark.parametrize("stale", [False, True])
+def test_append_fact_fast_path_writes_what_the_full_path_writes(tmp_path, monkeypatch, text, stale):
+    """memfiles.append_fact with the index's mark (the fast path) leaves the very bytes the full path
+    (plan + verify) leaves, or fails the same way; also with a mark taken before another append. The full
+    path runs only where the file does not end cleanly."""
+    from memclaw import memfiles
+    from memclaw.errors import MemoryFileError
+    from memclaw.memfiles import append_fact
+
+    full_path_calls = []
+    real = memfiles.apply_fact_ops
+    monkeypatch.setattr(memfiles, "apply_fact_ops", lambda *a, **kw: full_path_calls.append(a[0]) or real(*a, **kw))
+
+    full, fast = tmp_path / "full.md", tmp_path / "fast.md"
+    base = text.encode()
+    _, mark = parse_file(base, kind="fact", scope=SCOPE, source=SRC)
+    if stale:
+        base += b"- appended by hand\n" if base.endswith(b"\n") or not base else b""
+    results = []
+    for p, m in ((full, None), (fast, mark)):
+        p.write_bytes(base)
+        try:
+            append_fact(p, "a new fact", mark=m)
+            results.append(p.read_bytes())
+        except MemoryFileError as e:
+            results.append(type(e))
+    assert results[0] == results[1]
+    assert (fast in full_path_calls) == (not mark.resumable)
