@@ -141,6 +141,19 @@ def _read_file(path: Path) -> tuple[dict[str, Any], memoryview]:
     return meta, body[8 + hlen :]
 
 
+def file_digest(path: Path) -> bytes | None:
+    """The sha256 a BM25 file records for its body (what `load` verifies), read from its header alone; None if
+    the file is missing or not a memclaw BM25 file. Identifies the index a unit table was saved with."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_MAGIC) + _DIGEST)
+    except OSError:
+        return None
+    if len(head) != len(_MAGIC) + _DIGEST or not head.startswith(_MAGIC):
+        return None
+    return head[len(_MAGIC) :]
+
+
 def _check_params(path: Path, meta: dict[str, Any], kind: str) -> tuple[float, float]:
     if meta.get("kind") != kind:
         raise _corrupt(path, f"holds a {meta.get('kind')!r} index, expected {kind!r}")

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 import numpy as np
 
 from memclaw.errors import EmbeddingError
+from memclaw.fsutil import replace_atomically
 from memclaw.markdown import clean_text
 
 if TYPE_CHECKING:
@@ -447,6 +448,34 @@ def _onnx_threads() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
+def _file_identity(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+def _stamp_path(path: Path) -> Path:
+    return path.with_name(path.name + ".verified")
+
+
+def _verified_before(path: Path, sha256: str) -> bool:
+    """Whether `path` was sha256-verified as `sha256` and has not been touched since (same size, mtime, ctime,
+    inode and device: any rewrite, truncation or copy changes one of them). Hashing an 86 MB model costs a
+    cold `memclaw recall` ~0.15 s on every start; the stamp makes it once per export."""
+    try:
+        stamp = json.loads(_stamp_path(path).read_text("utf-8"))
+        return stamp == {"sha256": sha256, "file": _file_identity(path)}
+    except (OSError, ValueError):
+        return False
+
+
+def _record_verified(path: Path, sha256: str) -> None:
+    try:
+        data = json.dumps({"sha256": sha256, "file": _file_identity(path)}).encode()
+        replace_atomically(_stamp_path(path), data)
+    except OSError:  # a read-only cache: verify on every load, as before
+        log.debug("cannot record the verification of %s", path, exc_info=True)
+
+
 class OnnxEmbedder:
     """onnxruntime + `tokenizers` on an export made by `export_onnx`: tokenize with truncation to
     max_seq_length and padding to the longest text of each batch, run the transformer, pool with the
@@ -461,9 +490,12 @@ class OnnxEmbedder:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        data = (export_dir / "model.onnx").read_bytes()
-        if hashlib.sha256(data).hexdigest() != manifest["onnx_sha256"]:
-            raise EmbeddingError(f"ONNX export {export_dir} is corrupted (sha256 mismatch); delete it to re-export")
+        onnx_path = export_dir / "model.onnx"
+        if not _verified_before(onnx_path, manifest["onnx_sha256"]):
+            data = onnx_path.read_bytes()
+            if hashlib.sha256(data).hexdigest() != manifest["onnx_sha256"]:
+                raise EmbeddingError(f"ONNX export {export_dir} is corrupted (sha256 mismatch); delete it to re-export")
+            _record_verified(onnx_path, manifest["onnx_sha256"])
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = _onnx_threads()
         opts.inter_op_num_threads = 1
@@ -471,7 +503,7 @@ class OnnxEmbedder:
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3
         try:
-            self._session = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+            self._session = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
             tok = Tokenizer.from_file(str(export_dir / "tokenizer.json"))
         except Exception as e:
             raise EmbeddingError(

@@ -31,12 +31,14 @@ import numpy as np
 
 from memclaw.errors import IndexError_, MemclawError
 from memclaw.fsutil import replace_atomically
-from memclaw.units import MemoryUnit
+from memclaw.incremental import FileMark
+from memclaw.unittable import UnitTable
 
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
-_STATE_MAGIC = b"MEMCLAW-STATE-1\n"
+_STATE_MAGIC = b"MEMCLAW-STATE-2\n"  # 2: columnar unit table + file marks
+_OLD_STATE_MAGICS = (b"MEMCLAW-STATE-1\n",)
 
 Progress = Callable[[int], None]
 
@@ -58,13 +60,19 @@ class SyncReport:
 
 @dataclass
 class ScopeState:
-    """What the index holds for one scope: the units and the file signatures they were parsed from."""
+    """What the index holds for one scope: the units, the file signatures they were parsed from, and per file
+    the mark an append-only parse resumes from (memclaw.incremental)."""
 
     scope: str
     signatures: dict[str, tuple | None]
-    units: dict[str, MemoryUnit]
-    hashes: dict[str, str]
+    units: UnitTable
     links: dict[str, list[str]] = field(default_factory=dict)
+    marks: dict[str, FileMark] = field(default_factory=dict)
+    lexical_digest: bytes | None = None  # bm25.file_digest of the BM25 index saved with this table
+
+    @property
+    def hashes(self) -> dict[str, str]:
+        return self.units.hashes()
 
 
 def scope_key(scope: str) -> str:
@@ -119,13 +127,23 @@ class IndexLayout:
 
 
 def save_state(path: Path, state: ScopeState) -> None:
-    body = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+    """Plain builtins only (no memclaw class is pickled), behind a magic line and a sha256 of the body."""
+    payload = {
+        "scope": state.scope,
+        "signatures": state.signatures,
+        "units": state.units.to_columns(),
+        "links": state.links,
+        "marks": {src: m.to_tuple() for src, m in state.marks.items()},
+        "lexical_digest": state.lexical_digest,
+    }
+    body = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
     digest = hashlib.sha256(body).digest()
     replace_atomically(path, _STATE_MAGIC + digest + body)
 
 
 def load_state(path: Path) -> ScopeState | None:
-    """The saved state, None if absent. Raises IndexError_ if it is corrupted."""
+    """The saved state, None if absent. Raises IndexError_ if it is corrupted or from another state format
+    (the caller rebuilds the scope from the Markdown)."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -133,17 +151,29 @@ def load_state(path: Path) -> ScopeState | None:
     except OSError as e:
         raise IndexError_(f"cannot read index state {path}: {e.strerror}") from e
     n = len(_STATE_MAGIC)
+    if raw.startswith(_OLD_STATE_MAGICS):
+        raise IndexError_(f"index state {path} has an older format")
     if not raw.startswith(_STATE_MAGIC) or len(raw) < n + 32:
         raise IndexError_(f"index state {path} is corrupted (bad header)")
-    digest, body = raw[n : n + 32], raw[n + 32 :]
-    if hashlib.sha256(body).digest() != digest:
+    body = memoryview(raw)[n + 32 :]
+    if hashlib.sha256(body).digest() != raw[n : n + 32]:
         raise IndexError_(f"index state {path} is corrupted (checksum mismatch)")
     try:
-        state = pickle.loads(body)
+        p = pickle.loads(body)
+        state = ScopeState(
+            p["scope"],
+            p["signatures"],
+            UnitTable.from_columns(p["units"]),
+            p["links"],
+            {src: FileMark.from_tuple(m) for src, m in p["marks"].items()},
+            p["lexical_digest"],
+        )
+        if not isinstance(state.lexical_digest, bytes | None):
+            raise ValueError("unexpected content")
+        if not (isinstance(state.scope, str) and isinstance(state.signatures, dict) and isinstance(state.links, dict)):
+            raise ValueError("unexpected content")
     except Exception as e:
         raise IndexError_(f"index state {path} is corrupted ({type(e).__name__})") from e
-    if not isinstance(state, ScopeState):
-        raise IndexError_(f"index state {path} is corrupted (unexpected content)")
     return state
 
 

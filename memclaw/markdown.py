@@ -21,7 +21,7 @@ Parsing never raises, whatever the text (control characters, surrogate-escaped b
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
@@ -194,6 +194,7 @@ class MemoryDoc:
     n_lines: int
     open_comment: bool  # the file ends inside an unclosed <!-- comment
     open_fence: bool  # the file ends inside an unclosed code fence
+    stack: list[tuple[int, str]] = field(default_factory=list)  # the heading stack (level, text) at the end
 
 
 @dataclass
@@ -214,16 +215,22 @@ class _Open:
     comment_before: bool = False
 
 
-def scan_memory(text: str, *, scope: str, source: str) -> MemoryDoc:
-    """Parse MEMORY.md text into fact blocks (units with their line ranges) and headings."""
+def scan_memory(
+    text: str, *, scope: str, source: str, line_offset: int = 0, stack: Sequence[tuple[int, str]] = ()
+) -> MemoryDoc:
+    """Parse MEMORY.md text into fact blocks (units with their line ranges) and headings.
+
+    `line_offset` and `stack` resume a parse after a clean boundary (see memclaw.incremental): the text starts
+    at that 0-based line, under that heading stack, with no item, comment or fence open. Occurrence numbers of
+    identical texts then count from 0 within `text` only."""
     lines = text.split("\n")
-    if lines and lines[0].startswith("\ufeff"):
+    if not line_offset and lines and lines[0].startswith("\ufeff"):
         lines[0] = lines[0][1:]
     facts: list[FactBlock] = []
     headings: list[HeadingLine] = []
     counts: dict[str, int] = {}
-    stack: list[tuple[int, str]] = []
-    section: str | None = None
+    stack = list(stack)
+    section: str | None = SECTION_SEP.join(t for _, t in stack) or None
     items: list[tuple[int, str]] = []  # open list items (indent, first-line text) for parent lookup
     cur: _Open | None = None
     in_comment = False
@@ -264,7 +271,7 @@ def scan_memory(text: str, *, scope: str, source: str) -> MemoryDoc:
             FactBlock(unit, o.start, o.end, o.style, o.indent, o.prefix, o.fence is not None, o.comment_before)
         )
 
-    for i, raw in enumerate(lines):
+    for i, raw in enumerate(lines, line_offset):
         line = raw.rstrip("\r")
         if cur is not None and cur.fence is not None:
             s = line.strip()
@@ -371,7 +378,7 @@ def scan_memory(text: str, *, scope: str, source: str) -> MemoryDoc:
         cur.comment_before = was_in_comment
     open_fence = cur is not None and cur.fence is not None
     close()
-    return MemoryDoc(facts, headings, len(lines), in_comment, open_fence)
+    return MemoryDoc(facts, headings, line_offset + len(lines), in_comment, open_fence, stack)
 
 
 def parse_memory(text: str, *, scope: str, source: str) -> list[MemoryUnit]:
@@ -456,9 +463,15 @@ class HistoryBlock:
     end: int
 
 
-def scan_history(text: str, *, scope: str, source: str) -> list[HistoryBlock]:
+def scan_history(text: str, *, scope: str, source: str, line_offset: int = 0) -> list[HistoryBlock]:
+    return scan_history_doc(text, scope=scope, source=source, line_offset=line_offset)[0]
+
+
+def scan_history_doc(text: str, *, scope: str, source: str, line_offset: int = 0) -> tuple[list[HistoryBlock], bool]:
+    """HISTORY.md text -> (entries, whether the text ends inside a comment block). `line_offset` resumes a parse
+    at that 0-based line after a clean boundary (see memclaw.incremental)."""
     lines = text.split("\n")
-    if lines and lines[0].startswith("\ufeff"):
+    if not line_offset and lines and lines[0].startswith("\ufeff"):
         lines[0] = lines[0][1:]
     blocks: list[HistoryBlock] = []
     counts: dict[str, int] = {}
@@ -487,7 +500,7 @@ def scan_history(text: str, *, scope: str, source: str) -> list[HistoryBlock]:
         )
         blocks.append(HistoryBlock(unit, first_line, last))
 
-    for i, raw in enumerate(lines):
+    for i, raw in enumerate(lines, line_offset):
         line = raw.rstrip("\r")
         if in_comment:
             if "-->" in line:
@@ -513,7 +526,7 @@ def scan_history(text: str, *, scope: str, source: str) -> list[HistoryBlock]:
         if line.strip():
             last = i
     close()
-    return blocks
+    return blocks, in_comment
 
 
 def parse_history(text: str, *, scope: str, source: str) -> list[MemoryUnit]:

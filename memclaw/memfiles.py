@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import stat
 from collections import Counter
@@ -21,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from memclaw.errors import MemoryFileError
 from memclaw.fsutil import fsync_dir, replace_atomically
@@ -42,6 +43,9 @@ from memclaw.markdown import (
     section_pieces,
 )
 from memclaw.units import MemoryUnit
+
+if TYPE_CHECKING:
+    from memclaw.incremental import FileMark
 
 try:  # POSIX only; elsewhere writes are still atomic, just not locked across processes
     import fcntl
@@ -91,15 +95,20 @@ def _fix(e: OSError) -> str:
     return "fix its permissions"
 
 
-def read_text(path: Path) -> str | None:
-    """The file's text (surrogate-escaped where not UTF-8), or None if it does not exist."""
+def read_bytes(path: Path) -> bytes | None:
+    """The file's bytes, or None if it does not exist."""
     try:
-        data = Path(path).read_bytes()
+        return Path(path).read_bytes()
     except FileNotFoundError:
         return None
     except OSError as e:
         raise MemoryFileError(f"cannot read memory file {path}: {_why(e)}; {_fix(e)}") from e
-    return data.decode(ENCODING, ERRORS)
+
+
+def read_text(path: Path) -> str | None:
+    """The file's text (surrogate-escaped where not UTF-8), or None if it does not exist."""
+    data = read_bytes(path)
+    return None if data is None else data.decode(ENCODING, ERRORS)
 
 
 def file_signature(path: Path) -> tuple[int, int, int] | None:
@@ -431,9 +440,51 @@ def apply_fact_ops(path: Path, scope: str, source: str, ops: list[FactOp]) -> Fa
     return result
 
 
-def append_fact(path: Path, text: str, *, section: str | None = None) -> None:
-    """Add one fact under `section` (heading path, created if missing), else at the end of the file."""
-    apply_fact_ops(path, "owner", Path(path).name, [FactOp("add", text=text, section=section)])
+def append_fact(path: Path, text: str, *, section: str | None = None, mark: FileMark | None = None) -> None:
+    """Add one fact under `section` (heading path, created if missing), else at the end of the file.
+
+    `mark` (the synced index's FileMark of this file, if any) allows a fast path for a fact without a section:
+    when the file is still the marked bytes (or those plus an append, see memclaw.incremental), the new line
+    is appended without parsing the whole file (twice) again; the new line alone is parsed and checked from
+    the state the parser has at the end of the file. Any other file takes the full path (apply_fact_ops)."""
+    path = Path(path)
+    if mark is not None and section is None:
+        with locked(path):
+            if _append_fast(path, text, mark):
+                return
+    apply_fact_ops(path, "owner", path.name, [FactOp("add", text=text, section=section)])
+
+
+def _append_fast(path: Path, text: str, mark: FileMark) -> bool:
+    """Append one unsectioned fact when the file is exactly the marked bytes and ends cleanly (see
+    memclaw.incremental); False (nothing written) when that does not hold. The caller holds the lock."""
+    from memclaw.incremental import clean_boundary, parse_appended
+
+    data = read_bytes(path)
+    if data is None:
+        return False
+    if len(data) != mark.size or hashlib.sha256(data).digest() != mark.digest:
+        # Appended to since the mark (another writer, not yet synced): the mark of the file as it is now.
+        appended = parse_appended(data, mark, kind="fact", scope="owner", source=path.name, known=())
+        if appended is None:
+            return False
+        mark = appended[1]
+    if not mark.resumable:
+        return False
+    new_text = normalize_fact_text(text)
+    if not new_text:
+        raise MemoryFileError("op 1 (add): empty fact text: say what to remember")
+    first_end = data.find(b"\n")
+    nl_r = "\r" if first_end > 0 and data[first_end - 1 : first_end] == b"\r" else ""
+    line = bullet_first_line(new_text) + nl_r + "\n"
+    if not clean_boundary(line, "fact"):
+        return False
+    doc = scan_memory(line, scope="owner", source=path.name, line_offset=mark.n_lines - 1, stack=mark.stack)
+    got = [(_norm(b.unit.text), b.unit.section) for b in doc.facts]
+    if got != [(_norm(new_text), mark.section)]:
+        return False  # the full path re-checks and explains
+    atomic_write(path, data + _encode(line))
+    return True
 
 
 # ----- history -------------------------------------------------------------------------------------------

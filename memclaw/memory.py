@@ -31,9 +31,11 @@ from memclaw.units import OWNER_SCOPE, MemoryUnit
 if TYPE_CHECKING:
     from memclaw.bm25 import LexicalIndex
     from memclaw.embedding import Embedder
+    from memclaw.incremental import FileMark
     from memclaw.memfiles import FactOp
     from memclaw.store import VectorStore
     from memclaw.tokenize import Tokenizer
+    from memclaw.unittable import UnitTable
     from memclaw.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -66,6 +68,31 @@ class _Scope:
             lo, hi = bisect.bisect_left(stamps, r.start), bisect.bisect_left(stamps, r.end)
             out += reversed(ids[max(lo, hi - limit) : hi])
         return list(dict.fromkeys(out))[:limit]
+
+
+class _ScopeRead:
+    """What a sync read of a scope's files: the new unit table in parts (kept rows and freshly parsed ones),
+    the parsed units, the old ids of files parsed in full (candidates for removal) and the files' marks."""
+
+    def __init__(self) -> None:
+        self.parts: list[UnitTable] = []
+        self.parsed: list[MemoryUnit] = []
+        self.parsed_hashes: list[str] = []
+        self.reread_old: set[str] = set()
+        self.marks: dict[str, FileMark] = {}
+        self.full_diff = False
+        self.full_parse = False  # else every parsed unit was appended: new ids by construction (incremental)
+
+    def add(self, kept: UnitTable | None, units: list[MemoryUnit], hashes: list[str] | None) -> None:
+        from memclaw.unittable import UnitTable
+
+        if kept is not None:
+            if len(kept):
+                self.parts.append(kept)
+            return
+        self.parts.append(UnitTable.from_units(units, hashes))
+        self.parsed.extend(units)
+        self.parsed_hashes.extend(hashes or [])
 
 
 def _sig(path: Path) -> tuple | None:
@@ -217,7 +244,7 @@ class MemoryService:
 
     def _load_scope(self, scope: str) -> _Scope | None:
         """Load a scope's saved state and BM25 index; None if absent or corrupted (caller rebuilds)."""
-        from memclaw.bm25 import InvertedBM25
+        from memclaw.bm25 import InvertedBM25, file_digest
 
         sf = self.layout.state_file(scope)
         try:
@@ -228,8 +255,11 @@ class MemoryService:
         if state is None or self.layout.dirty_file(scope).exists():
             return None
         try:
-            lexical = InvertedBM25.load(self.layout.lexical_file(scope))
-            if lexical.ids() != set(state.units):
+            lf = self.layout.lexical_file(scope)
+            lexical = InvertedBM25.load(lf)
+            # Saved by the same sync (its digest recorded in the state): the same ids, no need to compare them.
+            paired = state.lexical_digest is not None and state.lexical_digest == file_digest(lf)
+            if not paired and lexical.ids() != set(state.units):
                 raise IndexError_("BM25 index does not match the unit table")
         except (IndexError_, FileNotFoundError, OSError) as e:
             log.warning("BM25 index of scope %s is unusable (%s); rebuilding it from the unit table", scope, e)
@@ -324,7 +354,51 @@ class MemoryService:
             if self.store.count(scope):
                 self.store.query(scope, probe, 1)
 
+    def _read_scope(self, scope: str, old: _Scope | None, signatures: dict[str, tuple | None]) -> _ScopeRead:
+        """The scope's units as the Markdown holds them now, reading as little as possible: a file whose
+        signature is unchanged keeps its rows; a file that was only appended to has just its tail parsed
+        (memclaw.incremental, exact); any other file is parsed in full."""
+        from memclaw.incremental import parse_appended, parse_file
+        from memclaw.memfiles import read_bytes
+        from memclaw.unittable import FewLookups
+
+        out = _ScopeRead()
+        for src, (path, kind) in self._files(scope).items():
+            seg = mark = None
+            if old is not None:
+                seg = old.state.units.segment(src)
+                mark = old.state.marks.get(src)
+                if seg is None:  # rows not in file order (never written so): diff the whole table
+                    out.full_diff = True
+            sig = signatures[src]
+            if seg is not None and mark is not None and sig is not None and old.state.signatures.get(src) == sig:
+                out.add(seg, [], None)
+                out.marks[src] = mark
+                continue
+            data = read_bytes(path) if sig is not None else None
+            if data is None:
+                if seg is not None:
+                    out.reread_old.update(seg.ids)
+                continue
+            tail = None
+            if seg is not None and mark is not None:
+                tail = parse_appended(data, mark, kind=kind, scope=scope, source=src, known=FewLookups(seg.ids))
+            if tail is not None:
+                units, out.marks[src] = tail
+                out.add(seg, [], None)
+            else:
+                units, out.marks[src] = parse_file(data, kind=kind, scope=scope, source=src)
+                out.full_parse = True
+                if seg is not None:
+                    out.reread_old.update(seg.ids)
+            if units:
+                out.add(None, units, [u.content_hash for u in units])
+        return out
+
     def _sync_scope(self, scope: str, progress: ix.Progress | None) -> ix.SyncReport:
+        from memclaw.bm25 import file_digest
+        from memclaw.unittable import UnitTable
+
         report = ix.SyncReport(scope)
         signatures = self._signatures(scope)
         old = self._get_scope(scope)
@@ -333,10 +407,12 @@ class MemoryService:
         if old is not None and old.state.signatures == signatures:
             report.unchanged = len(old.state.units)
             return report
-        units = self._parse(scope)
-        desired = {u.id: u for u in units}
-        hashes = {u.id: u.content_hash for u in units}
+        read = self._read_scope(scope, old, signatures)
+        table = UnitTable.concat(read.parts) if read.parts else UnitTable.from_units([])
+        units = read.parsed  # the only units that can be new or changed
+        hashes = dict(zip((u.id for u in units), read.parsed_hashes, strict=True))
         if old is None:
+            desired = {u.id: u for u in units}
             # No trustworthy state: reconcile with whatever the vector store holds (re-embed only what's missing).
             report.rebuilt = True
             try:
@@ -356,13 +432,15 @@ class MemoryService:
             }
             stale_in_store = in_store - set(desired)
         else:
-            old_hashes = old.state.hashes
-            stale_in_store = set(old.state.units) - set(desired)
-        to_embed = [u for u in units if old_hashes.get(u.id) != u.content_hash]
+            # Appended units continue their file's occurrence numbers: none of their ids is an old one.
+            old_hashes = old.state.hashes if read.full_parse or read.full_diff else {}
+            # Ids encode their file: only the old rows of a file parsed again in full can have gone.
+            stale_in_store = set(old.state.units) - set(table) if read.full_diff else read.reread_old - set(hashes)
+        to_embed = [u for u in units if old_hashes.get(u.id) != hashes[u.id]]
         report.added = sum(1 for u in to_embed if u.id not in old_hashes)
         report.updated = len(to_embed) - report.added
         report.removed = len(stale_in_store)
-        report.unchanged = len(units) - len(to_embed)
+        report.unchanged = len(table) - len(to_embed)
 
         # Passages: a long unit is embedded as several vectors (see memclaw.passages).
         p_ids: list[str] = []
@@ -376,14 +454,15 @@ class MemoryService:
                 p_meta.append(_metadata(u))
         stale_passages: set[str] = set()
         if old is None:
-            desired_passages = {pid for u in units for pid in _passages_of(u, self)}
-            stale_passages = in_store_passages - desired_passages
+            if in_store_passages:  # (an empty store, e.g. after a wipe, has nothing stale)
+                stale_passages = in_store_passages - {pid for u in units for pid in _passages_of(u, self)}
         else:
+            old_units = old.state.units
             for uid in stale_in_store:
-                stale_passages.update(_passages_of(old.state.units[uid], self))
+                stale_passages.update(_passages_of(old_units[uid], self))
             for u in to_embed:
-                if u.id in old.state.units:
-                    stale_passages.update(set(_passages_of(old.state.units[u.id], self)) - set(p_ids))
+                if u.id in old_units:
+                    stale_passages.update(set(_passages_of(old_units[u.id], self)) - set(p_ids))
 
         vectors = None
         if p_texts:
@@ -395,7 +474,6 @@ class MemoryService:
         if stale_passages:
             self.store.delete(scope, sorted(stale_passages))
 
-        state = ix.ScopeState(scope, signatures, desired, hashes, _session_links(units))
         if old is None:
             lexical = self._build_lexical(units)
         else:
@@ -409,6 +487,15 @@ class MemoryService:
                         lexical.remove(u.id)
                     lexical.add(u.id, self.tokenizer.tokenize(self._lexical_text(u)))
         lexical.save(self.layout.lexical_file(scope))
+        if (
+            old is not None
+            and not (read.full_parse or read.full_diff or stale_in_store)
+            and not any(u.timestamp for u in units)
+        ):
+            links = old.state.links  # only undated units were appended: the session links are unchanged
+        else:
+            links = _session_links(table)
+        state = ix.ScopeState(scope, signatures, table, links, read.marks, file_digest(self.layout.lexical_file(scope)))
         ix.save_state(self.layout.state_file(scope), state)
         dirty.unlink(missing_ok=True)
         with self._lock:
@@ -518,10 +605,11 @@ class MemoryService:
             fused = link_boost(fused, sc.state.links, weight=rc.link_weight)
             fused = demote_redundant(fused, sc.state.links)
         if rc.recency_half_life_days:
+            hit_units = {f.id: units[f.id] for f in fused}
             fused = recency_boost(
                 fused,
-                {i: u.timestamp for i, u in units.items()},
-                {i: u.kind for i, u in units.items()},
+                {i: u.timestamp for i, u in hit_units.items()},
+                {i: u.kind for i, u in hit_units.items()},
                 now=now or datetime.now(),
                 half_life_days=rc.recency_half_life_days,
                 weight=RECENCY_WEIGHT,
@@ -586,15 +674,24 @@ class MemoryService:
             )
         path = self.workspace.memory_file(scope)
         path.parent.mkdir(parents=True, exist_ok=True)
-        append_fact(path, text, section=section)
+        append_fact(path, text, section=section, mark=self._mark(scope, path))
         try:
             self.sync([scope])
         except VectorStoreUnavailable as e:
             raise VectorStoreUnavailable(f"{e} (the fact is saved in {path}; the next sync indexes it)") from e
-        matches = [u for u in self._synced_units(scope) if u.kind == "fact" and u.text == text]
-        if not matches:
+        sc = self._get_scope(scope)
+        if sc is not None:
+            match = sc.state.units.last_match("fact", text)
+        else:
+            match = next((u for u in reversed(self._parse(scope)) if u.kind == "fact" and u.text == text), None)
+        if match is None:
             raise IndexError_(f"the fact was written to {path} but could not be read back; check the file")
-        return matches[-1]
+        return match
+
+    def _mark(self, scope: str, path: Path) -> FileMark | None:
+        """The synced state's mark of a memory file (what the append fast path of memfiles checks against)."""
+        sc = self._get_scope(scope)
+        return sc.state.marks.get(self.workspace.source_of(path)) if sc is not None else None
 
     def apply_fact_ops(self, scope: str, ops: list[FactOp]) -> Any:
         from memclaw.memfiles import apply_fact_ops
@@ -612,13 +709,11 @@ class MemoryService:
         path.parent.mkdir(parents=True, exist_ok=True)
         append_history(path, ts, text)
         self.sync([scope])
-        hist = [u for u in self._synced_units(scope) if u.kind == "history"]
-        return hist[-1]
-
-    def _synced_units(self, scope: str) -> list[MemoryUnit]:
-        """The scope's units in file order as the last sync parsed them (no second parse of a large file)."""
         sc = self._get_scope(scope)
-        return list(sc.state.units.values()) if sc is not None else self._parse(scope)
+        last = sc.state.units.last("history") if sc is not None else None
+        if last is None:
+            last = [u for u in self._parse(scope) if u.kind == "history"][-1]
+        return last
 
     # ----- stats -----------------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
@@ -677,16 +772,20 @@ def _metadata(u: MemoryUnit) -> dict[str, Any]:
     return md
 
 
-def _session_links(units: Sequence[MemoryUnit]) -> dict[str, list[str]]:
+def _session_links(table: UnitTable) -> dict[str, list[str]]:
     """Link each dated fact to the history entries of the same day (its session's summary)."""
     by_day: dict[str, list[str]] = defaultdict(list)
-    for u in units:
-        if u.kind == "history" and u.timestamp:
-            by_day[u.timestamp.date().isoformat()].append(u.id)
+    dated_facts: list[tuple[str, str]] = []
+    ids = table.ids
+    for row, kind, ts in table.dated_rows():
+        day = ts[:10]  # the isoformat's date, as timestamp.date().isoformat()
+        if kind == "history":
+            by_day[day].append(ids[row])
+        else:
+            dated_facts.append((ids[row], day))
     links: dict[str, list[str]] = {}
-    for u in units:
-        if u.kind == "fact" and u.timestamp:
-            targets = by_day.get(u.timestamp.date().isoformat())
-            if targets:
-                links[u.id] = targets
+    for uid, day in dated_facts:
+        targets = by_day.get(day)
+        if targets:
+            links[uid] = targets
     return links

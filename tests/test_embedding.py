@@ -266,6 +266,28 @@ def test_corrupted_export_is_refused(onnx_embedder, tmp_path):
         em.OnnxEmbedder(copy)
 
 
+def test_model_verification_is_recorded_and_a_changed_file_is_verified_again(onnx_embedder, tmp_path):
+    """The model's sha256 is checked once per file: a stamp records it with the file's identity (size, mtimes,
+    inode), so later loads skip hashing 86 MB; a copy or an in-place edit of the same size is checked again."""
+    copy = tmp_path / onnx_embedder.export_dir.name
+    shutil.copytree(onnx_embedder.export_dir, copy)  # the original's stamp comes along but names another inode
+    model = copy / "model.onnx"
+    first = em.OnnxEmbedder(copy)
+    stamp = json.loads((copy / "model.onnx.verified").read_text())
+    assert stamp["sha256"] == first.manifest["onnx_sha256"] and stamp["file"][3] == model.stat().st_ino
+    again = em.OnnxEmbedder(copy)
+    assert np.abs(again.encode(TEXTS) - onnx_embedder.encode(TEXTS)).max() < 1e-6
+    st = model.stat()
+    with model.open("r+b") as f:  # one byte changed, same size
+        f.seek(st.st_size // 2)
+        b = f.read(1)
+        f.seek(st.st_size // 2)
+        f.write(bytes([b[0] ^ 0xFF]))
+    os.utime(model, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # an edit moves the mtime (coarse clocks too)
+    with pytest.raises(EmbeddingError, match="corrupted.*re-export"):
+        em.OnnxEmbedder(copy)
+
+
 @pytest.mark.slow
 def test_stale_export_is_replaced_by_a_fresh_verified_export(onnx_embedder, torch_embedder, tmp_path, caplog):
     """An export whose manifest names other weights is never used: auto re-exports it, atomically."""

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from memclaw.config import Config
-from memclaw.memory import MemoryService
+from memclaw.memory import MemoryService, _session_links
 from memclaw.units import sender_scope
+from memclaw.unittable import UnitTable
 
 OWNER_MEMORY = """# About me
 - I live at 14 Rue des Lilas, Lyon
@@ -223,6 +224,90 @@ def test_deleted_index_dir_is_rebuilt(service):
         shutil.rmtree(lay.root)
 
     _corrupt_and_check(service, wipe)
+
+
+def test_state_of_an_older_format_is_rebuilt_without_re_embedding(service, caplog):
+    """A state file written by an older memclaw (format 1: pickled MemoryUnit objects) is rebuilt from the
+    Markdown, reusing the vectors Chroma already holds; the new state has the current format."""
+    import hashlib
+    import pickle
+
+    from memclaw import index as ix
+
+    service.sync()
+    n_vectors = len(service.store.ids("owner"))
+    sf = service.layout.state_file("owner")
+    body = pickle.dumps({"an": "old state"})
+    sf.write_bytes(b"MEMCLAW-STATE-1\n" + hashlib.sha256(body).digest() + body)
+    fresh = MemoryService(service.workspace, service.config, embedder=service.embedder)
+    [report] = fresh.sync(["owner"])
+    assert report.rebuilt and report.added == 0 and report.updated == 0
+    assert "older format" in caplog.text
+    assert sf.read_bytes().startswith(ix._STATE_MAGIC)
+    assert len(fresh.store.ids("owner")) == n_vectors
+    assert "Solaris" in fresh.recall("Which company do I work for?", k=1)[0].unit.text
+
+
+def _unit_rows(units):
+    return [(u.id, u.kind, u.source, u.line, u.text, u.section, u.timestamp, u.extra) for u in units]
+
+
+def _count_full_parses(monkeypatch) -> list[str]:
+    import memclaw.incremental as inc
+
+    calls: list[str] = []
+    real = inc.parse_file
+
+    def spy(data, *, kind, scope, source):
+        calls.append(source)
+        return real(data, kind=kind, scope=scope, source=source)
+
+    monkeypatch.setattr(inc, "parse_file", spy)
+    return calls
+
+
+def test_add_fact_fast_path_gives_the_units_of_a_full_parse(service, monkeypatch):
+    """add_fact on a synced scope appends without parsing MEMORY.md in full (in memfiles or in the sync); the
+    index then holds exactly the units a full parse gives, ids and line numbers included, also for a text
+    that already occurs (occurrence numbers) and after a new heading appended by hand."""
+    service.sync()
+    full_parses = _count_full_parses(monkeypatch)
+    mem = service.workspace.memory_file("owner")
+    added = [service.add_fact(t) for t in ("My bike is a green Brompton", "I am allergic to penicillin")]
+    with mem.open("a", encoding="utf-8") as f:
+        f.write("\n## Hobbies\n- I play the cello on Sundays\n")
+    service.add_fact("I am allergic to penicillin")
+    service.append_history("owner", "Cello lesson with Mira", datetime(2026, 6, 1, 18, 0))
+    service.add_fact("Mira lent me her old cello (2026-06-01)")  # dated: linked to that day's session
+    service.add_fact("My cello teacher is Mira")  # undated: the links are kept as they are
+    assert full_parses == []
+    state = service._get_scope("owner").state
+    table = state.units
+    want = service._parse("owner")
+    assert _unit_rows(table.units()) == _unit_rows(want)
+    assert state.links == _session_links(UnitTable.from_units(want))
+    assert list(state.links.values()) == [[table.last("history").id]]
+    assert [u.id for u in added] == [table.last_match("fact", "My bike is a green Brompton").id, added[1].id]
+    facts = [u for u in want if u.kind == "fact"]
+    assert (facts[-3].section, facts[-3].text) == ("Work > Hobbies", "I am allergic to penicillin")
+    assert len({u.id for u in want}) == len(want)
+    assert set(service.store.ids("owner")) == {u.id for u in want}
+    assert service.recall("what do I play on Sundays", k=1, kind="fact")[0].unit.text == "I play the cello on Sundays"
+
+
+def test_add_fact_after_a_hand_edit_parses_in_full(service, monkeypatch):
+    """A hand edit made just before add_fact (same file size, one word changed) rules the fast path out in
+    memfiles and in the sync: the edit is indexed and the units are those of a full parse."""
+    service.sync()
+    full_parses = _count_full_parses(monkeypatch)
+    mem = service.workspace.memory_file("owner")
+    mem.write_text(mem.read_text("utf-8").replace("Henrik", "Hendri"), "utf-8")
+    service.add_fact("My bike is a green Brompton")
+    assert full_parses == ["memory/MEMORY.md"]
+    table = service._get_scope("owner").state.units
+    assert _unit_rows(table.units()) == _unit_rows(service._parse("owner"))
+    assert service.recall("Hendri", k=1)[0].unit.text == "My manager is called Hendri"
+    assert not any("Henrik" in t for t in table.texts)
 
 
 def test_model_change_triggers_full_rebuild(tmp_path, embedder):
