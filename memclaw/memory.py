@@ -60,7 +60,10 @@ class _Scope:
         """Up to `limit` ids of units stamped inside any of the ranges, newest first (a sorted date index,
         built on first use)."""
         if self._dated is None:
-            pairs = sorted((u.timestamp.replace(tzinfo=None), i) for i, u in self.state.units.items() if u.timestamp)
+            table = self.state.units
+            ids = table.ids
+            rows = table.dated_rows()
+            pairs = sorted((datetime.fromisoformat(ts).replace(tzinfo=None), ids[row]) for row, _, ts in rows)
             self._dated = ([t for t, _ in pairs], [i for _, i in pairs])
         stamps, ids = self._dated
         out: list[str] = []
