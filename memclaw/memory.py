@@ -133,6 +133,9 @@ class MemoryService:
         self._lock = threading.RLock()  # guards _scopes and in-place lexical updates
         self._write_lock = threading.Lock()  # one sync at a time in this process
         self._manifest_checked = False
+        self._store_lock = threading.Lock()  # one opening of the vector store
+        self._prefetch: threading.Thread | None = None
+        self._prefetch_error: BaseException | None = None
 
     # ----- seams -----------------------------------------------------------------------------------------
     @property
@@ -145,6 +148,42 @@ class MemoryService:
 
     @property
     def store(self) -> VectorStore:
+        err = self._join_prefetch()
+        if err is not None:  # what opening the store would have raised here, said once
+            raise err
+        with self._store_lock:
+            return self._open_store()
+
+    def _join_prefetch(self) -> BaseException | None:
+        """Wait for a running prefetch (not from inside it); its error, if any, handed over once."""
+        t = self._prefetch
+        if t is None or t is threading.current_thread():
+            return None
+        t.join()
+        self._prefetch = None
+        err, self._prefetch_error = self._prefetch_error, None
+        return err
+
+    def prefetch_store(self, scope: str) -> None:
+        """Open the vector store and load `scope`'s collection in a background thread, while the caller loads
+        the unit table, BM25 and the embedder: a cold `memclaw recall` pays the chromadb import (~0.7 s) and
+        Chroma's first read of a 100k collection (~0.5 s) alongside them instead of after. Errors surface at the
+        next use of `store`, as if it had been opened there."""
+        with self._store_lock:
+            if self._store is not None or self._prefetch is not None:
+                return
+            self._prefetch = threading.Thread(
+                target=self._prefetch_run, args=(scope,), name="memclaw-store-prefetch", daemon=True
+            )
+            self._prefetch.start()
+
+    def _prefetch_run(self, scope: str) -> None:
+        try:
+            self.store.warm(scope)
+        except BaseException as e:  # re-raised in the caller's thread by `store`
+            self._prefetch_error = e
+
+    def _open_store(self) -> VectorStore:
         if self._store is None:
             from memclaw.store import open_chroma_store
 
@@ -219,6 +258,7 @@ class MemoryService:
         self._manifest_checked = True
 
     def _wipe_index(self) -> None:
+        self._join_prefetch()  # its error, if any, concerned the index being wiped
         with self._lock:
             self._scopes.clear()
         if self.config.memory.chroma_url:
@@ -550,6 +590,8 @@ class MemoryService:
             raise UsageError('empty query: say what to recall, e.g. memclaw recall "where does Anna work"')
         result = RecallResult(query, scope, mode, [])
         t0 = time.perf_counter()
+        if mode != "bm25" and self._store is None:
+            self.prefetch_store(scope)
         if self.config.memory.auto_sync:
             try:
                 if not self.ensure_fresh(scope, wait=False):
@@ -745,6 +787,7 @@ class MemoryService:
         }
 
     def close(self) -> None:
+        self._join_prefetch()
         with self._lock:
             self._scopes.clear()
 

@@ -321,3 +321,33 @@ def test_model_change_triggers_full_rebuild(tmp_path, embedder):
     (report,) = svc2.sync(["owner"])
     assert report.rebuilt and report.added == 7
     assert "Solaris" in svc2.recall("Which company do I work for?", k=1)[0].unit.text
+
+
+def test_store_prefetch_opens_once_and_hands_its_error_over(tmp_path, embedder):
+    from memclaw.errors import VectorStoreUnavailable
+    from tests.chroma_server import free_port
+
+    ws = make_workspace(tmp_path / "ws")
+    svc = MemoryService(ws, Config(workspace=ws.root), embedder=embedder)
+    svc.sync()
+    fresh = MemoryService(ws, Config(workspace=ws.root), embedder=embedder)
+    fresh.prefetch_store("owner")
+    fresh.prefetch_store("owner")  # a second call while the first runs starts nothing
+    store = fresh.store
+    assert store is fresh.store and fresh._prefetch is None
+    assert texts(fresh.recall("sister Porto", k=1)) == ["My sister Lena lives in Porto and works as a marine biologist"]
+    fresh.close()
+    svc.close()
+
+    cfg = Config(workspace=ws.root)
+    cfg.memory.chroma_url = f"http://127.0.0.1:{free_port()}"
+    down = MemoryService(ws, cfg, embedder=embedder)
+    down.prefetch_store("owner")
+    with pytest.raises(VectorStoreUnavailable, match="unreachable"):
+        _ = down.store  # the background thread's error, raised where the store is used
+    with pytest.raises(VectorStoreUnavailable, match="unreachable"):
+        _ = down.store  # and the next use tries again itself
+    r = down.recall_detailed("sister Porto", k=1)  # recall: BM25 alone, with the warning
+    assert texts(r.hits) == ["My sister Lena lives in Porto and works as a marine biologist"]
+    assert any("unreachable" in w for w in r.warnings)
+    down.close()
