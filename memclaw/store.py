@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -285,6 +286,19 @@ def _chroma_settings() -> Any:
     from chromadb.config import Settings
 
     return Settings(anonymized_telemetry=False, allow_reset=True)
+
+
+def release_embedded_below(root: Path) -> None:
+    """`release_embedded` for every embedded store under `root` (e.g. a temp workspace about to be removed);
+    stores elsewhere are left alone. Nothing to do if chromadb was never imported."""
+    if "chromadb" not in sys.modules:
+        return
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    base = str(root.resolve())
+    for ident in list(SharedSystemClient._identifier_to_system):
+        if ident == base or ident.startswith(base + os.sep):
+            release_embedded(Path(ident))
 
 
 def release_embedded(path: Path) -> None:

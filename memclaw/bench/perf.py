@@ -415,8 +415,9 @@ def run_size(
 ) -> dict[str, Any]:
     """Every perf measurement at one size, in a temp workspace removed afterwards."""
     from memclaw.bench.metrics import percentile
-    from memclaw.bench.runner import bench_config, release_chroma
+    from memclaw.bench.runner import bench_config
     from memclaw.memory import MemoryService
+    from memclaw.store import release_embedded_below
     from memclaw.workspace import Workspace
 
     facts, hist = synthetic_memories(n)
@@ -462,7 +463,7 @@ def run_size(
             **({"server": server} if server else {}),
         }
     finally:
-        release_chroma(tmp)
+        release_embedded_below(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -81,21 +81,6 @@ def bench_config() -> Config:
     return cfg.model_copy(update={"memory": memory, "workspace": None})
 
 
-def release_chroma(root: Path) -> None:
-    """Stop chromadb's systems for the embedded stores under `root` (a finished temp workspace) before it is
-    removed, so they neither pile up in memory nor write to deleted files. Other stores are left alone."""
-    if "chromadb" not in sys.modules:
-        return
-    from chromadb.api.shared_system_client import SharedSystemClient
-
-    from memclaw.store import release_embedded
-
-    base = str(root.resolve())
-    for ident in list(SharedSystemClient._identifier_to_system):
-        if ident == base or ident.startswith(base + os.sep):
-            release_embedded(Path(ident))
-
-
 class Progress:
     """A rich progress bar on stderr (or nothing, for tests and non-interactive use)."""
 
@@ -215,7 +200,9 @@ def temp_workspace(prefix: str) -> Iterator[Path]:
     try:
         yield d / "ws"
     finally:
-        release_chroma(d)
+        from memclaw.store import release_embedded_below
+
+        release_embedded_below(d)
         shutil.rmtree(d, ignore_errors=True)
 
 
