@@ -229,6 +229,7 @@ class Consolidator:
                 report.usage = usage if report.usage is None else report.usage + usage
                 ts = next((t for t in (_parse_ts(m.get("ts")) for m in msgs) if t), None) or datetime.now()
                 planned.append((scope, out, ts))
+            pending = sum(f"{s}#{step}" not in done for s, _, _ in planned for step in ("facts", "history"))
             for scope, out, ts in planned:
                 res = ScopeResult(scope, ops=list(out.facts))
                 for step in ("facts", "history"):
@@ -236,8 +237,10 @@ class Consolidator:
                         continue
                     await asyncio.to_thread(self._apply, step, res, out, ts)
                     done.append(f"{scope}#{step}")
-                    progress = {"start": start, "cut": cut, "chunk": fingerprint, "done": done}
-                    await asyncio.to_thread(self.sessions.set_meta, session, **{CHUNK_PROGRESS: progress})
+                    pending -= 1
+                    if pending:  # after the last step the pointer moves past the chunk instead
+                        progress = {"start": start, "cut": cut, "chunk": fingerprint, "done": done}
+                        await asyncio.to_thread(self.sessions.set_meta, session, **{CHUNK_PROGRESS: progress})
                 report.scopes.append(res)
         except (LLMError, ConsolidationError) as e:
             report.error = str(e)

@@ -590,8 +590,8 @@ class MemoryService:
             raise UsageError('empty query: say what to recall, e.g. memclaw recall "where does Anna work"')
         result = RecallResult(query, scope, mode, [])
         t0 = time.perf_counter()
-        if mode != "bm25" and self._store is None:
-            self.prefetch_store(scope)
+        if mode != "bm25":
+            self.prefetch_store(scope)  # a no-op once the store is open
         if self.config.memory.auto_sync:
             try:
                 if not self.ensure_fresh(scope, wait=False):
