@@ -3,6 +3,9 @@
 memclaw always supplies its own embeddings: collections are created with `embedding_function=None`, so Chroma
 never loads (or downloads) its default ONNX model. One collection per scope keeps scopes structurally apart
 (a metadata `where` filter costs ~177 ms at 100k vectors against ~4 ms unfiltered).
+
+An embedded store that this process only reads (a cold `memclaw recall`) is queried through Chroma's engine
+directly (`EngineReader`): the chromadb package's import (~1.3 s here) is paid only once something writes.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ import hashlib
 import logging
 import os
 import sys
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -91,11 +95,67 @@ def collection_name(namespace: str, scope: str) -> str:
 class ChromaStore:
     """VectorStore over a chromadb client. Build it with `open_chroma_store`."""
 
-    def __init__(self, client: Any, namespace: str, *, where: str) -> None:
-        self._client = client
+    def __init__(
+        self,
+        client: Any,
+        namespace: str,
+        *,
+        where: str,
+        connect: Callable[[], Any] | None = None,
+        reader: Callable[[], EngineReader | None] | None = None,
+    ) -> None:
+        """`client`: a chromadb client, or None with `connect` to make one at first need. `reader`: makes the
+        read-only engine reader that serves `query` and `warm` until the client is needed (embedded stores)."""
+        self._client_obj = client
+        self._connect = connect
+        self._make_reader = reader
+        self._reader: EngineReader | None = None
+        self._connect_lock = threading.Lock()
         self._namespace = namespace
         self._where = where
         self._collections: dict[str, Any] = {}
+
+    @property
+    def _client(self) -> Any:
+        if self._client_obj is None:
+            with self._connect_lock:
+                if self._client_obj is None:
+                    assert self._connect is not None
+                    self._make_reader = None  # from now on this process reads through the client
+                    self._reader = None
+                    self._client_obj = self._connect()
+        return self._client_obj
+
+    def _engine(self) -> EngineReader | None:
+        """The engine reader while it may serve reads: never after this store (or, for the same files, another
+        one in this process) opened the chromadb client, which would keep its own copy of the index."""
+        r = self._reader
+        if r is None and self._make_reader is not None and self._client_obj is None:
+            with self._connect_lock:
+                if self._reader is None and self._make_reader is not None and self._client_obj is None:
+                    self._reader = self._make_reader()
+                    self._make_reader = None
+                r = self._reader
+        if r is not None and not r.live:
+            self._reader = r = None
+        return r
+
+    def _read_fast(self, scope: str, embedding: np.ndarray, k: int) -> list[VectorHit] | None:
+        """The query through the engine reader, or None when there is none or it failed: then the caller goes
+        through the client, which reports (and lets sync repair) whatever went wrong the usual way."""
+        r = self._engine()
+        if r is None:
+            return None
+        try:
+            return r.query(collection_name(self._namespace, scope), embedding, k)
+        except Exception as e:
+            self._drop_reader(r, e)
+            return None
+
+    def _drop_reader(self, r: EngineReader, e: Exception) -> None:
+        log.debug("engine reader for %s gave up (%s: %s); using the chromadb client", self._where, type(e).__name__, e)
+        r.close()
+        self._reader = None
 
     def describe(self) -> str:
         return self._where
@@ -160,6 +220,16 @@ class ChromaStore:
 
     def warm(self, scope: str) -> None:
         """Make Chroma read the scope's vectors now (its first query on a 100k collection takes ~0.5 s)."""
+        r = self._engine()
+        if r is not None:
+            name = collection_name(self._namespace, scope)
+            try:
+                dim = r.dimension(name)  # None: no collection for this scope yet, nothing to read
+                if dim:
+                    r.query(name, np.ones(dim, dtype=np.float32), 1)
+                return
+            except Exception as e:
+                self._drop_reader(r, e)
         col = self._collection(scope, create=False)
         if col is None:
             return
@@ -173,8 +243,13 @@ class ChromaStore:
             raise _translate(e, self._where) from e
 
     def query(self, scope: str, embedding: np.ndarray, k: int) -> list[VectorHit]:
+        if k <= 0:
+            return []
+        fast = self._read_fast(scope, embedding, k)
+        if fast is not None:
+            return fast
         col = self._collection(scope, create=False)
-        if col is None or k <= 0:
+        if col is None:
             return []
         try:
             res = col.query(
@@ -189,9 +264,7 @@ class ChromaStore:
             raise _translate(e, self._where) from e
         ids = res["ids"][0] if res["ids"] else []
         dists = res["distances"][0] if res["distances"] else []
-        return [
-            VectorHit(i, distance_to_similarity(float(d), SPACE)) for i, d in zip(ids, dists, strict=True)
-        ]
+        return [VectorHit(i, distance_to_similarity(float(d), SPACE)) for i, d in zip(ids, dists, strict=True)]
 
     def ids(self, scope: str) -> set[str]:
         return set(self._get_all(scope, with_documents=False))
@@ -239,6 +312,123 @@ class ChromaStore:
                 raise _translate(e, self._where) from e
 
 
+class EngineReader:
+    """Read-only queries straight through chromadb's Rust engine (`chromadb_rust_bindings`, which chromadb's own
+    PersistentClient drives), for an embedded store that this process has not opened with the client.
+
+    Why: importing the `chromadb` package costs ~1.3 s here (its API layer, telemetry, jsonschema, httpx...),
+    the engine ~20 ms, and a cold `memclaw recall` needs nothing else from it. The engine opens the same files
+    with migrations only validated, never applied, so it writes nothing. Anything it does not expect (another
+    chromadb version's bindings, an unmigrated or damaged store) is an exception, on which ChromaStore drops it
+    and goes through the client, which reports the problem the usual way.
+
+    One engine per store directory and process: opening the client for that directory (`_forget_readers`)
+    retires the readers, since the client's engine keeps its own copy of the index and writes through it."""
+
+    def __init__(self, path: Path) -> None:
+        import chromadb_rust_bindings as rb
+
+        cfg = rb.SqliteDBConfig(
+            hash_type=rb.MigrationHash.MD5,  # chromadb's default migrations_hash_algorithm
+            migration_mode=rb.MigrationMode.Validate,
+            url=str(path / "chroma.sqlite3"),
+        )
+        self._bindings: Any = rb.Bindings(
+            allow_reset=False, sqlite_db_config=cfg, persist_path=str(path), hnsw_cache_size=_hnsw_cache_size()
+        )
+        self._collections: dict[str, Any] = {}
+        self.path = path
+        self.live = True
+
+    def _collection(self, name: str) -> Any | None:
+        col = self._collections.get(name)
+        if col is None:
+            try:
+                col = self._bindings.get_collection(name, _TENANT, _DATABASE)
+            except Exception as e:
+                if _is_not_found(e):
+                    return None
+                raise
+            self._collections[name] = col
+        return col
+
+    def dimension(self, name: str) -> int | None:
+        """The collection's dimension (0 if it has no vectors yet), or None if there is no such collection."""
+        col = self._collection(name)
+        return None if col is None else int(col.dimension or 0)
+
+    def query(self, name: str, embedding: np.ndarray, k: int) -> list[VectorHit]:
+        col = self._collection(name)
+        if col is None:
+            return []
+        space = ((col.configuration or {}).get("hnsw") or {}).get("space", SPACE)
+        q = np.asarray(embedding, dtype=np.float32).reshape(1, -1)
+        res = self._bindings.query(str(col.id), None, q, k, None, None, ["distances"], _TENANT, _DATABASE)
+        ids = res.ids[0] if res.ids else []
+        dists = res.distances[0] if res.distances else []
+        return [VectorHit(i, distance_to_similarity(float(d), space)) for i, d in zip(ids, dists, strict=True)]
+
+    def close(self) -> None:
+        self.live = False
+        with _READERS_LOCK:
+            if _READERS.get(_path_key(self.path)) is self:
+                del _READERS[_path_key(self.path)]
+
+
+_TENANT = "default_tenant"
+_DATABASE = "default_database"
+_READERS: dict[str, EngineReader] = {}
+_READERS_LOCK = threading.Lock()
+
+
+def _path_key(path: Path) -> str:
+    return str(path.resolve())
+
+
+def _hnsw_cache_size() -> int:
+    """What chromadb's RustBindingsAPI gives its engine: open file handles / 5 (4 data + 1 metadata per index)."""
+    try:
+        import resource
+
+        return max(1, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 5)
+    except (ImportError, OSError, ValueError):
+        return 100
+
+
+def _engine_reader(path: Path) -> EngineReader | None:
+    """This process's engine reader for the store at `path`, made on first use; None when the chromadb client
+    already runs on it here, or the engine cannot open it (then the client will say why)."""
+    key = _path_key(path)
+    with _READERS_LOCK:
+        r = _READERS.get(key)
+        if r is not None:
+            return r
+        if _client_running(path):
+            return None
+        try:
+            r = EngineReader(path)
+        except Exception as e:
+            log.debug("no engine reader for %s (%s: %s); using the chromadb client", path, type(e).__name__, e)
+            return None
+        _READERS[key] = r
+        return r
+
+
+def _forget_readers(path: Path) -> None:
+    with _READERS_LOCK:
+        r = _READERS.pop(_path_key(path), None)
+    if r is not None:
+        r.live = False
+
+
+def _client_running(path: Path) -> bool:
+    if "chromadb" not in sys.modules:
+        return False
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    return any(i in SharedSystemClient._identifier_to_system for i in {str(path), _path_key(path)})
+
+
 def _max_batch(client: Any) -> int:
     try:
         return max(1, min(int(client.get_max_batch_size()), 5000))
@@ -272,9 +462,7 @@ def _translate(e: Exception, where: str) -> Exception:
     if any(s in name for s in ("ConnectError", "ConnectionError", "Timeout", "RemoteProtocolError")) or any(
         s in text for s in ("Could not connect", "Connection refused", "connect to tenant")
     ):
-        return VectorStoreUnavailable(
-            f"Chroma at {where} is unreachable ({name}); start it or unset memory.chroma_url"
-        )
+        return VectorStoreUnavailable(f"Chroma at {where} is unreachable ({name}); start it or unset memory.chroma_url")
     return IndexError_(
         f"Chroma at {where} failed: {name}: {text.splitlines()[0] if text else ''}; "
         "run `memclaw memory reindex` to rebuild it from the Markdown"
@@ -290,13 +478,14 @@ def _chroma_settings() -> Any:
 
 def release_embedded_below(root: Path) -> None:
     """`release_embedded` for every embedded store under `root` (e.g. a temp workspace about to be removed);
-    stores elsewhere are left alone. Nothing to do if chromadb was never imported."""
-    if "chromadb" not in sys.modules:
-        return
-    from chromadb.api.shared_system_client import SharedSystemClient
-
+    stores elsewhere are left alone."""
     base = str(root.resolve())
-    for ident in list(SharedSystemClient._identifier_to_system):
+    idents = list(_READERS)
+    if "chromadb" in sys.modules:
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        idents += list(SharedSystemClient._identifier_to_system)
+    for ident in idents:
         if ident == base or ident.startswith(base + os.sep):
             release_embedded(Path(ident))
 
@@ -306,7 +495,11 @@ def release_embedded(path: Path) -> None:
 
     chromadb keeps one system per persist directory for the whole process; removing the directory under a live
     system leaves it writing to deleted files or failing with "no such table". Call this before removing or
-    replacing the directory, so the next PersistentClient starts from what is on disk."""
+    replacing the directory, so the next PersistentClient starts from what is on disk. Engine readers of `path`
+    are retired too."""
+    _forget_readers(path)
+    if "chromadb" not in sys.modules:
+        return
     from chromadb.api.shared_system_client import SharedSystemClient
 
     for ident in {str(path), str(path.resolve())}:
@@ -328,11 +521,14 @@ def open_chroma_store(
     timeout_s: float = HTTP_TIMEOUT_S,
 ) -> ChromaStore:
     """Open the embedded store at `path`, or the Chroma server at `url` (one of the two; a server's requests are
-    bounded by `timeout_s`)."""
-    import chromadb
+    bounded by `timeout_s`).
 
+    An embedded store that exists already is connected lazily: until something needs the client, `query` and
+    `warm` go through an `EngineReader`, so a cold recall never imports the chromadb package."""
     if url:
         from urllib.parse import urlparse
+
+        import chromadb
 
         parsed = urlparse(url)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
@@ -352,9 +548,26 @@ def open_chroma_store(
         _bound_http_timeouts(client, timeout)
         return ChromaStore(client, namespace, where=url)
     assert path is not None
+    store_path = path
+    if (path / "chroma.sqlite3").is_file() and not _client_running(path):
+        return ChromaStore(
+            None,
+            namespace,
+            where=str(path),
+            connect=lambda: _persistent_client(store_path),
+            reader=lambda: _engine_reader(store_path),
+        )
+    return ChromaStore(_persistent_client(path), namespace, where=str(path))
+
+
+def _persistent_client(path: Path) -> Any:
+    """chromadb's PersistentClient for `path` (created if missing), its errors said as memclaw's."""
+    import chromadb
+
+    _forget_readers(path)  # the client's engine keeps its own copy of the index from now on
     try:
         path.mkdir(parents=True, exist_ok=True)
-        client = chromadb.PersistentClient(path=str(path), settings=_chroma_settings())
+        return chromadb.PersistentClient(path=str(path), settings=_chroma_settings())
     except Exception as e:
         # chromadb registers the system for `path` before starting it: a failed start stays cached and every later
         # PersistentClient for `path` in this process would get the broken one. Forget it.
@@ -365,7 +578,6 @@ def open_chroma_store(
                 "run `memclaw memory reindex` to rebuild it from the Markdown"
             ) from e
         raise IndexError_(f"cannot open the Chroma store at {path}: {type(e).__name__}: {e}") from e
-    return ChromaStore(client, namespace, where=str(path))
 
 
 def _http_timeout(timeout_s: float) -> Any:

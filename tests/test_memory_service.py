@@ -351,3 +351,38 @@ def test_store_prefetch_opens_once_and_hands_its_error_over(tmp_path, embedder):
     assert texts(r.hits) == ["My sister Lena lives in Porto and works as a marine biologist"]
     assert any("unreachable" in w for w in r.warnings)
     down.close()
+
+
+def test_a_cold_recall_reads_chroma_without_importing_chromadb(tmp_path, embedder):
+    """A fresh process recalling from a synced workspace reads the vectors through Chroma's engine alone (the
+    chromadb package costs ~1.3 s to import here) and gets exactly the hits the client gives."""
+    import os
+    import subprocess
+    import sys
+
+    from memclaw.store import release_embedded
+
+    ws = make_workspace(tmp_path / "ws")
+    svc = MemoryService(ws, Config(workspace=ws.root), embedder=embedder)
+    svc.sync()
+    query = "where does my sister live and what does she do"
+    want = [(h.unit.id, h.vector.rank, round(h.vector.score or 0, 5)) for h in svc.recall(query, k=5)]
+    svc.close()
+    release_embedded(svc.layout.chroma_dir)
+    code = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from memclaw.config import Config\n"
+        "from memclaw.memory import MemoryService\n"
+        "from memclaw.workspace import Workspace\n"
+        f"ws = Workspace(Path({str(ws.root)!r}))\n"
+        "svc = MemoryService(ws, Config(workspace=ws.root))\n"
+        f"hits = svc.recall({query!r}, k=5)\n"
+        "print(json.dumps({'chromadb': 'chromadb' in sys.modules,\n"
+        "  'hits': [(h.unit.id, h.vector.rank, round(h.vector.score or 0, 5)) for h in hits]}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=os.environ.copy())
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["chromadb"] is False
+    assert [tuple(h) for h in got["hits"]] == want and want[0][1] is not None

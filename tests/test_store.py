@@ -97,3 +97,69 @@ def test_frozen_server_costs_one_timeout_then_recall_answers_from_bm25(tmp_path,
         warm.close()
     finally:
         server.stop()
+
+
+# ----- the engine reader: a cold embedded store answers queries without importing the chromadb package -----
+
+
+def _fill(path, n=120, seed=7):
+    rng = np.random.default_rng(seed)
+    vecs = rng.normal(size=(n, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    s = open_chroma_store(path=path, namespace="ns-test")
+    s.upsert("owner", [f"u{i}" for i in range(n)], vecs, [{}] * n)
+    s.upsert("people/x", ["theirs"], vecs[:1], [{}])
+    return s, vecs
+
+
+def test_engine_reader_answers_exactly_like_the_client(tmp_path):
+    from memclaw.store import release_embedded
+
+    path = tmp_path / "chroma"
+    client_store, vecs = _fill(path)
+    want = [client_store.query("owner", v, 10) for v in vecs[:20]]
+    release_embedded(path)  # as if this were a new process
+
+    cold = open_chroma_store(path=path, namespace="ns-test")
+    cold.warm("owner")
+    got = [cold.query("owner", v, 10) for v in vecs[:20]]
+    assert cold._client_obj is None, "a read-only store must not have opened the chromadb client"
+    assert [[h.id for h in hits] for hits in got] == [[h.id for h in hits] for hits in want]
+    for g, w in zip(got, want, strict=True):
+        assert [h.similarity for h in g] == pytest.approx([h.similarity for h in w], abs=1e-6)
+    # scopes stay apart through the reader too, and a scope with no collection is simply empty
+    assert [h.id for h in cold.query("people/x", vecs[0], 10)] == ["theirs"]
+    assert cold.query("people/nobody", vecs[0], 10) == []
+    cold.warm("people/nobody")
+
+
+def test_a_write_in_this_process_retires_the_engine_reader(tmp_path):
+    """The client keeps its own copy of the index: once it writes, reads must go through it, in every store
+    object of this process that reads the same files."""
+    from memclaw.store import release_embedded
+
+    path = tmp_path / "chroma"
+    _, vecs = _fill(path)
+    release_embedded(path)
+    reader_store = open_chroma_store(path=path, namespace="ns-test")
+    assert reader_store.query("owner", vecs[3], 1)[0].id == "u3"
+    writer = open_chroma_store(path=path, namespace="ns-test")
+    fresh = _unit(vecs[3] + 0.01 * vecs[4])
+    writer.upsert("owner", ["new"], fresh[None, :], [{}])
+    writer.delete("owner", ["u3"])
+    assert [h.id for h in reader_store.query("owner", fresh, 1)] == ["new"]
+    assert "u3" not in {h.id for h in reader_store.query("owner", vecs[3], 20)}
+
+
+def test_an_unreadable_store_falls_back_to_the_client_and_its_errors(tmp_path):
+    """Whatever the engine reader cannot do is left to the client, which reports it the usual way."""
+    from memclaw.errors import IndexError_
+    from memclaw.store import release_embedded
+
+    path = tmp_path / "chroma"
+    _, vecs = _fill(path)
+    release_embedded(path)
+    (path / "chroma.sqlite3").write_bytes(b"this is not a database" * 100)
+    damaged = open_chroma_store(path=path, namespace="ns-test")
+    with pytest.raises(IndexError_, match="reindex"):
+        damaged.query("owner", vecs[0], 5)
