@@ -381,7 +381,9 @@ def test_a_cold_recall_reads_chroma_without_importing_chromadb(tmp_path, embedde
         "print(json.dumps({'chromadb': 'chromadb' in sys.modules,\n"
         "  'hits': [(h.unit.id, h.vector.rank, round(h.vector.score or 0, 5)) for h in hits]}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=os.environ.copy())
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=os.environ.copy()
+    )
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
     assert got["chromadb"] is False
