@@ -163,3 +163,20 @@ def test_an_unreadable_store_falls_back_to_the_client_and_its_errors(tmp_path):
     damaged = open_chroma_store(path=path, namespace="ns-test")
     with pytest.raises(IndexError_, match="reindex"):
         damaged.query("owner", vecs[0], 5)
+
+
+def test_engine_reader_serves_concurrent_queries(tmp_path):
+    """The gateway recalls from worker threads: the engine reader answers them at once, as it does one by one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memclaw.store import release_embedded
+
+    path = tmp_path / "chroma"
+    _, vecs = _fill(path, n=300)
+    release_embedded(path)
+    cold = open_chroma_store(path=path, namespace="ns-test")
+    serial = [[h.id for h in cold.query("owner", v, 5)] for v in vecs[:60]]
+    with ThreadPoolExecutor(4) as pool:
+        parallel = list(pool.map(lambda v: [h.id for h in cold.query("owner", v, 5)], vecs[:60]))
+    assert parallel == serial and all(s[0] == f"u{i}" for i, s in enumerate(serial))
+    assert cold._client_obj is None
