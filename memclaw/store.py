@@ -4,8 +4,9 @@ memclaw always supplies its own embeddings: collections are created with `embedd
 never loads (or downloads) its default ONNX model. One collection per scope keeps scopes structurally apart
 (a metadata `where` filter costs ~177 ms at 100k vectors against ~4 ms unfiltered).
 
-An embedded store that this process only reads (a cold `memclaw recall`) is queried through Chroma's engine
-directly (`EngineReader`): the chromadb package's import (~1.3 s here) is paid only once something writes.
+A store that this process only reads (a cold `memclaw recall`) is queried through Chroma's engine directly
+(`EngineReader`) or a server's REST API (`HttpReader`): the chromadb package's import (~1.3 s here) is paid only
+once something writes.
 """
 
 from __future__ import annotations
@@ -102,14 +103,14 @@ class ChromaStore:
         *,
         where: str,
         connect: Callable[[], Any] | None = None,
-        reader: Callable[[], EngineReader | None] | None = None,
+        reader: Callable[[], Reader | None] | None = None,
     ) -> None:
         """`client`: a chromadb client, or None with `connect` to make one at first need. `reader`: makes the
-        read-only engine reader that serves `query` and `warm` until the client is needed (embedded stores)."""
+        read-only `Reader` that serves `query` and `warm` until the client is needed."""
         self._client_obj = client
         self._connect = connect
         self._make_reader = reader
-        self._reader: EngineReader | None = None
+        self._reader: Reader | None = None
         self._connect_lock = threading.Lock()
         self._namespace = namespace
         self._where = where
@@ -126,7 +127,7 @@ class ChromaStore:
                     self._client_obj = self._connect()
         return self._client_obj
 
-    def _engine(self) -> EngineReader | None:
+    def _engine(self) -> Reader | None:
         """The engine reader while it may serve reads: never after this store (or, for the same files, another
         one in this process) opened the chromadb client, which would keep its own copy of the index."""
         r = self._reader
@@ -148,11 +149,13 @@ class ChromaStore:
             return None
         try:
             return r.query(collection_name(self._namespace, scope), embedding, k)
+        except VectorStoreUnavailable:
+            raise  # a server that does not answer would not answer the client either: one timeout, not two
         except Exception as e:
             self._drop_reader(r, e)
             return None
 
-    def _drop_reader(self, r: EngineReader, e: Exception) -> None:
+    def _drop_reader(self, r: Reader, e: Exception) -> None:
         log.debug("engine reader for %s gave up (%s: %s); using the chromadb client", self._where, type(e).__name__, e)
         r.close()
         self._reader = None
@@ -228,6 +231,8 @@ class ChromaStore:
                 if dim:
                     r.query(name, np.ones(dim, dtype=np.float32), 1)
                 return
+            except VectorStoreUnavailable:
+                raise
             except Exception as e:
                 self._drop_reader(r, e)
         col = self._collection(scope, create=False)
@@ -312,6 +317,16 @@ class ChromaStore:
                 raise _translate(e, self._where) from e
 
 
+class Reader(Protocol):
+    """Read-only access to a store's collections without the chromadb package (see EngineReader, HttpReader)."""
+
+    live: bool
+
+    def dimension(self, name: str) -> int | None: ...
+    def query(self, name: str, embedding: np.ndarray, k: int) -> list[VectorHit]: ...
+    def close(self) -> None: ...
+
+
 class EngineReader:
     """Read-only queries straight through chromadb's Rust engine (`chromadb_rust_bindings`, which chromadb's own
     PersistentClient drives), for an embedded store that this process has not opened with the client.
@@ -373,6 +388,68 @@ class EngineReader:
         with _READERS_LOCK:
             if _READERS.get(_path_key(self.path)) is self:
                 del _READERS[_path_key(self.path)]
+
+
+class HttpReader:
+    """Read-only queries to a Chroma server over its REST API (v2) with httpx, for the same reason as
+    EngineReader: a cold recall against a server need not import the chromadb package. Two requests: the
+    collection by name (once), then its query. A server that does not answer in time is VectorStoreUnavailable
+    (said once); anything else unexpected is an exception on which ChromaStore falls back to the client."""
+
+    def __init__(self, url: str, headers: Mapping[str, str] | None, timeout: Any) -> None:
+        import httpx
+
+        base = f"{url.rstrip('/')}/api/v2/tenants/{_TENANT}/databases/{_DATABASE}/collections"
+        self._http = httpx.Client(base_url=base, headers=dict(headers or {}), timeout=timeout)
+        self._url = url
+        self._collections: dict[str, dict[str, Any]] = {}
+        self.live = True
+
+    def _request(self, method: str, path: str, **kw: Any) -> Any:
+        import httpx
+
+        try:
+            resp = self._http.request(method, path, **kw)
+        except httpx.TransportError as e:
+            raise _translate(e, self._url) from e
+        if resp.status_code == 404:
+            return None
+        resp.raise_for_status()
+        return resp.json()
+
+    def _collection(self, name: str) -> dict[str, Any] | None:
+        col = self._collections.get(name)
+        if col is None:
+            col = self._request("GET", f"/{name}")
+            if col is None:
+                return None
+            self._collections[name] = col
+        return col
+
+    def dimension(self, name: str) -> int | None:
+        col = self._collection(name)
+        return None if col is None else int(col.get("dimension") or 0)
+
+    def query(self, name: str, embedding: np.ndarray, k: int) -> list[VectorHit]:
+        col = self._collection(name)
+        if col is None:
+            return []
+        space = (((col.get("configuration_json") or {}).get("hnsw")) or {}).get("space", SPACE)
+        body = {
+            "query_embeddings": np.asarray(embedding, dtype=np.float32).reshape(1, -1).tolist(),
+            "n_results": k,
+            "include": ["distances"],
+        }
+        res = self._request("POST", f"/{col['id']}/query", json=body)
+        if res is None:  # the collection was dropped since: the client finds out for itself
+            raise LookupError(f"collection {name} vanished")
+        ids = res["ids"][0] if res["ids"] else []
+        dists = res["distances"][0] if res["distances"] else []
+        return [VectorHit(i, distance_to_similarity(float(d), space)) for i, d in zip(ids, dists, strict=True)]
+
+    def close(self) -> None:
+        self.live = False
+        self._http.close()
 
 
 _TENANT = "default_tenant"
@@ -523,30 +600,24 @@ def open_chroma_store(
     """Open the embedded store at `path`, or the Chroma server at `url` (one of the two; a server's requests are
     bounded by `timeout_s`).
 
-    An embedded store that exists already is connected lazily: until something needs the client, `query` and
-    `warm` go through an `EngineReader`, so a cold recall never imports the chromadb package."""
+    The chromadb client is made at first need: until then `query` and `warm` go through a `Reader` (an
+    `HttpReader` for a server, an `EngineReader` for an embedded store that exists already), so a cold recall
+    never imports the chromadb package."""
     if url:
         from urllib.parse import urlparse
-
-        import chromadb
 
         parsed = urlparse(url)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise IndexError_(f"memory.chroma_url {url!r} is not an http(s) URL, e.g. http://127.0.0.1:8000")
         timeout = _http_timeout(timeout_s)
         _heartbeat(url, headers, timeout)
-        try:
-            client = chromadb.HttpClient(
-                host=parsed.hostname,
-                port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-                ssl=parsed.scheme == "https",
-                headers=dict(headers or {}),
-                settings=_chroma_settings(),
-            )
-        except Exception as e:
-            raise _translate(e, url) from e
-        _bound_http_timeouts(client, timeout)
-        return ChromaStore(client, namespace, where=url)
+        return ChromaStore(
+            None,
+            namespace,
+            where=url,
+            connect=lambda: _http_client(parsed, headers, timeout),
+            reader=lambda: HttpReader(url, headers, timeout),
+        )
     assert path is not None
     store_path = path
     if (path / "chroma.sqlite3").is_file() and not _client_running(path):
@@ -558,6 +629,25 @@ def open_chroma_store(
             reader=lambda: _engine_reader(store_path),
         )
     return ChromaStore(_persistent_client(path), namespace, where=str(path))
+
+
+def _http_client(parsed: Any, headers: Mapping[str, str] | None, timeout: Any) -> Any:
+    """chromadb's HttpClient for the server at `parsed` (a urlparse result), with bounded timeouts."""
+    import chromadb
+
+    url = parsed.geturl()
+    try:
+        client = chromadb.HttpClient(
+            host=parsed.hostname,
+            port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+            ssl=parsed.scheme == "https",
+            headers=dict(headers or {}),
+            settings=_chroma_settings(),
+        )
+    except Exception as e:
+        raise _translate(e, url) from e
+    _bound_http_timeouts(client, timeout)
+    return client
 
 
 def _persistent_client(path: Path) -> Any:

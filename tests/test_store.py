@@ -84,9 +84,13 @@ def test_frozen_server_costs_one_timeout_then_recall_answers_from_bm25(tmp_path,
         cfg.memory.chroma_timeout_s = 1.0
         warm = MemoryService(Workspace(root), cfg, embedder=embedder)
         assert warm.recall_detailed("where does Lena live").hits[0].vector.rank == 1
+        reader = MemoryService(Workspace(root), cfg, embedder=embedder)  # only reads: the HTTP reader, no client
+        assert reader.recall_detailed("where does Lena live").hits[0].vector.rank == 1
+        assert reader.store._client_obj is None
         os.kill(server.proc.pid, signal.SIGSTOP)
         try:
-            for svc in (warm, MemoryService(Workspace(root), cfg, embedder=embedder)):  # open client, then a new one
+            # the open client, the open reader, then a new service
+            for svc in (warm, reader, MemoryService(Workspace(root), cfg, embedder=embedder)):
                 r = svc.recall_detailed("where does Lena live")
                 assert [h.unit.text for h in r.hits][:1] == ["My sister Lena lives in Porto"]
                 assert r.hits[0].vector.rank is None  # BM25 alone
@@ -180,3 +184,30 @@ def test_engine_reader_serves_concurrent_queries(tmp_path):
         parallel = list(pool.map(lambda v: [h.id for h in cold.query("owner", v, 5)], vecs[:60]))
     assert parallel == serial and all(s[0] == f"u{i}" for i, s in enumerate(serial))
     assert cold._client_obj is None
+
+
+def test_http_reader_answers_exactly_like_the_client(chroma_server, tmp_path):
+    """Against a server, a store that only reads queries Chroma's REST API with httpx, without chromadb's client."""
+    rng = np.random.default_rng(3)
+    vecs = rng.normal(size=(80, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    ns = f"ns-{tmp_path.name}"
+    writer = open_chroma_store(url=chroma_server.url, namespace=ns)
+    writer.upsert("owner", [f"u{i}" for i in range(80)], vecs, [{}] * 80)
+    want = [writer.query("owner", v, 7) for v in vecs[:15]]
+
+    cold = open_chroma_store(url=chroma_server.url, namespace=ns)
+    cold.warm("owner")
+    got = [cold.query("owner", v, 7) for v in vecs[:15]]
+    assert cold._client_obj is None
+    assert [[h.id for h in g] for g in got] == [[h.id for h in w] for w in want]
+    for g, w in zip(got, want, strict=True):
+        assert [h.similarity for h in g] == pytest.approx([h.similarity for h in w], abs=1e-6)
+    assert cold.query("people/nobody", vecs[0], 5) == []
+    # a write through another store is seen at once (the server holds the one copy)
+    writer.upsert("owner", ["late"], vecs[:1], [{}])
+    writer.delete("owner", ["u0"])
+    assert cold.query("owner", vecs[0], 1)[0].id == "late"
+    # a dropped collection: the reader gives up and the client answers (nothing there)
+    writer.drop("owner")
+    assert cold.query("owner", vecs[0], 3) == []
