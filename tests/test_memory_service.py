@@ -353,9 +353,10 @@ def test_store_prefetch_opens_once_and_hands_its_error_over(tmp_path, embedder):
     down.close()
 
 
-def test_a_cold_recall_reads_chroma_without_importing_chromadb(tmp_path, embedder):
-    """A fresh process recalling from a synced workspace reads the vectors through Chroma's engine alone (the
-    chromadb package costs ~1.3 s to import here) and gets exactly the hits the client gives."""
+def test_a_cold_recall_reads_chroma_without_importing_chromadb(tmp_path, embedder, store_backend, request):
+    """A fresh process recalling from a synced workspace reads the vectors through Chroma's engine (embedded) or
+    its REST API (server) alone, the chromadb package costing ~1.3 s to import here, and gets exactly the hits
+    the client gives."""
     import os
     import subprocess
     import sys
@@ -363,7 +364,11 @@ def test_a_cold_recall_reads_chroma_without_importing_chromadb(tmp_path, embedde
     from memclaw.store import release_embedded
 
     ws = make_workspace(tmp_path / "ws")
-    svc = MemoryService(ws, Config(workspace=ws.root), embedder=embedder)
+    cfg = Config(workspace=ws.root)
+    env = os.environ.copy()
+    if store_backend == "server":
+        cfg.memory.chroma_url = env["MEMCLAW_MEMORY__CHROMA_URL"] = request.getfixturevalue("chroma_server").url
+    svc = MemoryService(ws, cfg, embedder=embedder)
     svc.sync()
     query = "where does my sister live and what does she do"
     want = [(h.unit.id, h.vector.rank, round(h.vector.score or 0, 5)) for h in svc.recall(query, k=5)]
@@ -381,9 +386,7 @@ def test_a_cold_recall_reads_chroma_without_importing_chromadb(tmp_path, embedde
         "print(json.dumps({'chromadb': 'chromadb' in sys.modules,\n"
         "  'hits': [(h.unit.id, h.vector.rank, round(h.vector.score or 0, 5)) for h in hits]}))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=os.environ.copy()
-    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
     assert got["chromadb"] is False
