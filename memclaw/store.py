@@ -87,6 +87,15 @@ def distance_to_similarity(distance: float, space: str) -> float:
     raise ValueError(f"unknown Chroma space {space!r}")
 
 
+def _first_hits(
+    ids: Sequence[Sequence[str]] | None, dists: Sequence[Sequence[float]] | None, space: str
+) -> list[VectorHit]:
+    """A Chroma query result's first (only) query, as hits with similarities."""
+    first_ids = ids[0] if ids else []
+    first_d = dists[0] if dists else []
+    return [VectorHit(i, distance_to_similarity(float(d), space)) for i, d in zip(first_ids, first_d, strict=True)]
+
+
 def collection_name(namespace: str, scope: str) -> str:
     """A valid Chroma collection name (3-512 chars of [a-zA-Z0-9._-]) unique per workspace and scope."""
     digest = hashlib.sha256(f"{namespace}\x00{scope}".encode()).hexdigest()[:20]
@@ -127,9 +136,10 @@ class ChromaStore:
                     self._client_obj = self._connect()
         return self._client_obj
 
-    def _engine(self) -> Reader | None:
-        """The engine reader while it may serve reads: never after this store (or, for the same files, another
-        one in this process) opened the chromadb client, which would keep its own copy of the index."""
+    def _live_reader(self) -> Reader | None:
+        """The reader while it may serve reads: never after this store opened the chromadb client, nor (an
+        engine reader) after another store of this process opened it on the same files, since the client's
+        engine keeps its own copy of the index."""
         r = self._reader
         if r is None and self._make_reader is not None and self._client_obj is None:
             with self._connect_lock:
@@ -142,9 +152,9 @@ class ChromaStore:
         return r
 
     def _read_fast(self, scope: str, embedding: np.ndarray, k: int) -> list[VectorHit] | None:
-        """The query through the engine reader, or None when there is none or it failed: then the caller goes
-        through the client, which reports (and lets sync repair) whatever went wrong the usual way."""
-        r = self._engine()
+        """The query through the reader, or None when there is none or it failed: then the caller goes through
+        the client, which reports (and lets sync repair) whatever went wrong the usual way."""
+        r = self._live_reader()
         if r is None:
             return None
         try:
@@ -156,7 +166,9 @@ class ChromaStore:
             return None
 
     def _drop_reader(self, r: Reader, e: Exception) -> None:
-        log.debug("engine reader for %s gave up (%s: %s); using the chromadb client", self._where, type(e).__name__, e)
+        log.debug(
+            "read-only reader for %s gave up (%s: %s); using the chromadb client", self._where, type(e).__name__, e
+        )
         r.close()
         self._reader = None
 
@@ -223,7 +235,7 @@ class ChromaStore:
 
     def warm(self, scope: str) -> None:
         """Make Chroma read the scope's vectors now (its first query on a 100k collection takes ~0.5 s)."""
-        r = self._engine()
+        r = self._live_reader()
         if r is not None:
             name = collection_name(self._namespace, scope)
             try:
@@ -267,9 +279,7 @@ class ChromaStore:
                 self._collections.pop(scope, None)
                 return []
             raise _translate(e, self._where) from e
-        ids = res["ids"][0] if res["ids"] else []
-        dists = res["distances"][0] if res["distances"] else []
-        return [VectorHit(i, distance_to_similarity(float(d), SPACE)) for i, d in zip(ids, dists, strict=True)]
+        return _first_hits(res["ids"], res["distances"], SPACE)
 
     def ids(self, scope: str) -> set[str]:
         return set(self._get_all(scope, with_documents=False))
@@ -379,9 +389,7 @@ class EngineReader:
         space = ((col.configuration or {}).get("hnsw") or {}).get("space", SPACE)
         q = np.asarray(embedding, dtype=np.float32).reshape(1, -1)
         res = self._bindings.query(str(col.id), None, q, k, None, None, ["distances"], _TENANT, _DATABASE)
-        ids = res.ids[0] if res.ids else []
-        dists = res.distances[0] if res.distances else []
-        return [VectorHit(i, distance_to_similarity(float(d), space)) for i, d in zip(ids, dists, strict=True)]
+        return _first_hits(res.ids, res.distances, space)
 
     def close(self) -> None:
         self.live = False
@@ -443,9 +451,7 @@ class HttpReader:
         res = self._request("POST", f"/{col['id']}/query", json=body)
         if res is None:  # the collection was dropped since: the client finds out for itself
             raise LookupError(f"collection {name} vanished")
-        ids = res["ids"][0] if res["ids"] else []
-        dists = res["distances"][0] if res["distances"] else []
-        return [VectorHit(i, distance_to_similarity(float(d), space)) for i, d in zip(ids, dists, strict=True)]
+        return _first_hits(res["ids"], res["distances"], space)
 
     def close(self) -> None:
         self.live = False
