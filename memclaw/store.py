@@ -19,13 +19,14 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from memclaw.errors import IndexError_, VectorStoreCorrupted, VectorStoreUnavailable
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 SPACE = "cosine"
 _GET_PAGE = 5000
@@ -151,26 +152,23 @@ class ChromaStore:
             self._reader = r = None
         return r
 
-    def _read_fast(self, scope: str, embedding: np.ndarray, k: int) -> list[VectorHit] | None:
-        """The query through the reader, or None when there is none or it failed: then the caller goes through
-        the client, which reports (and lets sync repair) whatever went wrong the usual way."""
+    def _via_reader(self, scope: str, op: Callable[[Reader, str], _T]) -> _T | None:
+        """`op(reader, collection name)`, or None when there is no reader or it failed: then the caller goes
+        through the client, which reports (and lets sync repair) whatever went wrong the usual way."""
         r = self._live_reader()
         if r is None:
             return None
         try:
-            return r.query(collection_name(self._namespace, scope), embedding, k)
+            return op(r, collection_name(self._namespace, scope))
         except VectorStoreUnavailable:
             raise  # a server that does not answer would not answer the client either: one timeout, not two
         except Exception as e:
-            self._drop_reader(r, e)
+            log.debug(
+                "read-only reader for %s gave up (%s: %s); using the chromadb client", self._where, type(e).__name__, e
+            )
+            r.close()
+            self._reader = None
             return None
-
-    def _drop_reader(self, r: Reader, e: Exception) -> None:
-        log.debug(
-            "read-only reader for %s gave up (%s: %s); using the chromadb client", self._where, type(e).__name__, e
-        )
-        r.close()
-        self._reader = None
 
     def describe(self) -> str:
         return self._where
@@ -235,18 +233,8 @@ class ChromaStore:
 
     def warm(self, scope: str) -> None:
         """Make Chroma read the scope's vectors now (its first query on a 100k collection takes ~0.5 s)."""
-        r = self._live_reader()
-        if r is not None:
-            name = collection_name(self._namespace, scope)
-            try:
-                dim = r.dimension(name)  # None: no collection for this scope yet, nothing to read
-                if dim:
-                    r.query(name, np.ones(dim, dtype=np.float32), 1)
-                return
-            except VectorStoreUnavailable:
-                raise
-            except Exception as e:
-                self._drop_reader(r, e)
+        if self._via_reader(scope, _warm_through) is not None:
+            return
         col = self._collection(scope, create=False)
         if col is None:
             return
@@ -262,7 +250,7 @@ class ChromaStore:
     def query(self, scope: str, embedding: np.ndarray, k: int) -> list[VectorHit]:
         if k <= 0:
             return []
-        fast = self._read_fast(scope, embedding, k)
+        fast = self._via_reader(scope, lambda r, name: r.query(name, embedding, k))
         if fast is not None:
             return fast
         col = self._collection(scope, create=False)
@@ -337,6 +325,14 @@ class Reader(Protocol):
     def close(self) -> None: ...
 
 
+def _warm_through(r: Reader, name: str) -> bool:
+    """Make the reader load the collection `name` (a 1-NN query); nothing to load if there is none yet."""
+    dim = r.dimension(name)
+    if dim:
+        r.query(name, np.ones(dim, dtype=np.float32), 1)
+    return True
+
+
 class EngineReader:
     """Read-only queries straight through chromadb's Rust engine (`chromadb_rust_bindings`, which chromadb's own
     PersistentClient drives), for an embedded store that this process has not opened with the client.
@@ -392,6 +388,7 @@ class EngineReader:
         return _first_hits(res.ids, res.distances, space)
 
     def close(self) -> None:
+        """Retire this reader: stores holding it stop using it, and the next one for its path is a new one."""
         self.live = False
         with _READERS_LOCK:
             if _READERS.get(_path_key(self.path)) is self:
@@ -498,10 +495,9 @@ def _engine_reader(path: Path) -> EngineReader | None:
 
 
 def _forget_readers(path: Path) -> None:
-    with _READERS_LOCK:
-        r = _READERS.pop(_path_key(path), None)
+    r = _READERS.get(_path_key(path))
     if r is not None:
-        r.live = False
+        r.close()
 
 
 def _client_running(path: Path) -> bool:
@@ -509,7 +505,12 @@ def _client_running(path: Path) -> bool:
         return False
     from chromadb.api.shared_system_client import SharedSystemClient
 
-    return any(i in SharedSystemClient._identifier_to_system for i in {str(path), _path_key(path)})
+    return any(i in SharedSystemClient._identifier_to_system for i in _system_idents(path))
+
+
+def _system_idents(path: Path) -> set[str]:
+    """The keys chromadb may have registered the embedded store at `path` under (as given, and resolved)."""
+    return {str(path), _path_key(path)}
 
 
 def _max_batch(client: Any) -> int:
@@ -585,7 +586,7 @@ def release_embedded(path: Path) -> None:
         return
     from chromadb.api.shared_system_client import SharedSystemClient
 
-    for ident in {str(path), str(path.resolve())}:
+    for ident in _system_idents(path):
         system = SharedSystemClient._identifier_to_system.pop(ident, None)
         SharedSystemClient._identifier_to_refcount.pop(ident, None)
         if system is not None:
