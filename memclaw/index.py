@@ -36,7 +36,7 @@ from memclaw.unittable import UnitTable
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: a long unit also has a head vector (memclaw.passages)
 _STATE_MAGIC = b"MEMCLAW-STATE-2\n"  # 2: columnar unit table + file marks
 _OLD_STATE_MAGICS = (b"MEMCLAW-STATE-1\n",)
 

@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,8 +23,8 @@ from memclaw import index as ix
 from memclaw.config import Config
 from memclaw.dates import DateRange, find_date_ranges
 from memclaw.errors import IndexError_, UsageError, VectorStoreCorrupted, VectorStoreUnavailable
-from memclaw.fusion import FusionParams, apply_floors, date_boost, demote_redundant, fuse, link_boost, recency_boost
-from memclaw.passages import passage_ids, split_passages, unit_of
+from memclaw.fusion import FusionParams, apply_floors, date_boost, fuse, link_boost, recency_boost
+from memclaw.passages import is_head, is_long, unit_of, unit_vectors
 from memclaw.recall import RecallHit, RecallResult, Signal
 from memclaw.units import OWNER_SCOPE, MemoryUnit
 
@@ -490,8 +490,7 @@ class MemoryService:
         p_texts: list[str] = []
         p_meta: list[dict[str, Any]] = []
         for u in to_embed:
-            parts = split_passages(self._vector_text(u))
-            for pid, text in zip(passage_ids(u.id, len(parts)), parts, strict=True):
+            for pid, text in unit_vectors(u.id, self._vector_text(u)):
                 p_ids.append(pid)
                 p_texts.append(text)
                 p_meta.append(_metadata(u))
@@ -617,7 +616,7 @@ class MemoryService:
             result.timings_ms["embed"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
             try:
-                vec_hits = _best_per_unit(self.store.query(scope, qv, n_cand * 2))
+                vec_hits = self._unit_similarities(sc, self.store.query(scope, qv, n_cand * 2))
             except VectorStoreUnavailable as e:
                 if mode == "vector":
                     raise
@@ -648,7 +647,6 @@ class MemoryService:
             result.date_ranges = ranges
         if rc.link_sessions and sc.state.links:
             fused = link_boost(fused, sc.state.links, weight=rc.link_weight)
-            fused = demote_redundant(fused, sc.state.links)
         if rc.recency_half_life_days:
             hit_units = {f.id: units[f.id] for f in fused}
             fused = recency_boost(
@@ -659,6 +657,7 @@ class MemoryService:
                 half_life_days=rc.recency_half_life_days,
                 weight=RECENCY_WEIGHT,
             )
+        links = sc.state.links if rc.link_sessions else {}
         seen_text: set[str] = set()
         for f in fused:
             u = units[f.id]
@@ -675,12 +674,19 @@ class MemoryService:
                     Signal(f.bm25_rank, f.bm25_score),
                     Signal(f.vector_rank, f.vector_similarity),
                     dict(f.boosts),
+                    tuple(links.get(f.id, ())),
                 )
             )
             if len(result.hits) >= k:
                 break
         result.timings_ms["total"] = (time.perf_counter() - t0) * 1000
         return result
+
+    def _unit_similarities(self, sc: _Scope, hits) -> list[tuple[str, float]]:
+        units = sc.state.units
+        return _best_per_unit(
+            hits, self.config.recall.vector_signal, lambda uid: uid in units and is_long(units[uid].text)
+        )
 
     def _query_after_repair(
         self, scope: str, qv: np.ndarray, n: int, err: VectorStoreCorrupted, result: RecallResult, mode: str
@@ -693,7 +699,8 @@ class MemoryService:
             result.warnings.append(msg)
             try:
                 self.sync([scope], full=True)
-                return _best_per_unit(self.store.query(scope, qv, n))
+                sc = self._get_scope(scope)
+                return self._unit_similarities(sc, self.store.query(scope, qv, n)) if sc else []
             except (IndexError_, VectorStoreUnavailable) as e:
                 err = e  # type: ignore[assignment]
         if mode == "vector":
@@ -797,18 +804,26 @@ def _what(e: Exception) -> str:
     return str(e).split("; run `memclaw memory reindex`")[0]
 
 
-def _best_per_unit(hits) -> list[tuple[str, float]]:
-    """Passage hits (best first) -> unit hits: a unit's similarity is its best passage's."""
+def _best_per_unit(hits, signal: str = "max", is_long: Callable[[str], bool] | None = None) -> list[tuple[str, float]]:
+    """Vector hits (best first) -> unit hits (see memclaw.passages): a unit's similarity is its best vector's
+    (`max`), its best passage's (`passages`: heads ignored), or its head's (`head`: a long unit's head vector, a
+    short unit's only vector; `is_long(unit_id)` tells them apart)."""
     best: dict[str, float] = {}
     for h in hits:
         uid = unit_of(h.id)
-        if uid not in best:
-            best[uid] = h.similarity
+        if uid in best:
+            continue
+        head = is_head(h.id)
+        if signal == "passages" and head:
+            continue
+        if signal == "head" and not head and (h.id != uid or (is_long is not None and is_long(uid))):
+            continue
+        best[uid] = h.similarity
     return list(best.items())
 
 
 def _passages_of(u: MemoryUnit, svc: MemoryService) -> list[str]:
-    return passage_ids(u.id, len(split_passages(svc._vector_text(u))))
+    return [pid for pid, _t in unit_vectors(u.id, svc._vector_text(u))]
 
 
 def _metadata(u: MemoryUnit) -> dict[str, Any]:

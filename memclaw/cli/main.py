@@ -76,13 +76,22 @@ def recall(
     sender: SenderOpt = None,
     mode: Annotated[str | None, typer.Option("--mode", help="hybrid | bm25 | vector")] = None,
     kind: Annotated[str | None, typer.Option("--kind", help="Only fact or history.")] = None,
+    tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--tokens",
+            min=0,
+            help="Show which hits a prompt memory section of this many tokens would hold, and why the rest are "
+            "cut (as auto-recall fills context.memory_tokens; -k defaults to context.recall_k).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
     workspace: WorkspaceOpt = None,
 ) -> None:
     """Show exactly what memory retrieval returns for a query, and why (each signal's rank and score)."""
     from memclaw.cli import memory_cmds
 
-    memory_cmds.recall(query, k, sender, mode, kind, json_out, workspace)
+    memory_cmds.recall(query, k, sender, mode, kind, json_out, workspace, tokens)
 
 
 @memory_app.command("sync")

@@ -48,21 +48,30 @@ def recall(
     kind: str | None,
     json_out: bool,
     workspace: Path | None,
+    tokens: int | None = None,
 ) -> None:
     mem = open_memory(workspace)
     scope = sender_scope(sender)
+    if tokens is not None and k is None:
+        k = mem.config.context.recall_k or None
     result = mem.recall_detailed(query, scope=scope, k=k, mode=mode, kind=kind)
     for w in result.warnings:
         err_console.print(f"[yellow]warning:[/] {w}")
+    section = None
+    if tokens is not None:
+        from memclaw.memory_section import fill_hits
+        from memclaw.tokens import counter_for
+
+        section = fill_hits(result.hits, tokens, counter_for(mem.config.agent.model))
     if json_out:
-        print_json([h.to_json() for h in result.hits])
+        print_json([h.to_json() | (section.hit_json(i) if section else {}) for i, h in enumerate(result.hits)])
         return
     from memclaw.render import recall_table
 
     if not result.hits:
         console.print(f"No memories in scope [bold]{scope}[/] match {query!r} above the relevance floor.")
         return
-    console.print(recall_table(result, width=console.width))
+    console.print(recall_table(result, width=console.width, section=section))
 
 
 def sync(workspace: Path | None, json_out: bool) -> None:
