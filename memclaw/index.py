@@ -6,7 +6,9 @@ tokenizer fingerprints it was built with; a change of either triggers a full reb
 or half-written index is detected and rebuilt from the Markdown with a warning, losing nothing.
 
 On-disk layout under the index dir:
-    manifest.json               format version, embedder + tokenizer fingerprints, namespace
+    manifest.json               format version, embedder + tokenizer fingerprints, the store it was built in,
+                                the embedding dimensions, the namespace (the workspace's key in the store, kept
+                                when the workspace is moved) and the workspace path it was last used at
     chroma/                     the embedded Chroma store (unless memory.chroma_url is set)
     scopes/<key>/state.pkl      the scope's unit table and the file signatures it was built from
     scopes/<key>/lexical.bm25   the scope's BM25 index
@@ -186,6 +188,33 @@ def read_manifest(layout: IndexLayout) -> dict | None:
         log.warning("index manifest %s is unreadable (%s); rebuilding the index", layout.manifest, e)
         return None
     return data if isinstance(data, dict) else None
+
+
+# What a difference in each manifest key means, in words (the one line a rebuild is announced with).
+_CHANGE_WORDS = {
+    "format": "the index format changed",
+    "embedder": "the embedding model changed",
+    "tokenizer": "the tokenizer changed",
+    "store": "the store changed",
+}
+
+
+def store_id(chroma_url: str | None) -> str:
+    """Which vector store an index lives in: "embedded" or "server <url>"."""
+    return f"server {chroma_url.rstrip('/')}" if chroma_url else "embedded"
+
+
+def rebuild_reason(have: dict | None, want: dict) -> str | None:
+    """Why an index built with `have` cannot serve settings `want`, in words, or None when it can (or when there is
+    no index yet: building one is not a rebuild)."""
+    if have is None:
+        return None
+    reasons = []
+    for key, words in _CHANGE_WORDS.items():
+        if key in want and have.get(key) != want[key]:
+            before = have.get(key)
+            reasons.append(f"{words} ({before} -> {want[key]})" if key in ("store", "embedder") else words)
+    return "; ".join(reasons) or None
 
 
 def write_manifest(layout: IndexLayout, data: dict) -> None:

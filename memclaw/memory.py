@@ -133,6 +133,8 @@ class MemoryService:
         self._lock = threading.RLock()  # guards _scopes and in-place lexical updates
         self._write_lock = threading.Lock()  # one sync at a time in this process
         self._manifest_checked = False
+        self._manifest_ok = False  # the manifest was found to serve these settings (no rebuild needed)
+        self._namespace: str | None = None
         self._store_lock = threading.Lock()  # one opening of the vector store
         self._prefetch: threading.Thread | None = None
         self._prefetch_error: BaseException | None = None
@@ -210,16 +212,60 @@ class MemoryService:
 
     @property
     def namespace(self) -> str:
+        """The workspace's key in the vector store. Recorded in the index manifest, so a moved workspace keeps its
+        vectors; a new index takes it from the workspace's path."""
+        if self._namespace is None:
+            ns = (ix.read_manifest(self.layout) or {}).get("namespace")
+            self._namespace = ns if isinstance(ns, str) and ns else self._path_namespace()
+        return self._namespace
+
+    def _path_namespace(self) -> str:
         return hashlib.sha256(str(self.workspace.root.resolve()).encode()).hexdigest()[:16]
 
     def _fingerprints(self) -> dict[str, Any]:
         return {
             "format": ix.FORMAT_VERSION,
-            "embedder": self.embedder.fingerprint,
+            "embedder": self._embedder_fingerprint(),
             "tokenizer": self.tokenizer.fingerprint,
-            "namespace": self.namespace,
-            "store": "server" if self.config.memory.chroma_url else "embedded",
+            "store": ix.store_id(self.config.memory.chroma_url),
         }
+
+    def _embedder_fingerprint(self) -> str:
+        """The configured embedder's fingerprint, without loading the model when the config names it."""
+        if self._embedder is None:
+            from memclaw.embedding import fingerprint_for
+
+            fp = fingerprint_for(self.config.embeddings)
+            if fp is not None:
+                return fp
+        return self.embedder.fingerprint
+
+    def _mismatch(self, have: dict | None, want: dict[str, Any]) -> tuple[str | None, bool]:
+        """(why the index in `have` cannot serve `want`, or None; whether this workspace is a copy of one that
+        still uses the same Chroma server, which needs its own namespace there)."""
+        reason = ix.rebuild_reason(have, want)
+        was = (have or {}).get("workspace")
+        if have is not None and was is None and have.get("namespace") not in (None, self._path_namespace()):
+            was = ""  # an older manifest built elsewhere: moved or copied, it cannot tell; keep the copy apart
+        copied = (
+            bool(self.config.memory.chroma_url)
+            and isinstance(was, str)
+            and was != str(self.workspace.root.resolve())
+            and (not was or Path(was).is_dir())
+        )
+        if copied:
+            why = "the workspace was copied (the copy gets its own vectors on the Chroma server)"
+            reason = f"{reason}; {why}" if reason else why
+        return reason, copied
+
+    def index_mismatch(self) -> str | None:
+        """Why the index must be rebuilt before it can serve the current settings ("the store changed", "the
+        embedding model changed"...), or None."""
+        if self._manifest_checked or self._manifest_ok:
+            return None
+        reason, _ = self._mismatch(ix.read_manifest(self.layout), self._fingerprints())
+        self._manifest_ok = reason is None
+        return reason
 
     # ----- files -----------------------------------------------------------------------------------------
     def _files(self, scope: str) -> dict[str, tuple[Path, str]]:
@@ -245,16 +291,26 @@ class MemoryService:
 
     # ----- index lifecycle -------------------------------------------------------------------------------
     def _check_manifest(self) -> None:
-        """Full rebuild when the embedder or tokenizer changed, or the manifest is missing/unreadable."""
+        """Full rebuild when the embedder, tokenizer or store changed (said in one line: why, and how many memories
+        that embeds), or the manifest is missing/unreadable. A moved workspace keeps its index."""
         if self._manifest_checked:
             return
         want = self._fingerprints()
         have = ix.read_manifest(self.layout)
-        if have != want:
-            if have is not None:
-                log.warning("index was built with different settings; rebuilding it from the Markdown")
+        reason, copied = self._mismatch(have, want)
+        if copied:
+            self._join_prefetch()
+            self._namespace, self._store = self._path_namespace(), None  # the original keeps its collections
+        if have is None or reason:
+            if reason:
+                n = sum(len(self._parse(s)) for s in self.workspace.scopes())
+                log.warning("rebuilding the index: %s; %d memories to embed", reason, n)
             self._wipe_index()
-            ix.write_manifest(self.layout, want)
+        manifest = {**want, "namespace": self.namespace, "workspace": str(self.workspace.root.resolve())}
+        if have is not None and not reason and "dimensions" in have:
+            manifest["dimensions"] = have["dimensions"]
+        if manifest != have:
+            ix.write_manifest(self.layout, manifest)
         self._manifest_checked = True
 
     def _wipe_index(self) -> None:
@@ -271,6 +327,24 @@ class MemoryService:
             release_embedded(self.layout.chroma_dir)
             ix.remove_tree(self.layout.chroma_dir)
         ix.remove_tree(self.layout.root / "scopes")
+        manifest = ix.read_manifest(self.layout)
+        if manifest is not None and "dimensions" in manifest:  # the next vectors say it again
+            del manifest["dimensions"]
+            ix.write_manifest(self.layout, manifest)
+
+    def _record_dimensions(self, dim: int) -> None:
+        """The vectors' size, recorded in the manifest from the first ones embedded (a provider's model tells it
+        only in a response). Vectors of another size cannot join the index."""
+        manifest = ix.read_manifest(self.layout) or {}
+        had = manifest.get("dimensions")
+        if had == dim:
+            return
+        if had is not None:
+            raise IndexError_(
+                f"the embedding model now returns {dim} dimensions, the index holds {had}; "
+                "run `memclaw memory reindex` to rebuild it"
+            )
+        ix.write_manifest(self.layout, {**manifest, "dimensions": dim})
 
     def _known_scopes_on_disk(self) -> list[str]:
         out = set(self.workspace.scopes())
@@ -341,6 +415,8 @@ class MemoryService:
         return sc
 
     def is_fresh(self, scope: str) -> bool:
+        if self.index_mismatch() is not None:
+            return False
         sc = self._get_scope(scope)
         return sc is not None and sc.state.signatures == self._signatures(scope)
 
@@ -391,10 +467,13 @@ class MemoryService:
         even when every scope is fresh. A Chroma server's files are the server's business: no probe."""
         if self.config.memory.chroma_url:
             return
-        probe = np.zeros(self.embedder.dim, dtype=np.float32)
-        probe[0] = 1.0
+        probe = None
         for scope in scopes:
             if self.store.count(scope):
+                if probe is None:  # the recorded dimensions: a provider's embedder need not be asked
+                    dim = (ix.read_manifest(self.layout) or {}).get("dimensions") or self.embedder.dim
+                    probe = np.zeros(int(dim), dtype=np.float32)
+                    probe[0] = 1.0
                 self.store.query(scope, probe, 1)
 
     def _read_scope(self, scope: str, old: _Scope | None, signatures: dict[str, tuple | None]) -> _ScopeRead:
@@ -510,6 +589,7 @@ class MemoryService:
         vectors = None
         if p_texts:
             vectors = ix.embed_texts(self.embedder, p_texts, self.config.embeddings.batch_size, progress)
+            self._record_dimensions(int(vectors.shape[1]))
         dirty.parent.mkdir(parents=True, exist_ok=True)
         dirty.touch()
         if p_ids:
@@ -776,10 +856,16 @@ class MemoryService:
                 "fresh": bool(sc and sc.state.signatures == self._signatures(scope)),
             }
         manifest = ix.read_manifest(self.layout) or {}
+        rebuild = self.index_mismatch()
+        if rebuild is not None:
+            for s in scopes.values():
+                s["fresh"] = False
         return {
             "workspace": str(self.workspace.root),
             "index_dir": str(self.layout.root),
             "store": self.config.memory.chroma_url or str(self.layout.chroma_dir),
+            "index_store": manifest.get("store"),
+            "rebuild": rebuild,
             "model": self.config.embeddings.model,
             "embedder_fingerprint": manifest.get("embedder"),
             "tokenizer_fingerprint": manifest.get("tokenizer"),
