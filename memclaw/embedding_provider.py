@@ -77,7 +77,11 @@ def key_env_var(model: str) -> str:
 def _lib() -> Any:
     from memclaw.llm import _lib as lib
 
-    return lib()
+    litellm = lib()
+    # litellm's OpenAI embedding path reads `max_retries or litellm.DEFAULT_MAX_RETRIES`, so the 0 we pass (our
+    # retries, not the SDK's on top) only holds when that default is 0 too; nothing else reads the attribute.
+    litellm.DEFAULT_MAX_RETRIES = 0
+    return litellm
 
 
 class QueryCache:
@@ -171,6 +175,7 @@ class ProviderEmbedder:
         self.max_input_tokens = cfg.max_input_tokens or _model_max_tokens(cfg.model)
         self._dim: int | None = cfg.dimensions or self.cache.dim(self.fingerprint)
         self._down_until = 0.0
+        self._down_msg = ""
         self._lock = threading.Lock()
         self.requests = 0  # HTTP requests made (for reports and tests)
 
@@ -256,9 +261,7 @@ class ProviderEmbedder:
         from memclaw.llm import _retryable, backoff_seconds
 
         if time.monotonic() < self._down_until:
-            raise EmbeddingUnavailable(
-                f"the embedding provider for {self.name} was unreachable moments ago; not asking again for a while"
-            )
+            raise EmbeddingUnavailable(self._down_msg)
         lib = _lib()
         attempts = 1 + self.max_retries
         for attempt in range(1, attempts + 1):
@@ -324,10 +327,11 @@ class ProviderEmbedder:
             )
         if _retryable(e):
             self._down_until = time.monotonic() + COOLDOWN_S
-            return EmbeddingUnavailable(
+            self._down_msg = (
                 f"the embedding provider for {self.name} is unavailable after {attempts} attempt(s) "
                 f"({self._describe(e)})"
             )
+            return EmbeddingUnavailable(self._down_msg)
         return EmbeddingProviderError(
             f"the embedding provider refused {self.name} ({self._describe(e)}); check embeddings.model and its settings"
         )

@@ -53,6 +53,7 @@ class SyncReport:
     removed: int = 0
     unchanged: int = 0
     rebuilt: bool = False
+    pending: int = 0  # units whose vectors wait for the embedding provider (keyword search has them already)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -71,6 +72,7 @@ class ScopeState:
     links: dict[str, list[str]] = field(default_factory=dict)
     marks: dict[str, FileMark] = field(default_factory=dict)
     lexical_digest: bytes | None = None  # bm25.file_digest of the BM25 index saved with this table
+    pending: set[str] = field(default_factory=set)  # unit ids without vectors yet (the provider was down)
 
     @property
     def hashes(self) -> dict[str, str]:
@@ -137,6 +139,7 @@ def save_state(path: Path, state: ScopeState) -> None:
         "links": state.links,
         "marks": {src: m.to_tuple() for src, m in state.marks.items()},
         "lexical_digest": state.lexical_digest,
+        "pending": sorted(state.pending),
     }
     body = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
     digest = hashlib.sha256(body).digest()
@@ -169,6 +172,7 @@ def load_state(path: Path) -> ScopeState | None:
             p["links"],
             {src: FileMark.from_tuple(m) for src, m in p["marks"].items()},
             p["lexical_digest"],
+            set(p.get("pending", ())),
         )
         if not isinstance(state.lexical_digest, bytes | None):
             raise ValueError("unexpected content")

@@ -22,7 +22,13 @@ import numpy as np
 from memclaw import index as ix
 from memclaw.config import Config
 from memclaw.dates import DateRange, find_date_ranges
-from memclaw.errors import IndexError_, UsageError, VectorStoreCorrupted, VectorStoreUnavailable
+from memclaw.errors import (
+    EmbeddingUnavailable,
+    IndexError_,
+    UsageError,
+    VectorStoreCorrupted,
+    VectorStoreUnavailable,
+)
 from memclaw.fusion import FusionParams, apply_floors, date_boost, demote_redundant, fuse, link_boost, recency_boost
 from memclaw.passages import passage_ids, split_passages, unit_of
 from memclaw.recall import RecallHit, RecallResult, Signal
@@ -418,7 +424,12 @@ class MemoryService:
         if self.index_mismatch() is not None:
             return False
         sc = self._get_scope(scope)
-        return sc is not None and sc.state.signatures == self._signatures(scope)
+        return sc is not None and sc.state.signatures == self._signatures(scope) and not sc.state.pending
+
+    def pending_vectors(self, scope: str) -> set[str]:
+        """Ids of the scope's units whose vectors wait for the embedding provider (the next sync adds them)."""
+        sc = self._get_scope(scope)
+        return set(sc.state.pending) if sc is not None else set()
 
     # ----- sync ------------------------------------------------------------------------------------------
     def sync(
@@ -526,7 +537,7 @@ class MemoryService:
         old = self._get_scope(scope)
         dirty = self.layout.dirty_file(scope)
         in_store_passages: set[str] = set()
-        if old is not None and old.state.signatures == signatures:
+        if old is not None and old.state.signatures == signatures and not old.state.pending:
             report.unchanged = len(old.state.units)
             return report
         read = self._read_scope(scope, old, signatures)
@@ -563,6 +574,9 @@ class MemoryService:
         report.updated = len(to_embed) - report.added
         report.removed = len(stale_in_store)
         report.unchanged = len(table) - len(to_embed)
+        if old is not None and old.state.pending:  # catch up: vectors the provider could not give last time
+            queued = {u.id for u in to_embed}
+            to_embed += [table[i] for i in sorted(old.state.pending) if i in table and i not in queued]
 
         # Passages: a long unit is embedded as several vectors (see memclaw.passages).
         p_ids: list[str] = []
@@ -587,9 +601,24 @@ class MemoryService:
                     stale_passages.update(set(_passages_of(old_units[u.id], self)) - set(p_ids))
 
         vectors = None
+        pending: set[str] = set()
         if p_texts:
-            vectors = ix.embed_texts(self.embedder, p_texts, self.config.embeddings.batch_size, progress)
-            self._record_dimensions(int(vectors.shape[1]))
+            try:
+                vectors = ix.embed_texts(self.embedder, p_texts, self.config.embeddings.batch_size, progress)
+            except EmbeddingUnavailable as e:  # keyword search gets the units now, the vectors come later
+                pending = {u.id for u in to_embed}
+                p_ids = []
+                if old is not None:  # an edited unit's old vector must not answer for its new text
+                    old_units = old.state.units
+                    for u in to_embed:
+                        if u.id in old_units:
+                            stale_passages.update(_passages_of(old_units[u.id], self))
+                msg = f"{e}; {len(pending)} memories are searchable by keyword now, their vectors come at the next sync"
+                report.warnings.append(msg)
+                log.warning(msg)
+            else:
+                self._record_dimensions(int(vectors.shape[1]))
+        report.pending = len(pending)
         dirty.parent.mkdir(parents=True, exist_ok=True)
         dirty.touch()
         if p_ids:
@@ -618,7 +647,9 @@ class MemoryService:
             links = old.state.links  # only undated units were appended: the session links are unchanged
         else:
             links = _session_links(table)
-        state = ix.ScopeState(scope, signatures, table, links, read.marks, file_digest(self.layout.lexical_file(scope)))
+        state = ix.ScopeState(
+            scope, signatures, table, links, read.marks, file_digest(self.layout.lexical_file(scope)), pending
+        )
         ix.save_state(self.layout.state_file(scope), state)
         dirty.unlink(missing_ok=True)
         with self._lock:
@@ -676,7 +707,7 @@ class MemoryService:
             try:
                 if not self.ensure_fresh(scope, wait=False):
                     result.warnings.append("a sync is running; recalled from the previous index state")
-            except VectorStoreUnavailable as e:
+            except (VectorStoreUnavailable, EmbeddingUnavailable) as e:
                 result.warnings.append(f"{e}; recalling from the last synced state")
         sc = self._get_scope(scope)
         result.timings_ms["sync_check"] = (time.perf_counter() - t0) * 1000
@@ -692,12 +723,21 @@ class MemoryService:
                 bm25_hits = list(sc.lexical.search(tokens, n_cand)) if tokens else []
             result.timings_ms["bm25"] = (time.perf_counter() - t) * 1000
         if mode in ("hybrid", "vector"):
+            from memclaw.embedding import encode_query
+
             t = time.perf_counter()
-            qv = self.embedder.encode([query])[0]
+            try:
+                qv = encode_query(self.embedder, query)
+            except EmbeddingUnavailable as e:  # the provider is down: as for a Chroma outage
+                if mode == "vector":
+                    raise
+                qv = None
+                result.warnings.append(f"{e}; recall fell back to BM25 only")
+                log.warning("%s; recall fell back to BM25 only", e)
             result.timings_ms["embed"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
             try:
-                vec_hits = _best_per_unit(self.store.query(scope, qv, n_cand * 2))
+                vec_hits = _best_per_unit(self.store.query(scope, qv, n_cand * 2)) if qv is not None else []
             except VectorStoreUnavailable as e:
                 if mode == "vector":
                     raise
@@ -853,7 +893,8 @@ class MemoryService:
                 "facts": counts["fact"],
                 "history": counts["history"],
                 "indexed": len(sc.state.units) if sc else 0,
-                "fresh": bool(sc and sc.state.signatures == self._signatures(scope)),
+                "fresh": bool(sc and sc.state.signatures == self._signatures(scope) and not sc.state.pending),
+                "vectors_pending": len(sc.state.pending) if sc else 0,
             }
         manifest = ix.read_manifest(self.layout) or {}
         rebuild = self.index_mismatch()
