@@ -150,3 +150,31 @@ def test_rebuild_reason_in_words():
         "the embedding model changed (m1 -> m2); the store changed (server http://h:8000 -> embedded)"
     )
     assert ix.store_id("http://h:8000/") == "server http://h:8000"
+
+
+def test_the_store_switch_of_the_issue_through_the_cli(tmp_path, chroma_server, monkeypatch, capsys, caplog):
+    """13.1 as reported: `memory add` with MEMCLAW_MEMORY__CHROMA_URL set, then `stats` and `recall` without it."""
+    import json
+
+    from tests.test_faults import run_cli
+
+    ws = make_workspace(tmp_path / "ws")
+    monkeypatch.setenv("MEMCLAW_WORKSPACE", str(ws.root))
+    monkeypatch.setenv("MEMCLAW_MEMORY__CHROMA_URL", chroma_server.url)
+    code, _, err = run_cli(monkeypatch, capsys, "memory", "add", "I keep my passport in the blue folder")
+    assert code == 0, err
+    monkeypatch.delenv("MEMCLAW_MEMORY__CHROMA_URL")
+    code, out, _ = run_cli(monkeypatch, capsys, "memory", "stats", "--json")
+    stats = json.loads(out)
+    assert stats["rebuild"] == f"the store changed (server {chroma_server.url} -> embedded)"
+    assert stats["scopes"]["owner"]["fresh"] is False
+    caplog.set_level(logging.WARNING, logger="memclaw.memory")  # the CLI's log lines go to stderr
+    code, out, err = run_cli(monkeypatch, capsys, "recall", "where is my passport", "--json")
+    assert code == 0
+    hit = json.loads(out)[0]
+    assert "passport" in hit["text"] and hit["vector"]["rank"] is not None
+    assert _rebuild_lines(caplog) == [
+        f"rebuilding the index: the store changed (server {chroma_server.url} -> embedded); 8 memories to embed"
+    ]
+    code, out, _ = run_cli(monkeypatch, capsys, "memory", "stats", "--json")
+    assert json.loads(out)["rebuild"] is None and json.loads(out)["scopes"]["owner"]["fresh"] is True
