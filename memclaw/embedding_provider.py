@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -150,7 +149,7 @@ def default_cache_path(cfg: EmbeddingsConfig) -> Path:
 
 
 class ProviderEmbedder:
-    """An Embedder over `litellm.embedding`. Safe to share between threads."""
+    """An Embedder over `litellm.embedding` (sync: recall and sync call it from worker threads)."""
 
     def __init__(
         self,
@@ -176,8 +175,6 @@ class ProviderEmbedder:
         self._dim: int | None = cfg.dimensions or self.cache.dim(self.fingerprint)
         self._down_until = 0.0
         self._down_msg = ""
-        self._lock = threading.Lock()
-        self.requests = 0  # HTTP requests made (for reports and tests)
 
     def __repr__(self) -> str:  # never the key
         return f"ProviderEmbedder(model={self.name!r}, api_base={self.api_base!r})"
@@ -266,8 +263,6 @@ class ProviderEmbedder:
         attempts = 1 + self.max_retries
         for attempt in range(1, attempts + 1):
             try:
-                with self._lock:
-                    self.requests += 1
                 resp = lib.embedding(**self._kwargs(batch))
                 return self._vectors(resp, len(batch))
             except EmbeddingProviderError:
