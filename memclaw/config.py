@@ -27,12 +27,27 @@ class _Section(BaseModel):
 
 class EmbeddingsConfig(_Section):
     model: str = "all-MiniLM-L6-v2"
-    """A name from embeddings/registry.toml, or any sentence-transformers model name or local path."""
+    """A name from embeddings/registry.toml, any sentence-transformers model name or local path (on this machine),
+    or "<provider>/<model>" for the provider's embeddings through litellm, e.g. openai/text-embedding-3-small
+    (memories then leave the machine)."""
     backend: Literal["auto", "onnx", "torch"] = "auto"
     """auto: the cached ONNX export when present (fast start), else sentence-transformers (torch)."""
     batch_size: int = Field(64, ge=1, le=4096)
     cache_dir: Path | None = None
-    """Where ONNX exports are cached; default: the repository's embeddings/cache, else $MEMCLAW_HOME/models."""
+    """Where ONNX exports (default: the repository's embeddings/cache, else $MEMCLAW_HOME/models) and a provider's
+    query embeddings (default: $MEMCLAW_HOME/cache) are cached."""
+    api_base: str | None = None
+    """Provider models: the endpoint (else the provider's variable, e.g. OPENAI_API_BASE, or its default)."""
+    api_key: SecretStr | None = None
+    """Provider models: the API key (else the provider's variable, e.g. OPENAI_API_KEY); never printed."""
+    timeout_s: float = Field(30.0, gt=0, le=600)
+    """Provider models: how long one request may take."""
+    max_retries: int = Field(3, ge=0, le=10)
+    """Provider models: retries on 429, 5xx, timeouts and connection errors (never on a rejected key)."""
+    dimensions: int | None = Field(None, ge=1)
+    """Provider models that can shorten their vectors (text-embedding-3-*): the size to ask for."""
+    max_input_tokens: int | None = Field(None, ge=16)
+    """Provider models: cut each input to this many tokens; default: litellm's model info, else 8191."""
 
 
 class MemoryConfig(_Section):

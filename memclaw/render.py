@@ -103,4 +103,6 @@ def stats_table(data: dict[str, Any]) -> Table:
             str(s["indexed"]),
             "[green]fresh[/]" if s["fresh"] else "[yellow]stale (syncs on next recall)[/]",
         )
+    if data.get("rebuild"):
+        t.caption = f"the index must be rebuilt: {data['rebuild']} (on the next recall or `memclaw memory sync`)"
     return t

@@ -190,6 +190,14 @@ SystemsOpt = Annotated[
 ]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="Directory for the JSON, Markdown and PNG results.")]
 QuietOpt = Annotated[bool, typer.Option("--no-progress", help="No progress bar.")]
+EmbeddingsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--embeddings",
+        help="Embedding model(s) to run with, comma-separated to compare side by side "
+        "(e.g. all-MiniLM-L6-v2,openai/text-embedding-3-small); default: embeddings.model.",
+    ),
+]
 
 
 @bench_app.command("locomo")
@@ -202,12 +210,21 @@ def bench_locomo(
     limit_questions: Annotated[int | None, typer.Option("--limit-questions", help="First N per conversation.")] = None,
     details: Annotated[bool, typer.Option("--details", help="Also write every question's top 10.")] = False,
     no_progress: QuietOpt = False,
+    embeddings: EmbeddingsOpt = None,
 ) -> None:
     """LoCoMo recall quality: memclaw vs grep, BM25, vector and hybrid variants, through the real path."""
     from memclaw.cli import bench_cmd
 
     bench_cmd.locomo(
-        data, systems, corpus, out, limit_conversations, limit_questions, details, progress=not no_progress
+        data,
+        systems,
+        corpus,
+        out,
+        limit_conversations,
+        limit_questions,
+        details,
+        progress=not no_progress,
+        embeddings=embeddings,
     )
 
 
@@ -218,11 +235,12 @@ def bench_longmemeval(
     systems: SystemsOpt = None,
     out: OutOpt = None,
     no_progress: QuietOpt = False,
+    embeddings: EmbeddingsOpt = None,
 ) -> None:
     """LongMemEval retrieval (official protocol): recall_any/all@k and nDCG per question type."""
     from memclaw.cli import bench_cmd
 
-    bench_cmd.longmemeval(data, limit, systems, out, progress=not no_progress)
+    bench_cmd.longmemeval(data, limit, systems, out, progress=not no_progress, embeddings=embeddings)
 
 
 @bench_app.command("perf")

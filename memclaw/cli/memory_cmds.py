@@ -102,6 +102,7 @@ def _print_reports(reports, json_out: bool) -> None:
             "removed": r.removed,
             "unchanged": r.unchanged,
             "rebuilt": r.rebuilt,
+            "pending": r.pending,
         }
         for r in reports
     ]
@@ -119,10 +120,20 @@ def _print_reports(reports, json_out: bool) -> None:
 def add(text: str, sender: str | None, section: str | None, workspace: Path | None, json_out: bool) -> None:
     mem = open_memory(workspace)
     unit = mem.add_fact(text, scope=sender_scope(sender), section=section)
+    pending = unit.id in mem.pending_vectors(unit.scope)
     if json_out:
-        print_json({"id": unit.id, "text": unit.text, "scope": unit.scope, "source": f"{unit.source}:{unit.line}"})
+        print_json(
+            {
+                "id": unit.id,
+                "text": unit.text,
+                "scope": unit.scope,
+                "source": f"{unit.source}:{unit.line}",
+                "vector_pending": pending,
+            }
+        )
     else:
-        console.print(f"remembered [bold]{unit.id}[/] in {unit.source}:{unit.line}")
+        note = " (its vector is pending: the embedding provider is unreachable; the next sync adds it)"
+        console.print(f"remembered [bold]{unit.id}[/] in {unit.source}:{unit.line}{note if pending else ''}")
 
 
 def stats(workspace: Path | None, json_out: bool) -> None:
