@@ -1,7 +1,12 @@
 """Memory Markdown files on disk: read them into units, and edit them safely.
 
-* Reading decodes with errors="surrogateescape": bytes that are not UTF-8 survive a rewrite unchanged, while
-  the units handed to the index carry valid text (U+FFFD in their place).
+* Reading decodes with errors="surrogateescape": a stray byte that is not UTF-8 (say a Latin-1 "é" in a
+  hand-edited file) survives a rewrite unchanged, while the units handed to the index carry valid text
+  (U+FFFD in its place).
+* A file that is not text is refused (MemoryFileError, exit 3), never indexed and never written to: one holding
+  a NUL byte (binary files and UTF-16 do; a text editor never writes one), or one in which more than 1 byte in
+  MAX_UNDECODABLE_SHARE is not UTF-8 (mojibake: a binary without NULs, or text in another encoding). See
+  `check_text`.
 * Every edit of MEMORY.md is read-modify-write under an exclusive lock (fcntl.flock on a hidden sidecar
   `.MEMORY.md.lock`) and lands with one atomic replace (temp file in the same folder, fsync, os.replace,
   fsync of the folder): a crash leaves the old file or the new one, never half of one.
@@ -54,6 +59,7 @@ except ImportError:  # pragma: no cover
 
 ENCODING = "utf-8"
 ERRORS = "surrogateescape"
+MAX_UNDECODABLE_SHARE = 8  # a memory file with more than 1 byte in 8 that is not UTF-8 is not text
 
 
 # ----- types ---------------------------------------------------------------------------------------------
@@ -95,14 +101,37 @@ def _fix(e: OSError) -> str:
     return "fix its permissions"
 
 
+def check_text(path: Path, data: bytes) -> None:
+    """Raise MemoryFileError (naming the file and the fix) if a memory file's bytes are not text: a NUL byte, or
+    more than 1 byte in MAX_UNDECODABLE_SHARE that is not UTF-8. A few stray non-UTF-8 bytes are kept."""
+    if b"\x00" in data:
+        why = "it is UTF-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else "it holds NUL bytes, as binary files do"
+    else:
+        try:
+            data.decode(ENCODING)
+            return
+        except UnicodeDecodeError:
+            pass
+        bad = len(data) - len(data.decode(ENCODING, "ignore").encode(ENCODING))
+        if bad * MAX_UNDECODABLE_SHARE <= len(data):
+            return
+        why = f"{bad:,} of its {len(data):,} bytes are not UTF-8"
+    raise MemoryFileError(
+        f"memory file {path} is not UTF-8 text ({why}); memclaw neither indexes nor changes it: re-save it as "
+        "UTF-8, or move it out of the way if it is not your memory"
+    )
+
+
 def read_bytes(path: Path) -> bytes | None:
-    """The file's bytes, or None if it does not exist."""
+    """The file's bytes, or None if it does not exist. MemoryFileError if it cannot be read or is not text."""
     try:
-        return Path(path).read_bytes()
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         return None
     except OSError as e:
         raise MemoryFileError(f"cannot read memory file {path}: {_why(e)}; {_fix(e)}") from e
+    check_text(path, data)
+    return data
 
 
 def read_text(path: Path) -> str | None:
@@ -504,6 +533,7 @@ def append_history(path: Path, ts: datetime, text: str) -> None:
             raise MemoryFileError(f"cannot append to {path}: {_why(e)}; fix its permissions") from e
         try:
             size = os.fstat(fd).st_size
+            check_text(path, os.pread(fd, size, 0) if size else b"")
             head = os.pread(fd, min(size, 4096), 0)
             tail = os.pread(fd, min(size, 8), max(0, size - 8)) if size else b""
             first_end = head.find(b"\n")

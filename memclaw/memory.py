@@ -718,6 +718,7 @@ class MemoryService:
                 "save long text as a file in the workspace instead"
             )
         path = self.workspace.memory_file(scope)
+        self._check_other_files(scope, path)
         path.parent.mkdir(parents=True, exist_ok=True)
         append_fact(path, text, section=section, mark=self._mark(scope, path))
         try:
@@ -732,6 +733,17 @@ class MemoryService:
         if match is None:
             raise IndexError_(f"the fact was written to {path} but could not be read back; check the file")
         return match
+
+    def _check_other_files(self, scope: str, path: Path) -> None:
+        """Before writing `path`: refuse (MemoryFileError) if another file of the scope that changed since the
+        last sync cannot be read or is not text, so that a write is never followed by a failing sync."""
+        from memclaw.memfiles import read_bytes
+
+        sc = self._get_scope(scope)
+        sigs = self._signatures(scope)
+        for src, (other, _kind) in self._files(scope).items():
+            if other != path and sigs[src] is not None and (sc is None or sc.state.signatures.get(src) != sigs[src]):
+                read_bytes(other)
 
     def _mark(self, scope: str, path: Path) -> FileMark | None:
         """The synced state's mark of a memory file (what the append fast path of memfiles checks against)."""
