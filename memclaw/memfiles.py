@@ -13,6 +13,9 @@
 * An op list is all-or-nothing: it is checked (unknown ids, empty texts) and the result re-parsed and verified
   before anything is written.
 * HISTORY.md is only ever appended to (with fsync); earlier entries are never rewritten.
+* A fact added without a section goes under DEFAULT_SECTION ("# Notes", created at the end of the file the
+  first time), never under whatever heading happens to be last. A fact for a section that is the file's last
+  one is appended at the very end (so an append to a synced file needs no full parse, see `append_fact`).
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ except ImportError:  # pragma: no cover
 
 ENCODING = "utf-8"
 ERRORS = "surrogateescape"
+DEFAULT_SECTION = "Notes"  # where a fact added without a section goes
 MAX_UNDECODABLE_SHARE = 8  # a memory file with more than 1 byte in 8 that is not UTF-8 is not text
 
 
@@ -70,7 +74,7 @@ class FactOp:
     op: Literal["add", "update", "delete"]
     id: str | None = None
     text: str | None = None
-    section: str | None = None  # add: the heading path to file the fact under, e.g. "Work > Projects"
+    section: str | None = None  # add: the heading path to file the fact under (default DEFAULT_SECTION)
 
 
 @dataclass
@@ -252,7 +256,7 @@ def _comment_residue(raw: list[str], in_comment: bool) -> list[str]:
 class _Plan:
     new_text: str
     expect: Counter
-    adds: list[tuple[str, str | None]]
+    adds: list[tuple[str, str]]
     updates: list[tuple[str, str, str | None]]  # (old id, new text, section)
     deletes: list[str]
     old_ids: set[str]
@@ -269,7 +273,7 @@ def _plan(text: str, path: Path, scope: str, source: str, ops: list[FactOp]) -> 
     nl_r = "\r" if lines and lines[0].endswith("\r") else ""
     touched: set[str] = set()
     replace: dict[int, tuple[int, list[str]]] = {}
-    adds: list[tuple[str, str | None]] = []
+    adds: list[tuple[str, str]] = []
     updates: list[tuple[str, str, str | None]] = []
     deletes: list[str] = []
     for n, op in enumerate(ops, 1):
@@ -282,7 +286,7 @@ def _plan(text: str, path: Path, scope: str, source: str, ops: list[FactOp]) -> 
             if not new_text:
                 raise MemoryFileError(f"op {n} ({kind}): empty fact text: say what to remember")
         if kind == "add":
-            adds.append((new_text or "", normalize_section(op.section)))
+            adds.append((new_text or "", normalize_section(op.section) or DEFAULT_SECTION))
             continue
         if not op.id or op.id not in by_id:
             raise MemoryFileError(
@@ -326,9 +330,8 @@ def _plan(text: str, path: Path, scope: str, source: str, ops: list[FactOp]) -> 
     expect: Counter = Counter((_norm(b.unit.text), b.unit.section) for b in doc.facts if b.unit.id not in touched)
     for _old, t, sec in updates:
         expect[(_norm(t), sec)] += 1
-    eof_section = doc.headings[-1].path if doc.headings else None
     for t, sec in adds:
-        expect[(_norm(t), sec if sec is not None else eof_section)] += 1
+        expect[(_norm(t), sec)] += 1
     return _Plan(new_text, expect, adds, updates, deletes, set(by_id))
 
 
@@ -349,25 +352,20 @@ def _updated_lines(raw_first: str, b: FactBlock, new_text: str, residue: list[st
 
 
 def _place_adds(
-    doc: MemoryDoc, lines: list[str], adds: list[tuple[str, str | None]], insert: dict[int, list[str]], path: Path
+    doc: MemoryDoc, lines: list[str], adds: list[tuple[str, str]], insert: dict[int, list[str]], path: Path
 ) -> None:
-    """Decide where each added fact goes: under its section (creating the headings), else at the end."""
+    """Decide where each added fact goes: under its section (creating the headings)."""
     # The end of the file: make sure the last line ends with a newline.
     if lines[-1] != "":
         lines[-1] += "\r" if lines[0].endswith("\r") else ""
         lines.append("")
     eof = len(lines) - 1
-    groups: dict[str | None, list[str]] = {None: []}  # unsectioned facts first: new headings come after them
+    groups: dict[str, list[str]] = {}
     for t, sec in adds:
         groups.setdefault(sec, []).append(t)
     for sec, texts in groups.items():
-        if not texts:
-            continue
         bullets = [bullet_first_line(t) for t in texts]
-        if sec is None:
-            pos, new = eof, bullets
-        else:
-            pos, new = _section_slot(doc, lines, sec, bullets, eof)
+        pos, new = _section_slot(doc, lines, sec, bullets, eof)
         if pos == eof and (doc.open_comment or doc.open_fence):
             what = "an unclosed HTML comment (<!--)" if doc.open_comment else "an unclosed code fence (```)"
             raise MemoryFileError(f"{path} ends inside {what}: close it, then add the fact again")
@@ -377,6 +375,8 @@ def _place_adds(
 def _section_slot(
     doc: MemoryDoc, lines: list[str], section: str, bullets: list[str], eof: int
 ) -> tuple[int, list[str]]:
+    if _eof_section(doc) == section and not (doc.open_comment or doc.open_fence):
+        return eof, bullets  # the file ends in this section: at the very end (what append_fact's fast path does)
     in_section = [b for b in doc.facts if b.unit.section == section]
     if in_section:
         return max(b.end for b in in_section) + 1, bullets
@@ -402,6 +402,11 @@ def _section_slot(
         return pos, ([""] if blank_before else []) + new + ([""] if pos != eof else [])
     blank_before = eof > 0 and lines[eof - 1].strip() != ""
     return eof, ([""] if blank_before else []) + _heading_block(pieces, 1, bullets)
+
+
+def _eof_section(doc: MemoryDoc) -> str | None:
+    """The section a line appended at the end of the file falls under (as FileMark.section)."""
+    return SECTION_SEP.join(t for _, t in doc.stack) or None
 
 
 def _heading_block(pieces: list[str], level: int, bullets: list[str]) -> list[str]:
@@ -434,7 +439,7 @@ def apply_fact_ops(path: Path, scope: str, source: str, ops: list[FactOp]) -> Fa
 
     Ids are those parse_memory gives for the file as it is now. An unknown id raises MemoryFileError before
     anything is written. Update keeps the item's indentation and marker; delete removes the item's lines
-    (and its continuation lines) only; add goes under `section` (created if missing) or at the end."""
+    (and its continuation lines) only; add goes under `section` (created if missing; DEFAULT_SECTION if None)."""
     path = Path(path)
     ops = list(ops)
     if not ops:
@@ -470,23 +475,26 @@ def apply_fact_ops(path: Path, scope: str, source: str, ops: list[FactOp]) -> Fa
 
 
 def append_fact(path: Path, text: str, *, section: str | None = None, mark: FileMark | None = None) -> None:
-    """Add one fact under `section` (heading path, created if missing), else at the end of the file.
+    """Add one fact under `section` (heading path, created if missing; DEFAULT_SECTION if None).
 
-    `mark` (the synced index's FileMark of this file, if any) allows a fast path for a fact without a section:
-    when the file is still the marked bytes (or those plus an append, see memclaw.incremental), the new line
-    is appended without parsing the whole file (twice) again; the new line alone is parsed and checked from
-    the state the parser has at the end of the file. Any other file takes the full path (apply_fact_ops)."""
+    `mark` (the synced index's FileMark of this file, if any) allows a fast path when the file ends in that
+    section (a file that gets its facts through memclaw mostly does: they land under DEFAULT_SECTION): when the
+    file is still the marked bytes (or those plus an append, see memclaw.incremental), the new line is appended
+    without parsing the whole file (twice) again; the new line alone is parsed and checked from the state the
+    parser has at the end of the file. Any other file takes the full path (apply_fact_ops), which puts a fact
+    for the file's last section at the very end too, so both write the same bytes."""
     path = Path(path)
-    if mark is not None and section is None:
+    section = normalize_section(section) or DEFAULT_SECTION
+    if mark is not None:
         with locked(path):
-            if _append_fast(path, text, mark):
+            if _append_fast(path, text, section, mark):
                 return
     apply_fact_ops(path, "owner", path.name, [FactOp("add", text=text, section=section)])
 
 
-def _append_fast(path: Path, text: str, mark: FileMark) -> bool:
-    """Append one unsectioned fact when the file is exactly the marked bytes and ends cleanly (see
-    memclaw.incremental); False (nothing written) when that does not hold. The caller holds the lock."""
+def _append_fast(path: Path, text: str, section: str, mark: FileMark) -> bool:
+    """Append one fact when the file is exactly the marked bytes, ends cleanly (see memclaw.incremental) and
+    ends in `section`; False (nothing written) when that does not hold. The caller holds the lock."""
     from memclaw.incremental import clean_boundary, parse_appended
 
     data = read_bytes(path)
@@ -498,7 +506,7 @@ def _append_fast(path: Path, text: str, mark: FileMark) -> bool:
         if appended is None:
             return False
         mark = appended[1]
-    if not mark.resumable:
+    if not mark.resumable or mark.section != section:
         return False
     new_text = normalize_fact_text(text)
     if not new_text:

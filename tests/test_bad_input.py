@@ -235,7 +235,8 @@ def test_odd_markdown_is_recalled_and_every_byte_survives(cli, ws, memclaw_home)
     assert mem.read_bytes() == ODD  # recall and sync never write the Markdown
     r = cli("memory", "add", "My kayak is blue")
     assert r.code == 0, r.err
-    assert mem.read_bytes() == ODD + b"- My kayak is blue\n"  # foreign bytes, NULs, comments, code: all kept
+    # foreign bytes, control characters, comments, code: all kept; the fact goes under the default section
+    assert mem.read_bytes() == ODD + b"\n# Notes\n\n- My kayak is blue\n"
     r = cli("memory", "stats", "--json")
     assert json.loads(r.out)["scopes"]["owner"]["facts"] == 8
 
@@ -255,7 +256,7 @@ def test_a_5mb_memory_file(cli, ws, memclaw_home):
     mem.write_bytes(pasted)
     r = cli("memory", "add", "My bike is green")
     assert r.code == 0, r.err
-    assert mem.read_bytes() == pasted + b"- My bike is green\n"
+    assert mem.read_bytes() == pasted + b"\n# Notes\n\n- My bike is green\n"
     assert json.loads(cli("recall", "what colour is my bike", "--json", "-k", "1").out)[0]["text"] == (
         "My bike is green"
     )

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from memclaw.errors import MemoryFileError
 from memclaw.markdown import bullet_first_line, parse_memory
 from memclaw.memfiles import (
+    DEFAULT_SECTION,
     FactOp,
     append_fact,
     append_history,
@@ -85,14 +86,34 @@ def test_file_signature_changes_on_every_write(tmp_path):
 
 
 # ----- append_fact ---------------------------------------------------------------------------------------
-def test_append_fact_at_end_and_into_a_missing_file(tmp_path):
+def test_append_fact_into_a_missing_file_and_a_file_without_newline(tmp_path):
     p = tmp_path / "sub" / "MEMORY.md"
     append_fact(p, "first fact")
     append_fact(p, "  second\nfact  with\tspaces ")
-    assert p.read_text() == "- first fact\n- second fact with spaces\n"
+    assert p.read_text() == "# Notes\n\n- first fact\n- second fact with spaces\n"
     q = write(tmp_path, "# A\n- a", "NO_NEWLINE.md")
-    append_fact(q, "b")
+    append_fact(q, "b", section="A")
     assert q.read_text() == "# A\n- a\n- b\n"
+
+
+def test_a_fact_without_section_goes_under_the_default_section_not_the_last_heading(tmp_path):
+    """Issue 13.3: a fact about a neighbour must not be filed under "Work > Health" because that heading is last."""
+    p = write(tmp_path, "# Work\n- I work at Solaris\n\n## Health\n- allergic to penicillin\n")
+    append_fact(p, "My neighbour Omar has a dog")
+    append_fact(p, "The bakery closes at 18:00")
+    append_fact(p, "Mia is my daughter", section="Family")
+    append_fact(p, "The bins go out on Tuesday")
+    assert [(u.text, u.section) for u in facts(p)] == [
+        ("I work at Solaris", "Work"),
+        ("allergic to penicillin", "Work > Health"),
+        ("My neighbour Omar has a dog", DEFAULT_SECTION),
+        ("The bakery closes at 18:00", DEFAULT_SECTION),
+        ("The bins go out on Tuesday", DEFAULT_SECTION),
+        ("Mia is my daughter", "Family"),
+    ]
+    assert p.read_text().count(f"# {DEFAULT_SECTION}\n") == 1  # created once
+    ops = [FactOp("add", text="added by an op without section")]
+    assert apply_fact_ops(p, "owner", SRC, ops).added[0].section == DEFAULT_SECTION
 
 
 def test_append_fact_under_existing_section(tmp_path):

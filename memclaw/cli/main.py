@@ -105,7 +105,10 @@ def memory_reindex(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) ->
 def memory_add(
     text: Annotated[str, typer.Argument(help="The fact to remember.")],
     sender: SenderOpt = None,
-    section: Annotated[str | None, typer.Option("--section", help="Heading to file it under.")] = None,
+    section: Annotated[
+        str | None,
+        typer.Option("--section", help='Heading path to file it under, e.g. "Work > Pets" (default: Notes).'),
+    ] = None,
     workspace: WorkspaceOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
