@@ -340,6 +340,15 @@ class MemoryService:
                 self._scopes.pop(scope, None)
         return sc
 
+    def _never_written(self, scope: str) -> bool:
+        """The scope has no memory file and no index state (a few stats: no folder or index file is made)."""
+        if any(sig is not None for sig in self._signatures(scope).values()):
+            return False
+        try:
+            return not self.layout.state_file(scope).exists()
+        except OSError:
+            return False  # the index cannot be looked into: the usual path reports it
+
     def is_fresh(self, scope: str) -> bool:
         sc = self._get_scope(scope)
         return sc is not None and sc.state.signatures == self._signatures(scope)
@@ -589,6 +598,8 @@ class MemoryService:
         if not query or not query.strip():
             raise UsageError('empty query: say what to recall, e.g. memclaw recall "where does Anna work"')
         result = RecallResult(query, scope, mode, [])
+        if self._never_written(scope):  # e.g. an unknown sender: nothing to recall, and a read writes nothing
+            return result
         t0 = time.perf_counter()
         if mode != "bm25":
             self.prefetch_store(scope)  # a no-op once the store is open

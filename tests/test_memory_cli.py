@@ -39,3 +39,30 @@ def test_memory_add_files_a_fact_under_the_default_section_or_the_given_one(cli,
         ("Family", "Mia is my daughter"),
     ]
     assert mem.read_text("utf-8").count("# Notes\n") == 1
+
+
+def tree(root) -> dict[str, bytes | None]:
+    """Every path under `root` (index included), with the bytes of the files outside the vector store."""
+    return {
+        str(p.relative_to(root)): (p.read_bytes() if p.is_file() and "chroma" not in p.parts else None)
+        for p in sorted(root.rglob("*"))
+    }
+
+
+def test_a_recall_for_an_unknown_sender_writes_nothing(cli, ws, memclaw_home):
+    """Issue 13.5: `recall --sender discord:999` for a sender with no memory adds no folder, no index file and no
+    row to `status`: reads write nothing."""
+    assert cli("memory", "sync").code == 0
+    before = tree(memclaw_home)
+    for args in (
+        ["recall", "where does my sister live", "--sender", "discord:999"],
+        ["recall", "Porto", "--sender", "discord:999", "--json"],
+        ["recall", "Porto", "--sender", "discord:999", "--mode", "bm25"],
+        ["context", "where does my sister live", "--sender", "discord:999", "--json"],
+    ):
+        r = cli(*args)
+        assert r.code == 0, r.err
+        assert "lives in Porto" not in r.out  # the owner's memory stays the owner's
+    assert tree(memclaw_home) == before
+    scopes = json.loads(cli("status", "--json").out)["memory"]["scopes"]
+    assert list(scopes) == ["owner"]
