@@ -22,7 +22,13 @@ import numpy as np
 from memclaw import index as ix
 from memclaw.config import Config
 from memclaw.dates import DateRange, find_date_ranges
-from memclaw.errors import IndexError_, UsageError, VectorStoreCorrupted, VectorStoreUnavailable
+from memclaw.errors import (
+    IndexError_,
+    UsageError,
+    VectorStoreCorrupted,
+    VectorStoreUnavailable,
+    from_permission_error,
+)
 from memclaw.fusion import FusionParams, apply_floors, date_boost, demote_redundant, fuse, link_boost, recency_boost
 from memclaw.passages import passage_ids, split_passages, unit_of
 from memclaw.recall import RecallHit, RecallResult, Signal
@@ -304,6 +310,8 @@ class MemoryService:
             paired = state.lexical_digest is not None and state.lexical_digest == file_digest(lf)
             if not paired and lexical.ids() != set(state.units):
                 raise IndexError_("BM25 index does not match the unit table")
+        except PermissionError:
+            raise  # not damage: rebuilding would meet it too (said in one line by the CLI)
         except (IndexError_, FileNotFoundError, OSError) as e:
             log.warning("BM25 index of scope %s is unusable (%s); rebuilding it from the unit table", scope, e)
             lexical = self._build_lexical(state.units.values())
@@ -734,8 +742,9 @@ class MemoryService:
         append_fact(path, text, section=section, mark=self._mark(scope, path))
         try:
             self.sync([scope])
-        except VectorStoreUnavailable as e:
-            raise VectorStoreUnavailable(f"{e} (the fact is saved in {path}; the next sync indexes it)") from e
+        except (VectorStoreUnavailable, IndexError_, PermissionError) as e:
+            err = from_permission_error(e) if isinstance(e, PermissionError) else e
+            raise type(err)(f"{err} (the fact is saved in {path}; the next sync indexes it)") from e
         sc = self._get_scope(scope)
         if sc is not None:
             match = sc.state.units.last_match("fact", text)

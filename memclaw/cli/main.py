@@ -266,6 +266,12 @@ def run() -> None:
     except MemclawError as e:
         typer.echo(f"Error: {e}", err=True)
         sys.exit(e.exit_code)
+    except PermissionError as e:  # one no code path said in its own words
+        from memclaw.errors import from_permission_error
+
+        err = from_permission_error(e)
+        typer.echo(f"Error: {err}", err=True)
+        sys.exit(err.exit_code)
     except KeyboardInterrupt:
         typer.echo("Interrupted.", err=True)
         sys.exit(130)
