@@ -12,7 +12,8 @@
   fsync of the folder): a crash leaves the old file or the new one, never half of one.
 * An op list is all-or-nothing: it is checked (unknown ids, empty texts) and the result re-parsed and verified
   before anything is written.
-* HISTORY.md is only ever appended to (with fsync); earlier entries are never rewritten.
+* HISTORY.md is only ever appended to (with fsync); earlier entries are never rewritten, except when the user
+  forgets one (`delete_history_entries`: a locked, verified, atomic rewrite like an edit of MEMORY.md).
 * A fact added without a section goes under DEFAULT_SECTION ("# Notes", created at the end of the file the
   first time), never under whatever heading happens to be last. A fact for a section that is the file's last
   one is appended at the very end (so an append to a synced file needs no full parse, see `append_fact`).
@@ -47,6 +48,7 @@ from memclaw.markdown import (
     normalize_section,
     parse_history,
     parse_memory,
+    scan_history,
     scan_memory,
     section_pieces,
 )
@@ -525,6 +527,40 @@ def _append_fast(path: Path, text: str, section: str, mark: FileMark) -> bool:
 
 
 # ----- history -------------------------------------------------------------------------------------------
+def delete_history_entries(path: Path, scope: str, source: str, ids: list[str]) -> list[MemoryUnit]:
+    """Remove the entries with these ids (from parse_history of the file as it is now) from HISTORY.md, with the
+    blank line that separated each from the next: one locked, verified, atomic rewrite; every other byte is kept.
+    An unknown id raises MemoryFileError before anything is written. Returns the removed entries."""
+    path = Path(path)
+    with locked(path):
+        text = read_text(path) or ""
+        blocks = {b.unit.id: b for b in scan_history(text, scope=scope, source=source)}
+        unknown = [i for i in ids if i not in blocks]
+        if unknown:
+            raise MemoryFileError(f"unknown history id {unknown[0]!r} in {path}: use an id from the current entries")
+        lines = text.split("\n")
+        drop: set[int] = set()
+        for i in dict.fromkeys(ids):
+            b = blocks[i]
+            drop.update(range(b.start, b.end + 1))
+            nxt = b.end + 1
+            while nxt < len(lines) - 1 and not lines[nxt].strip():  # the separator before the next entry
+                drop.add(nxt)
+                nxt += 1
+        new_text = "\n".join(x for n, x in enumerate(lines) if n not in drop)
+        gone = [blocks[i].unit for i in dict.fromkeys(ids)]
+        want = Counter((_norm(u.text), u.timestamp) for u in parse_history(text, scope=scope, source=source))
+        want.subtract(Counter((_norm(u.text), u.timestamp) for u in gone))
+        got = Counter((_norm(u.text), u.timestamp) for u in parse_history(new_text, scope=scope, source=source))
+        if got != +want:
+            raise MemoryFileError(
+                f"could not edit {path} safely (its text is unusual around the forgotten entries); nothing was "
+                "changed: remove them by hand"
+            )
+        atomic_write(path, _encode(new_text))
+    return gone
+
+
 def append_history(path: Path, ts: datetime, text: str) -> None:
     """Append one entry `[YYYY-MM-DD HH:MM] text` to HISTORY.md: a true append (earlier bytes are never
     rewritten), blank-line separated, fsynced. A line of `text` that would read as a stamp is escaped."""

@@ -792,6 +792,36 @@ class MemoryService:
             last = [u for u in self._parse(scope) if u.kind == "history"][-1]
         return last
 
+    def list_units(self, scope: str = OWNER_SCOPE, kind: str | None = None) -> list[MemoryUnit]:
+        """Every memory of a scope as the Markdown holds it now, in file order (facts, then history); reads only."""
+        if kind not in (None, "fact", "history"):
+            raise UsageError(f"unknown memory kind {kind!r}: use fact or history")
+        return [u for u in self._parse(scope) if kind is None or u.kind == kind]
+
+    def forget(self, ids: Sequence[str], *, scope: str = OWNER_SCOPE) -> list[MemoryUnit]:
+        """Remove these memories (ids as `list_units` and recall give them) from the Markdown, then from the index.
+        Every id is checked before anything is written. Returns the forgotten memories."""
+        from memclaw.memfiles import FactOp, apply_fact_ops, delete_history_entries
+
+        current = {u.id: u for u in self._parse(scope)}
+        ids = list(dict.fromkeys(ids))
+        for i in ids:
+            if i not in current:
+                raise UsageError(
+                    f"no memory with id {i!r} in scope {scope}: use an id from `memclaw memory list` or "
+                    "`memclaw recall --json` (an id changes when its text is edited)"
+                )
+        facts = [i for i in ids if current[i].kind == "fact"]
+        history = [i for i in ids if current[i].kind == "history"]
+        if facts:
+            path = self.workspace.memory_file(scope)
+            apply_fact_ops(path, scope, self.workspace.source_of(path), [FactOp("delete", id=i) for i in facts])
+        if history:
+            path = self.workspace.history_file(scope)
+            delete_history_entries(path, scope, self.workspace.source_of(path), history)
+        self.sync([scope])
+        return [current[i] for i in ids]
+
     # ----- stats -----------------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         scopes = {}

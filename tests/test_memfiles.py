@@ -21,6 +21,7 @@ from memclaw.memfiles import (
     append_fact,
     append_history,
     apply_fact_ops,
+    delete_history_entries,
     file_signature,
     lock_path,
     read_units,
@@ -369,6 +370,28 @@ def test_append_history_keeps_crlf_and_foreign_bytes(tmp_path):
     assert h.read_bytes() == before + b"\r\n[2024-01-02 11:00] two\r\nlines\r\n"
     with pytest.raises(MemoryFileError, match="empty history entry"):
         append_history(h, datetime(2024, 1, 3), "  ")
+
+
+@pytest.mark.parametrize(
+    ("before", "forget", "after"),
+    [
+        ("[2024-01-01 10:00] a\n\n[2024-01-02 10:00] b\n\n[2024-01-03 10:00] c\n", "b",
+         "[2024-01-01 10:00] a\n\n[2024-01-03 10:00] c\n"),
+        ("[2024-01-01 10:00] a\n\n[2024-01-02 10:00] b\nsecond line\n", "b\nsecond line", "[2024-01-01 10:00] a\n\n"),
+        ("prelude\n<!-- note -->\n[2024-01-01 10:00] a\r\n\r\n[2024-01-02 10:00] caf\xe9", "a",
+         "prelude\n<!-- note -->\n[2024-01-02 10:00] caf\xe9"),
+    ],
+)  # fmt: skip
+def test_delete_history_entries_removes_the_entry_and_its_separator_only(tmp_path, before, forget, after):
+    h = write(tmp_path, before.encode("latin-1"), "HISTORY.md")
+    units = read_units(h, scope="owner", kind="history", source=SRC)
+    target = next(u for u in units if u.text == forget)
+    gone = delete_history_entries(h, "owner", SRC, [target.id])
+    assert [u.id for u in gone] == [target.id]
+    assert h.read_bytes() == after.encode("latin-1")
+    with pytest.raises(MemoryFileError, match="unknown history id"):
+        delete_history_entries(h, "owner", SRC, [target.id])
+    assert h.read_bytes() == after.encode("latin-1")
 
 
 # ----- property: random op sequences keep the file equal to a simple model --------------------------------

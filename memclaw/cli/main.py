@@ -118,6 +118,32 @@ def memory_add(
     memory_cmds.add(text, sender, section, workspace, json_out)
 
 
+@memory_app.command("list")
+def memory_list(
+    sender: SenderOpt = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="Only fact or history.")] = None,
+    json_out: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Every memory of the owner (or --sender's), with the id `memory forget` takes."""
+    from memclaw.cli import memory_cmds
+
+    memory_cmds.list_memories(sender, kind, json_out, workspace)
+
+
+@memory_app.command("forget")
+def memory_forget(
+    ids: Annotated[list[str], typer.Argument(help="Ids from `memory list` or `recall --json`.")],
+    sender: SenderOpt = None,
+    json_out: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Delete memories from the Markdown and the index; prints what was forgotten."""
+    from memclaw.cli import memory_cmds
+
+    memory_cmds.forget(ids, sender, json_out, workspace)
+
+
 @memory_app.command("stats")
 def memory_stats(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) -> None:
     """Counts per scope and kind, index freshness and model."""
