@@ -38,6 +38,7 @@ from memclaw.prompts import render
 if TYPE_CHECKING:
     from memclaw.config import Config
     from memclaw.recall import RecallResult
+    from memclaw.units import MemoryUnit
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,7 @@ MAX_IMAGE_BYTES = 20 * 1024 * 1024
 APOLOGY = "Sorry, something went wrong on my side while answering. Nothing was lost; please try again."
 DENIED_COMMAND = "Sorry, I only answer people I have been set up to talk to."
 OWNER_ONLY = "Only my owner can use /recall."
+OWNER_ONLY_FORGET = "Only my owner can use /forget."
 SHUTDOWN_GRACE_S = 60.0
 _NO_MENTIONS = discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=False)
 
@@ -179,7 +181,7 @@ def format_recall(result: RecallResult, limit: int = DISCORD_LIMIT) -> str:
         text = " ".join(u.text.split())
         if len(text) > 160:
             text = text[:157] + "..."
-        lines.append(f"`{n:>2}` `{h.score:.3f}` {b} {v} {u.kind}{date} · {text}")
+        lines.append(f"`{n:>2}` `{h.score:.3f}` {b} {v} {u.kind}{date} · {text} · `{u.id}`")
     out = ""
     for line in lines:
         if len(out) + len(line) + 1 > limit - 20:
@@ -232,6 +234,7 @@ class DiscordGateway:
         config: Config,
         *,
         recall: Callable[[str], RecallResult] | None = None,
+        forget: Callable[[list[str]], list[MemoryUnit]] | None = None,
         client: discord.Client | None = None,
         agent_thread: bool = True,
         shutdown_grace_s: float = SHUTDOWN_GRACE_S,
@@ -242,6 +245,7 @@ class DiscordGateway:
         self.config = config
         self.policy = AccessPolicy.from_config(config)
         self._recall = recall
+        self._forget = forget
         self.client = client or discord.Client(intents=default_intents())
         self.tree = app_commands.CommandTree(self.client)
         self.queue = ChannelQueue()
@@ -279,7 +283,12 @@ class DiscordGateway:
         async def help_cmd(interaction: discord.Interaction) -> None:
             await gw.slash_help(interaction)
 
-        for cmd in (recall_cmd, new_cmd, help_cmd):
+        @app_commands.command(name="forget", description="Delete memories by id, as /recall shows them (owner only).")
+        @app_commands.describe(ids="One or more memory ids, separated by spaces")
+        async def forget_cmd(interaction: discord.Interaction, ids: str) -> None:
+            await gw.slash_forget(interaction, ids)
+
+        for cmd in (recall_cmd, new_cmd, help_cmd, forget_cmd):
             self.tree.add_command(cmd)
 
     @property
@@ -460,6 +469,27 @@ class DiscordGateway:
             log.exception("/recall failed")
             text = APOLOGY
         await interaction.followup.send(text, ephemeral=True, allowed_mentions=_NO_MENTIONS)
+
+    async def slash_forget(self, interaction: discord.Interaction, ids: str) -> None:
+        facts = self._interaction_facts(interaction)
+        if not self.policy.is_owner(facts.author_id):
+            log.info("refused /forget from user %s: not the owner", facts.author_id)
+            await interaction.response.send_message(OWNER_ONLY_FORGET, ephemeral=True)
+            return
+        if self._forget is None:
+            await interaction.response.send_message("Forgetting is not available here.", ephemeral=True)
+            return
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        try:
+            from memclaw.render import forgot_text
+
+            text = forgot_text(await asyncio.to_thread(self._forget, ids.split()))
+        except MemclawError as e:
+            text = f"Forget failed: {e}"
+        except Exception:
+            log.exception("/forget failed")
+            text = APOLOGY
+        await interaction.followup.send(text[:DISCORD_LIMIT], ephemeral=True, allowed_mentions=_NO_MENTIONS)
 
     async def slash_new(self, interaction: discord.Interaction) -> None:
         facts = self._interaction_facts(interaction)

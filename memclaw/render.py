@@ -85,6 +85,11 @@ def memory_table(units: list[MemoryUnit], scope: str) -> Table:
     return t
 
 
+def forgot_text(units: list[MemoryUnit]) -> str:
+    """What /forget removed, one line per memory (plain text for chat channels)."""
+    return "\n".join(["Forgot:"] + [f"- {u.id} ({u.kind}): {' '.join(u.text.split())[:200]}" for u in units])
+
+
 def stats_table(data: dict[str, Any]) -> Table:
     t = Table(
         title=f"memory · {data['workspace']} · model {data['model']} · store {data['store']}",
