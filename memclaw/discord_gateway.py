@@ -451,45 +451,38 @@ class DiscordGateway:
         )
 
     async def slash_recall(self, interaction: discord.Interaction, query: str) -> None:
-        facts = self._interaction_facts(interaction)
-        if not self.policy.is_owner(facts.author_id):
-            log.info("refused /recall from user %s: not the owner", facts.author_id)
-            await interaction.response.send_message(OWNER_ONLY, ephemeral=True)
-            return
-        if self._recall is None:
-            await interaction.response.send_message("Recall is not available here.", ephemeral=True)
-            return
-        await interaction.response.defer(ephemeral=True, thinking=True)
-        try:
-            result = await asyncio.to_thread(self._recall, query)
-            text = format_recall(result)
-        except MemclawError as e:
-            text = f"Recall failed: {e}"
-        except Exception:
-            log.exception("/recall failed")
-            text = APOLOGY
-        await interaction.followup.send(text, ephemeral=True, allowed_mentions=_NO_MENTIONS)
+        recall = self._recall
+        run = None if recall is None else (lambda: format_recall(recall(query)))
+        await self._owner_command(interaction, "/recall", run, refusal=OWNER_ONLY, failed="Recall failed")
 
     async def slash_forget(self, interaction: discord.Interaction, ids: str) -> None:
+        from memclaw.render import forgot_text
+
+        forget = self._forget
+        run = None if forget is None else (lambda: forgot_text(forget(ids.split()))[:DISCORD_LIMIT])
+        await self._owner_command(interaction, "/forget", run, refusal=OWNER_ONLY_FORGET, failed="Forget failed")
+
+    async def _owner_command(
+        self, interaction: discord.Interaction, cmd: str, run: Callable[[], str] | None, *, refusal: str, failed: str
+    ) -> None:
+        """An owner-only slash command: refused for anyone else; `run` (in a worker thread) gives the reply."""
         facts = self._interaction_facts(interaction)
         if not self.policy.is_owner(facts.author_id):
-            log.info("refused /forget from user %s: not the owner", facts.author_id)
-            await interaction.response.send_message(OWNER_ONLY_FORGET, ephemeral=True)
+            log.info("refused %s from user %s: not the owner", cmd, facts.author_id)
+            await interaction.response.send_message(refusal, ephemeral=True)
             return
-        if self._forget is None:
-            await interaction.response.send_message("Forgetting is not available here.", ephemeral=True)
+        if run is None:
+            await interaction.response.send_message(f"{cmd} is not available here.", ephemeral=True)
             return
         await interaction.response.defer(ephemeral=True, thinking=True)
         try:
-            from memclaw.render import forgot_text
-
-            text = forgot_text(await asyncio.to_thread(self._forget, ids.split()))
+            text = await asyncio.to_thread(run)
         except MemclawError as e:
-            text = f"Forget failed: {e}"
+            text = f"{failed}: {e}"
         except Exception:
-            log.exception("/forget failed")
+            log.exception("%s failed", cmd)
             text = APOLOGY
-        await interaction.followup.send(text[:DISCORD_LIMIT], ephemeral=True, allowed_mentions=_NO_MENTIONS)
+        await interaction.followup.send(text, ephemeral=True, allowed_mentions=_NO_MENTIONS)
 
     async def slash_new(self, interaction: discord.Interaction) -> None:
         facts = self._interaction_facts(interaction)
