@@ -76,7 +76,7 @@ class RecallConfig(_Section):
     vector_signal: Literal["max", "passages", "head"] = "max"
     """A long unit's vector similarity: its best vector (`max`: passages and head), its best passage
     (`passages`), or its head vector alone (`head`: one vector per unit, its first 256 word pieces)."""
-    min_similarity: float = Field(0.2, ge=-1, le=1)
+    min_similarity: float = Field(0.15, ge=-1, le=1)
     """Vector hits below this cosine similarity are not evidence of relevance."""
     min_bm25: float = Field(0.0, ge=0)
     """BM25 hits at or below this score are not evidence of relevance."""
@@ -112,7 +112,7 @@ class AgentConfig(_Section):
 
 
 class ContextConfig(_Section):
-    recall_k: int = Field(30, ge=0, le=200)
+    recall_k: int = Field(40, ge=0, le=200)
     """At most this many recalled memories are offered to the memory section (0 turns auto-recall off)."""
     memory_tokens: int = Field(512, ge=0)
     """Token budget of the recalled memories in the prompt: the best-ranked memories that fit, whatever their

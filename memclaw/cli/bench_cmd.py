@@ -20,6 +20,21 @@ def _positive(name: str, value: int | None) -> None:
         raise UsageError(f"{name} must be at least 1 (got {value})")
 
 
+def _embedder(base: Any, embed_cache: Path | None) -> Any:
+    """The bench's embedder for `base`: None (the runner loads it) unless a cache file is given. The cache is
+    saved when the process exits, whatever the run's outcome."""
+    if embed_cache is None:
+        return None
+    import atexit
+
+    from memclaw.bench.embedcache import CachedEmbedder
+    from memclaw.embedding import load_embedder
+
+    cached = CachedEmbedder(load_embedder(base.embeddings), Path(embed_cache))
+    atexit.register(cached.save)
+    return cached
+
+
 def locomo(
     data: Path,
     systems: str | None = None,
@@ -30,6 +45,7 @@ def locomo(
     details: bool = False,
     progress: bool = True,
     embeddings: str | None = None,
+    embed_cache: Path | None = None,
 ) -> dict[str, Any]:
     """`memclaw bench locomo --data PATH [--systems a,b] [--corpus all|facts|sessions] [--out DIR]
     [--limit-conversations N] [--limit-questions N] [--details] [--embeddings MODEL[,MODEL]]`: writes
@@ -58,6 +74,7 @@ def locomo(
             details=details,
             progress=progress,
             base=base,
+            embedder=_embedder(base, embed_cache),
         ),
     )
     out = Path(out) if out else Path("bench-results") / ("locomo" if corpus == "all" else f"locomo-{corpus}")
@@ -74,6 +91,7 @@ def longmemeval(
     out: Path | None = None,
     progress: bool = True,
     embeddings: str | None = None,
+    embed_cache: Path | None = None,
 ) -> dict[str, Any]:
     """`memclaw bench longmemeval --data PATH [--limit N] [--systems a,b] [--out DIR] [--embeddings MODEL[,MODEL]]`:
     writes DIR/longmemeval.json, DIR/longmemeval.md, DIR/longmemeval-recall.png."""
@@ -87,7 +105,9 @@ def longmemeval(
     res = run_per_model(
         embeddings,
         bench_config(),
-        lambda base: run_longmemeval(Path(data), specs, limit=limit, progress=progress, base=base),
+        lambda base: run_longmemeval(
+            Path(data), specs, limit=limit, progress=progress, base=base, embedder=_embedder(base, embed_cache)
+        ),
     )
     out = Path(out) if out else Path("bench-results") / "longmemeval"
     paths = write_longmemeval_results(res, out)

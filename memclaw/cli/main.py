@@ -227,6 +227,14 @@ EmbeddingsOpt = Annotated[
         "(e.g. all-MiniLM-L6-v2,openai/text-embedding-3-small); default: embeddings.model.",
     ),
 ]
+EmbedCacheOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--embed-cache",
+        help="Keep the model's text vectors in this file, so a later run embeds only texts it has not seen "
+        "(a bench tool; memclaw's index never reads it).",
+    ),
+]
 
 
 @bench_app.command("locomo")
@@ -240,6 +248,7 @@ def bench_locomo(
     details: Annotated[bool, typer.Option("--details", help="Also write every question's top 10.")] = False,
     no_progress: QuietOpt = False,
     embeddings: EmbeddingsOpt = None,
+    embed_cache: EmbedCacheOpt = None,
 ) -> None:
     """LoCoMo recall quality: memclaw vs grep, BM25, vector and hybrid variants, through the real path."""
     from memclaw.cli import bench_cmd
@@ -254,6 +263,7 @@ def bench_locomo(
         details,
         progress=not no_progress,
         embeddings=embeddings,
+        embed_cache=embed_cache,
     )
 
 
@@ -265,11 +275,14 @@ def bench_longmemeval(
     out: OutOpt = None,
     no_progress: QuietOpt = False,
     embeddings: EmbeddingsOpt = None,
+    embed_cache: EmbedCacheOpt = None,
 ) -> None:
     """LongMemEval retrieval (official protocol): recall_any/all@k and nDCG per question type."""
     from memclaw.cli import bench_cmd
 
-    bench_cmd.longmemeval(data, limit, systems, out, progress=not no_progress, embeddings=embeddings)
+    bench_cmd.longmemeval(
+        data, limit, systems, out, progress=not no_progress, embeddings=embeddings, embed_cache=embed_cache
+    )
 
 
 @bench_app.command("perf")
