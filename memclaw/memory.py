@@ -722,6 +722,9 @@ class MemoryService:
                     result.warnings.append("a sync is running; recalled from the previous index state")
             except (VectorStoreUnavailable, EmbeddingUnavailable) as e:
                 result.warnings.append(f"{e}; recalling from the last synced state")
+            except BaseException:
+                self._join_prefetch()  # never exit while the store is being opened in the background (it crashes)
+                raise
         sc = self._get_scope(scope)
         result.timings_ms["sync_check"] = (time.perf_counter() - t0) * 1000
         if sc is None or not sc.state.units:
