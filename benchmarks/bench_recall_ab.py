@@ -91,6 +91,9 @@ def main() -> None:
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "recall-ab.md")
+    ap.add_argument(
+        "--cache-dir", type=Path, default=None, help="keep the document vectors here between runs (default: a temp dir)"
+    )
     a = ap.parse_args()
     from memclaw.bench.runner import machine_info
 
@@ -101,7 +104,8 @@ def main() -> None:
 
     rows = []
     for n in [int(x) for x in a.sizes.split(",")]:
-        cache = Path(tempfile.mkdtemp(prefix="memclaw-ab-cache-")) / "docs.pkl"
+        cache = (a.cache_dir or Path(tempfile.mkdtemp(prefix="memclaw-ab-cache-"))) / f"docs-{n}.pkl"
+        cache.parent.mkdir(parents=True, exist_ok=True)
         runs = [("current", child(a.current, n, cache, a.queries))]
         runs.append(("baseline", child(a.baseline, n, cache, a.queries)))
         runs.append(("current (again)", child(a.current, n, cache, a.queries)))
