@@ -271,7 +271,9 @@ class Agent:
                 final = render("agent_max_iterations", n=self.config.agent.max_tool_iterations, last_tools=names)
         except LLMError as e:
             rec.error = str(e)
-            log.warning("turn in %s/%s: %s", msg.channel, msg.chat_id, e)
+            # the terminal shows the error itself (one line); other channels' operators need it in the log
+            level = logging.INFO if msg.channel == "cli" else logging.WARNING
+            log.log(level, "turn in %s/%s: %s", msg.channel, msg.chat_id, e)
             if owner:
                 text = f"Sorry, I could not get an answer from the model: {e}. Your message is saved."
             else:

@@ -4,8 +4,10 @@ Any litellm model string works (`openai/...`, `anthropic/...`, `openrouter/...`,
 from `agent.api_base` / `agent.api_key` (or `agent.model_overrides[model]`), else from the provider's usual
 environment variables (`OPENAI_API_BASE`, `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, ...), which litellm reads itself.
 
-Rate limits (429), server errors (5xx, including unparseable bodies, which litellm reports as 500), timeouts and
-connection errors are retried with exponential backoff (honouring Retry-After, bounded); anything else, or running
+A missing or rejected API key (litellm reports it as AuthenticationError, or as a 500 "Missing credentials" for
+some providers) is never retried: `LLMError` names the environment variable to set for the provider. Rate limits
+(429), server errors (5xx, including unparseable bodies, which litellm reports as 500), timeouts and connection
+errors are retried with exponential backoff (honouring Retry-After, bounded); anything else, or running
 out of retries, raises `LLMError` with a one-line message that says what to do. Keys never appear in logs or
 messages. litellm is imported on first use (it is slow to import).
 """
@@ -32,6 +34,8 @@ MAX_BACKOFF_S = 20.0
 # Keys of `agent.model_overrides[model]` this client understands (others, e.g. context_window and vision, are
 # read by the ContextBuilder). `params` is a dict passed to litellm as-is (e.g. {"reasoning_effort": "low"}).
 _OVERRIDE_KEYS = {"api_base", "api_key", "temperature", "max_tokens", "timeout_s", "max_retries", "params"}
+# How providers say "no key" when litellm does not raise AuthenticationError (e.g. openai: InternalServerError 500).
+_NO_KEY_RE = re.compile(r"missing credentials|missing [\w ]*api key|api_key client option must be set", re.I)
 _SECRET_RE = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+[A-Za-z0-9_\-\.]{8,}|key=[A-Za-z0-9_\-]{8,})")
 
 _litellm: Any = None
@@ -130,6 +134,13 @@ class LLMClient:
     def __repr__(self) -> str:  # never the key
         return f"LLMClient(model={self.model!r}, api_base={self.api_base!r})"
 
+    def missing_key(self) -> str | None:
+        """A one-line note when no API key for this model is configured or in the environment, else None."""
+        if self._api_key:
+            return None
+        names, missing = _key_vars(self.model)
+        return f"no API key for {self.model}: {_set_key_hint(names)}" if missing else None
+
     def _kwargs(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, **over: Any) -> dict:
         kw: dict[str, Any] = {
             "model": self.model,
@@ -221,9 +232,12 @@ class LLMClient:
         lib = _lib()
         status = getattr(e, "status_code", None)
         what = self._describe(e)
-        if isinstance(e, lib.AuthenticationError) or status in (401, 403):
-            hint = "check agent.api_key or the provider's API key environment variable (e.g. OPENAI_API_KEY)"
-            return LLMError(f"the model {self.model} rejected the credentials ({what}); {hint}")
+        if _auth_failure(e):
+            names, missing = _key_vars(self.model)
+            if missing and not self._api_key:
+                return LLMError(f"no API key for {self.model}: {_set_key_hint(names)}")
+            where = "agent.api_key in config.toml" if self._api_key else _one_of(names) or "the provider's API key"
+            return LLMError(f"the model {self.model} rejected the API key ({what}); check {where}")
         if isinstance(e, lib.NotFoundError) or status == 404:
             return LLMError(f"model {self.model} was not found ({what}); check agent.model and agent.api_base")
         if isinstance(e, lib.ContextWindowExceededError):
@@ -283,9 +297,45 @@ class _JunkResponse(Exception):
     status_code = 502
 
 
+def _auth_failure(e: BaseException) -> bool:
+    """A missing or rejected key: litellm's AuthenticationError, a 401/403, or a provider's "missing credentials"."""
+    if isinstance(e, _lib().AuthenticationError) or getattr(e, "status_code", None) in (401, 403):
+        return True
+    return bool(_NO_KEY_RE.search(str(e)))
+
+
+def _key_vars(model: str) -> tuple[list[str], bool]:
+    """The environment variables the model's key is read from, and whether they are all unset. litellm knows each
+    provider's variables (e.g. OPENAI_API_KEY) but names them only when missing; otherwise this guesses
+    PROVIDER_API_KEY."""
+    lib = _lib()
+    try:
+        missing = lib.validate_environment(model)["missing_keys"]
+    except Exception:  # an unknown provider
+        missing = []
+    keys = [n for n in missing if "KEY" in n or "TOKEN" in n]
+    if keys:
+        return keys, True
+    try:
+        return [f"{lib.get_llm_provider(model)[1].upper()}_API_KEY"], False
+    except Exception:
+        return [], False
+
+
+def _one_of(names: list[str]) -> str:
+    """GEMINI_API_KEY or GOOGLE_API_KEY (alternatives), AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (a pair)."""
+    return (" or " if all(n.endswith("_API_KEY") for n in names) else " and ").join(names)
+
+
+def _set_key_hint(names: list[str]) -> str:
+    return f"set {_one_of(names) or 'the provider API key'} in the environment (or agent.api_key in config.toml)"
+
+
 def _retryable(e: BaseException) -> bool:
     if isinstance(e, _JunkResponse):
         return True
+    if _auth_failure(e):
+        return False
     lib = _lib()
     if isinstance(e, lib.ContextWindowExceededError | lib.AuthenticationError | lib.NotFoundError):
         return False

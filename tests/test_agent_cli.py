@@ -76,8 +76,9 @@ def test_agent_one_shot_through_the_console_script(root, llm_server):
     llm_server.status(500, times=3)
     p = memclaw("agent", "-m", "still there?", "-w", str(root))
     assert p.returncode == 5
-    line = p.stdout.strip()
-    assert line.startswith("Sorry, I could not get an answer from the model") and "\n" not in line
+    assert p.stdout == ""  # an error is never printed as if it were the reply
+    line = p.stderr.strip()
+    assert line.startswith("Error: the model openai/gpt-4o-mini is unavailable") and "\n" not in line
     session = SessionStore(root / "sessions").load("cli", "cli")
     assert session.messages[-1]["content"] == "still there?"
     # an empty message is a usage error naming the fix
@@ -117,3 +118,40 @@ def test_chat_is_interactive_with_history_a_spinner_and_commands(root, llm_serve
         "You work at Solaris Energy.",
     ]
     assert json.dumps(session.messages).count("/help") == 0  # commands are not stored
+
+
+def test_a_missing_or_rejected_key_fails_at_once_naming_the_variable(root, llm_server, monkeypatch):
+    # the server rejects the key (401): no retry, nothing on stdout, one line naming the variable
+    llm_server.status(401, times=4)
+    p = memclaw("agent", "-m", "hi", "-w", str(root), MEMCLAW_AGENT__MAX_RETRIES="3")
+    assert (p.returncode, p.stdout) == (5, "")
+    assert p.stderr.count("\n") == 1 and "rejected the API key" in p.stderr and "OPENAI_API_KEY" in p.stderr
+    assert len(llm_server.requests) == 1
+    # no key at all (litellm reports it as InternalServerError 500 "Missing credentials" for openai): no retry
+    monkeypatch.delenv("OPENAI_API_KEY")
+    p = memclaw("agent", "-m", "hi", "-w", str(root), MEMCLAW_AGENT__MAX_RETRIES="3")
+    assert (p.returncode, p.stdout) == (5, "")
+    assert p.stderr.startswith("Error: no API key for openai/gpt-4o-mini: set OPENAI_API_KEY") and (
+        p.stderr.count("\n") == 1
+    )
+    assert len(llm_server.requests) == 1  # the call never left the process
+    # a provider without api_base (litellm raises AuthenticationError): the provider's own variable
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    model = "anthropic/claude-3-5-sonnet-20241022"
+    p = memclaw("agent", "-m", "hi", "-w", str(root), MEMCLAW_AGENT__MODEL=model, MEMCLAW_AGENT__MAX_RETRIES="3")
+    assert (p.returncode, p.stdout) == (5, "")
+    assert (
+        p.stderr == f"Error: no API key for {model}: set ANTHROPIC_API_KEY in the environment "
+        "(or agent.api_key in config.toml)\n"
+    )
+    # status and chat say so up front
+    p = memclaw("status", "-w", str(root), MEMCLAW_AGENT__MODEL=model)
+    assert p.returncode == 0 and "no API key for anthropic" in p.stdout and "ANTHROPIC_API_KEY" in p.stdout
+    p = memclaw("status", "--json", "-w", str(root))
+    assert "OPENAI_API_KEY" in json.loads(p.stdout)["model_key_missing"]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    p = memclaw("status", "--json", "-w", str(root))
+    assert json.loads(p.stdout)["model_key_missing"] is None
+    p = memclaw("chat", "-w", str(root), stdin="/exit\n", MEMCLAW_AGENT__MODEL=model)
+    assert p.returncode == 0 and "no API key for anthropic" in p.stderr and "ANTHROPIC_API_KEY" in p.stderr
+    assert len(llm_server.requests) == 1

@@ -13,13 +13,14 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.markup import escape
+
 from memclaw.cli.common import console, err_console
 
 if TYPE_CHECKING:
     from memclaw.agent import Agent, AgentReply
 
 EXIT_WORDS = {"exit", "quit", ":q", "/exit", "/quit"}
-LLM_FAILED_EXIT = 5
 
 
 def make_agent(workspace: Path | None) -> Agent:
@@ -32,13 +33,20 @@ def make_agent(workspace: Path | None) -> Agent:
 
 
 def _print_reply(reply: AgentReply) -> None:
-    if console.is_terminal:
+    if _failed(reply):  # an error is not a reply: stderr, so a script reading stdout never takes it for one
+        err_console.print(f"[yellow]{escape(reply.text)}[/]")
+    elif console.is_terminal:
         from rich.markdown import Markdown
 
         style = None if reply.ok else "yellow"
         console.print(Markdown(reply.text), style=style)
     else:
         console.print(reply.text, markup=False, highlight=False, soft_wrap=True)
+
+
+def _failed(reply: AgentReply) -> bool:
+    """The turn failed (model unavailable, no key, an internal error), as opposed to a command's refusal."""
+    return not reply.ok and bool(reply.record.error) and not reply.command
 
 
 async def _turn(agent: Agent, text: str) -> AgentReply:
@@ -49,11 +57,9 @@ async def _turn(agent: Agent, text: str) -> AgentReply:
 
 
 def agent_command(message: str, workspace: Path | None = None) -> None:
-    """Send one message as the owner and print the reply. Exit code 5 when the model was unavailable.
-
-    The exit is a SystemExit, not typer.Exit: the console script runs typer with standalone_mode=False, where
-    click turns typer.Exit into a return value that would be lost (the process would exit 0)."""
-    from memclaw.errors import UsageError
+    """Send one message as the owner and print the reply on stdout. When the model was unavailable (or has no key),
+    nothing goes to stdout: LLMError (one line on stderr, exit 5)."""
+    from memclaw.errors import LLMError, UsageError
 
     if not message or not message.strip():
         raise UsageError('empty message: use memclaw agent -m "your message"')
@@ -70,9 +76,9 @@ def agent_command(message: str, workspace: Path | None = None) -> None:
     finally:
         if agent.memory is not None:
             agent.memory.close()
+    if _failed(reply):
+        raise LLMError(reply.record.error or "the model did not answer")
     _print_reply(reply)
-    if not reply.ok and reply.record.error and not reply.command:
-        raise SystemExit(LLM_FAILED_EXIT)
 
 
 def _history_file() -> Path:
@@ -110,6 +116,9 @@ def chat_command(workspace: Path | None = None) -> None:
     err_console.print(
         f"[bold]{agent.config.agent.name}[/bold] ({agent.llm.model}) — /help for commands, Ctrl-D to quit"
     )
+    no_key = agent.llm.missing_key()
+    if no_key:
+        err_console.print(f"[yellow]warning:[/] {escape(no_key)}; replies will fail until then")
     loop = asyncio.new_event_loop()
     try:
         while True:

@@ -138,6 +138,7 @@ def migrate(to: str, workspace: Path | None) -> None:
 def status(workspace: Path | None, json_out: bool) -> None:
     from memclaw.cli.gateway_cmd import TOKEN_ENV, token_source
     from memclaw.config import config_path, dump_config
+    from memclaw.llm import LLMClient
 
     mem = open_memory(workspace)
     cfg = mem.config
@@ -146,6 +147,7 @@ def status(workspace: Path | None, json_out: bool) -> None:
     data = {
         "config_file": str(config_path()) if config_path() else None,
         "model": cfg.agent.model,
+        "model_key_missing": LLMClient(cfg).missing_key(),  # a note naming the variable to set, or None
         "embedding_model": cfg.embeddings.model,
         "workspace": str(mem.workspace.root),
         "memory": mem.stats(),
@@ -170,6 +172,8 @@ def status(workspace: Path | None, json_out: bool) -> None:
 
     console.print(f"[bold]config[/]    {data['config_file'] or '(defaults + environment)'}")
     console.print(f"[bold]model[/]     {data['model']}   [bold]embeddings[/] {data['embedding_model']}")
+    if data["model_key_missing"]:
+        console.print(f"[yellow]warning:[/] {data['model_key_missing']}")
     console.print(f"[bold]workspace[/] {data['workspace']}")
     d = data["channels"]["discord"]
     state = f"configured (token from {d['token_from']})" if d["configured"] else f"not configured (set {TOKEN_ENV})"
