@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
-from memclaw.cli.common import console, err_console
+from memclaw.cli.common import arg_or_stdin, console, err_console
 
 if TYPE_CHECKING:
     from memclaw.agent import Agent, AgentReply
@@ -61,6 +61,7 @@ def agent_command(message: str, workspace: Path | None = None) -> None:
     nothing goes to stdout: LLMError (one line on stderr, exit 5)."""
     from memclaw.errors import LLMError, UsageError
 
+    message = arg_or_stdin(message)
     if not message or not message.strip():
         raise UsageError('empty message: use memclaw agent -m "your message"')
     agent = make_agent(workspace)

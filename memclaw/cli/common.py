@@ -33,6 +33,13 @@ def open_memory(workspace: Path | None = None) -> MemoryService:
     return MemoryService(ws, cfg)
 
 
+def arg_or_stdin(value: str) -> str:
+    """`-` means: read the text from stdin (e.g. `memclaw recall - < question.txt`); anything else is the text."""
+    if value != "-":
+        return value
+    return sys.stdin.buffer.read().decode("utf-8", "replace").strip()
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 

@@ -110,8 +110,10 @@ def build_for_cli(
 
 def context_command(message: str, sender: str | None, channel: str, json_out: bool, workspace: Path | None) -> None:
     """Print the assembled messages and the budget table (or {messages, report, ...} as JSON)."""
+    from memclaw.cli.common import arg_or_stdin
     from memclaw.markdown import clean_text
 
+    message = arg_or_stdin(message)
     if not message or not message.strip():
         raise UsageError('empty message: say what the message is, e.g. memclaw context "what is my address"')
     message = clean_text(message)  # undecodable argv bytes arrive as lone surrogates, which cannot be printed

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memclaw.cli.common import console, err_console, load, open_memory, print_json, progress_bar
+from memclaw.cli.common import arg_or_stdin, console, err_console, load, open_memory, print_json, progress_bar
 from memclaw.units import sender_scope
 
 
@@ -49,6 +49,7 @@ def recall(
     json_out: bool,
     workspace: Path | None,
 ) -> None:
+    query = arg_or_stdin(query)
     mem = open_memory(workspace)
     scope = sender_scope(sender)
     result = mem.recall_detailed(query, scope=scope, k=k, mode=mode, kind=kind)
