@@ -38,6 +38,7 @@ from memclaw.tools import ToolContext, ToolRegistry
 if TYPE_CHECKING:
     from memclaw.config import Config
     from memclaw.memory import MemoryService
+    from memclaw.recall import RecallResult
     from memclaw.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -111,6 +112,7 @@ class AgentReply:
     ok: bool = True
     command: str | None = None  # "/new", "/help", "/recall" when the message was a command
     record: TurnRecord = field(default_factory=TurnRecord)
+    recall: RecallResult | None = None  # /recall's result, for channels that draw their own table
 
 
 def _as_workspace(root: Path) -> Workspace | Path:
@@ -331,7 +333,11 @@ class Agent:
     async def _command(self, cmd: str, arg: str, msg: InboundMessage, ctx: ToolContext, rec: TurnRecord) -> AgentReply:
         if cmd == "/help":
             text = render(
-                "agent_help", agent_name=self.config.agent.name, is_owner=ctx.is_owner, tools=self.tools.names(ctx)
+                "agent_help",
+                agent_name=self.config.agent.name,
+                is_owner=ctx.is_owner,
+                tools=self.tools.names(ctx),
+                terminal=msg.channel == "cli",
             )
             return AgentReply(text, command=cmd, record=rec)
         if cmd == "/new":
@@ -344,10 +350,10 @@ class Agent:
         if self.memory is None:
             return AgentReply("Memory is not available.", ok=False, command=cmd, record=rec)
         try:
-            hits = await asyncio.to_thread(self.memory.recall, arg, scope=ctx.scope)
+            result = await asyncio.to_thread(self.memory.recall_detailed, arg, scope=ctx.scope)
         except MemclawError as e:
             return AgentReply(f"Recall failed: {e}", ok=False, command=cmd, record=rec)
-        return AgentReply(recall_text(arg, ctx.scope, hits), command=cmd, record=rec)
+        return AgentReply(recall_text(arg, ctx.scope, result.hits), command=cmd, record=rec, recall=result)
 
     async def _cmd_new(self, msg: InboundMessage, rec: TurnRecord) -> AgentReply:
         # wait for a running background consolidation of this chat, then consolidate everything

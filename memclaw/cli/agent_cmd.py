@@ -10,17 +10,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
-from memclaw.cli.common import arg_or_stdin, console, err_console
+from memclaw.cli.common import arg_or_stdin, console, err_console, log_through
 
 if TYPE_CHECKING:
     from memclaw.agent import Agent, AgentReply
 
 EXIT_WORDS = {"exit", "quit", ":q", "/exit", "/quit"}
+_COMMAND_RE = re.compile(r"/[A-Za-z][\w-]*")  # "/recall", not "/etc/hosts is missing"
 
 
 def make_agent(workspace: Path | None) -> Agent:
@@ -35,6 +37,12 @@ def make_agent(workspace: Path | None) -> Agent:
 def _print_reply(reply: AgentReply) -> None:
     if _failed(reply):  # an error is not a reply: stderr, so a script reading stdout never takes it for one
         err_console.print(f"[yellow]{escape(reply.text)}[/]")
+    elif reply.recall is not None and reply.recall.hits:  # /recall: the same table as `memclaw recall`
+        from memclaw.render import recall_table
+
+        for w in reply.recall.warnings:
+            err_console.print(f"[yellow]warning:[/] {escape(w)}")
+        console.print(recall_table(reply.recall, width=console.width))
     elif console.is_terminal:
         from rich.markdown import Markdown
 
@@ -64,6 +72,7 @@ def agent_command(message: str, workspace: Path | None = None) -> None:
     message = arg_or_stdin(message)
     if not message or not message.strip():
         raise UsageError('empty message: use memclaw agent -m "your message"')
+    log_through(err_console)
     agent = make_agent(workspace)
 
     async def main() -> AgentReply:
@@ -110,10 +119,23 @@ def _setup_readline() -> None:
     atexit.register(save)
 
 
+def _saved(agent: Agent, text: str) -> bool:
+    """Whether an interrupted turn had already stored the user's message (commands store nothing)."""
+    with contextlib.suppress(Exception):
+        users = [m for m in agent.sessions.load("cli", "cli").messages if m.get("role") == "user"]
+        return bool(users) and users[-1].get("content") == text and not text.startswith("/")
+    return False
+
+
 def chat_command(workspace: Path | None = None) -> None:
-    """Interactive chat as the owner, with line editing and history; Ctrl-D or `exit` to leave."""
+    """Interactive chat as the owner, with line editing and history; Ctrl-D, `exit` or `/exit` to leave. An unknown
+    /command is answered with the list of commands, never sent to the model."""
+    from memclaw.agent import COMMANDS
+
     agent = make_agent(workspace)
+    log_through(err_console)
     _setup_readline()
+    known = ", ".join((*COMMANDS, "/exit"))
     err_console.print(
         f"[bold]{agent.config.agent.name}[/bold] ({agent.llm.model}) — /help for commands, Ctrl-D to quit"
     )
@@ -136,10 +158,19 @@ def chat_command(workspace: Path | None = None) -> None:
                 continue
             if text.lower() in EXIT_WORDS:
                 break
+            word = text.split(maxsplit=1)[0].lower()
+            if _COMMAND_RE.fullmatch(word) and word not in COMMANDS:  # a typo is not a message to the model
+                console.print(f"unknown command {escape(word)}; commands: {known}")
+                continue
+            turn = loop.create_task(_turn(agent, text))
             try:
-                reply = loop.run_until_complete(_turn(agent, text))
-            except KeyboardInterrupt:
-                err_console.print("[dim](interrupted; your message is saved)[/dim]")
+                reply = loop.run_until_complete(turn)
+            except KeyboardInterrupt:  # stop the turn (it would hold the chat's lock), then say what was kept
+                turn.cancel()
+                with contextlib.suppress(BaseException):
+                    loop.run_until_complete(turn)
+                saved = "; your message is saved" if _saved(agent, text) else ""
+                err_console.print(f"[dim](interrupted{saved})[/dim]")
                 continue
             _print_reply(reply)
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,32 @@ def open_memory(workspace: Path | None = None) -> MemoryService:
 
     cfg, ws = load(workspace)
     return MemoryService(ws, cfg)
+
+
+class _ConsoleLogHandler(logging.Handler):
+    """Log records printed through a rich console, which draws them above a live spinner instead of into it."""
+
+    def __init__(self, target: Console) -> None:
+        super().__init__()
+        self.target = target
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.target.print(self.format(record), markup=False, highlight=False, soft_wrap=True)
+        except Exception:
+            self.handleError(record)
+
+
+def log_through(target: Console) -> None:
+    """Route the root logger's stream handlers through `target` (for commands that show a spinner)."""
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        if type(h) is logging.StreamHandler:
+            new = _ConsoleLogHandler(target)
+            new.setFormatter(h.formatter)
+            new.setLevel(h.level)
+            root.removeHandler(h)
+            root.addHandler(new)
 
 
 def arg_or_stdin(value: str) -> str:
