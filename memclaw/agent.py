@@ -33,6 +33,7 @@ from memclaw.errors import LLMError, MemclawError
 from memclaw.llm import LLMClient, LLMResponse, Usage
 from memclaw.prompts import render
 from memclaw.sessions import SessionStore
+from memclaw.shorten import ECHO_CHARS, MEMORY_CHARS, shorten
 from memclaw.tools import ToolContext, ToolRegistry
 
 if TYPE_CHECKING:
@@ -390,6 +391,7 @@ class Agent:
 
 def recall_text(query: str, scope: str, hits: Sequence[Any]) -> str:
     """The recall table as compact plain text (for chat channels)."""
+    query = shorten(query, ECHO_CHARS)
     if not hits:
         return f'No memories found for "{query}" ({scope}).'
     lines = [f'Recall for "{query}" ({scope}, {len(hits)} hits)', "#  score  kind     source              text"]
@@ -397,7 +399,7 @@ def recall_text(query: str, scope: str, hits: Sequence[Any]) -> str:
         u = h.unit
         src = f"{u.source}:{u.line}"
         date = f"{u.timestamp:%Y-%m-%d} " if u.timestamp else ""
-        text = u.text if len(u.text) <= 120 else u.text[:117] + "..."
+        text = shorten(u.text, MEMORY_CHARS)
         b = f"bm25 #{h.bm25.rank}" if h.bm25.rank else "bm25 -"
         v = f"vec #{h.vector.rank} {h.vector.score:.2f}" if h.vector.rank and h.vector.score is not None else "vec -"
         lines.append(f"{i:<2} {h.score:.3f}  {u.kind:<7}  {src:<18}  {date}{text}  ({b}, {v})")

@@ -126,6 +126,7 @@ def print_context(built: BuiltContext, secrets: list[str], json_out: bool) -> No
     from rich.panel import Panel
 
     from memclaw.cli.common import console, print_json
+    from memclaw.shorten import ECHO_CHARS, shorten
 
     data = redact(built.to_json(), secrets)
     if json_out:
@@ -143,6 +144,7 @@ def print_context(built: BuiltContext, secrets: list[str], json_out: bool) -> No
         console.print(Panel(escape(str(content or "")), title=f"[{i}] {m.get('role')}", title_align="left"))
     console.print(budget_table(built))
     who = "the owner" if built.is_owner else f"not the owner (scope {built.scope})"
-    console.print(f"Sender: {escape(who)}. Recall query: {escape(built.recall_query or '-')}")
+    query = shorten(built.recall_query or "-", ECHO_CHARS)
+    console.print(f"Sender: {escape(who)}. Recall query: {escape(query)}")
     for w in data["warnings"]:
         console.print(f"[yellow]warning:[/] {escape(w)}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memclaw.cli.common import arg_or_stdin, console, err_console, load, open_memory, print_json, progress_bar
+from memclaw.shorten import ECHO_CHARS, shorten
 from memclaw.units import sender_scope
 
 
@@ -61,7 +62,8 @@ def recall(
     from memclaw.render import recall_table
 
     if not result.hits:
-        console.print(f"No memories in scope [bold]{scope}[/] match {query!r} above the relevance floor.")
+        shown = shorten(query, ECHO_CHARS)
+        console.print(f"No memories in scope [bold]{scope}[/] match {shown!r} above the relevance floor.")
         return
     console.print(recall_table(result, width=console.width))
 
