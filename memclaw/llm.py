@@ -41,8 +41,9 @@ _SECRET_RE = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+[A-Za-z0-9_\-\.]{8,}|k
 _litellm: Any = None
 
 
-def _lib() -> Any:
-    """litellm, imported once with the offline switches and quiet settings."""
+def litellm_module() -> Any:
+    """litellm, imported once with the offline switches and quiet settings (no "Provider List" banner on an unknown
+    model). Every use of litellm in memclaw goes through here."""
     global _litellm
     if _litellm is None:
         set_offline_env()
@@ -174,7 +175,8 @@ class LLMClient:
         response_format: dict[str, Any] | None = None,
     ) -> LLMResponse:
         """One completion, retried on transient failures. Raises LLMError when the model stays unavailable."""
-        lib = _litellm if _litellm is not None else await asyncio.to_thread(_lib)  # slow first import off the loop
+        # the slow first import, off the loop
+        lib = _litellm if _litellm is not None else await asyncio.to_thread(litellm_module)
         kw = self._kwargs(
             messages, tools, temperature=temperature, max_tokens=max_tokens, response_format=response_format
         )
@@ -229,7 +231,7 @@ class LLMClient:
         return scrub(text, [self._api_key or ""])
 
     def _error(self, e: BaseException, attempts: int) -> LLMError:
-        lib = _lib()
+        lib = litellm_module()
         status = getattr(e, "status_code", None)
         what = self._describe(e)
         if _auth_failure(e):
@@ -238,6 +240,12 @@ class LLMClient:
                 return LLMError(f"no API key for {self.model}: {_set_key_hint(names)}")
             where = "agent.api_key in config.toml" if self._api_key else _one_of(names) or "the provider's API key"
             return LLMError(f"the model {self.model} rejected the API key ({what}); check {where}")
+        if "LLM Provider NOT provided" in str(e):
+            return LLMError(
+                f"litellm does not know the provider of model {self.model!r}: name it as provider/model, e.g. "
+                "openai/gpt-4o-mini or anthropic/claude-3-5-haiku-latest (https://docs.litellm.ai/docs/providers); "
+                "check agent.model"
+            )
         if isinstance(e, lib.NotFoundError) or status == 404:
             return LLMError(f"model {self.model} was not found ({what}); check agent.model and agent.api_base")
         if isinstance(e, lib.ContextWindowExceededError):
@@ -299,7 +307,7 @@ class _JunkResponse(Exception):
 
 def _auth_failure(e: BaseException) -> bool:
     """A missing or rejected key: litellm's AuthenticationError, a 401/403, or a provider's "missing credentials"."""
-    if isinstance(e, _lib().AuthenticationError) or getattr(e, "status_code", None) in (401, 403):
+    if isinstance(e, litellm_module().AuthenticationError) or getattr(e, "status_code", None) in (401, 403):
         return True
     return bool(_NO_KEY_RE.search(str(e)))
 
@@ -308,7 +316,7 @@ def _key_vars(model: str) -> tuple[list[str], bool]:
     """The environment variables the model's key is read from, and whether they are all unset. litellm knows each
     provider's variables (e.g. OPENAI_API_KEY) but names them only when missing; otherwise this guesses
     PROVIDER_API_KEY."""
-    lib = _lib()
+    lib = litellm_module()
     try:
         missing = lib.validate_environment(model)["missing_keys"]
     except Exception:  # an unknown provider
@@ -336,7 +344,7 @@ def _retryable(e: BaseException) -> bool:
         return True
     if _auth_failure(e):
         return False
-    lib = _lib()
+    lib = litellm_module()
     if isinstance(e, lib.ContextWindowExceededError | lib.AuthenticationError | lib.NotFoundError):
         return False
     if isinstance(e, lib.Timeout | lib.APIConnectionError | lib.RateLimitError | lib.InternalServerError):
@@ -364,7 +372,7 @@ def _cost(raw: Any) -> float | None:
     cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
     if cost is None:
         try:
-            cost = _lib().completion_cost(completion_response=raw)
+            cost = litellm_module().completion_cost(completion_response=raw)
         except Exception:
             return None
     try:

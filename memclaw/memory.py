@@ -592,14 +592,17 @@ class MemoryService:
         t0 = time.perf_counter()
         if mode != "bm25":
             self.prefetch_store(scope)  # a no-op once the store is open
+        store_down: VectorStoreUnavailable | None = None  # said once, and not asked twice (a frozen server)
         if self.config.memory.auto_sync:
             try:
                 if not self.ensure_fresh(scope, wait=False):
                     result.warnings.append("a sync is running; recalled from the previous index state")
             except VectorStoreUnavailable as e:
-                result.warnings.append(f"{e}; recalling from the last synced state")
+                store_down = e
         sc = self._get_scope(scope)
         result.timings_ms["sync_check"] = (time.perf_counter() - t0) * 1000
+        if store_down is not None and (mode == "bm25" or sc is None or not sc.state.units):
+            result.warnings.append(f"{store_down}; recalling from the last synced state")
         if sc is None or not sc.state.units:
             return result
         n_cand = max(rc.candidates, k * 3)
@@ -617,16 +620,20 @@ class MemoryService:
             result.timings_ms["embed"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
             try:
+                if store_down is not None:
+                    raise store_down
                 vec_hits = _best_per_unit(self.store.query(scope, qv, n_cand * 2))
             except VectorStoreUnavailable as e:
                 if mode == "vector":
                     raise
                 result.warnings.append(f"{e}; recall fell back to BM25 only")
-                log.warning("%s; recall fell back to BM25 only", e)
+                result.mode = "bm25-only"
+                log.info("%s; recall fell back to BM25 only", e)  # the caller shows result.warnings
             except VectorStoreCorrupted as e:
                 vec_hits = self._query_after_repair(scope, qv, n_cand * 2, e, result, mode)
             result.timings_ms["vector"] = (time.perf_counter() - t) * 1000
         units = sc.state.units
+        result.scope_size = sum(u.kind == kind for u in units.values()) if kind else len(units)
         bm25_hits = [(i, s) for i, s in bm25_hits if i in units]
         vec_hits = [(i, s) for i, s in vec_hits if i in units]  # ignore vectors orphaned by a crash
         params = FusionParams(

@@ -66,6 +66,12 @@ def recall(
         console.print(f"No memories in scope [bold]{scope}[/] match {shown!r} above the relevance floor.")
         return
     console.print(recall_table(result, width=console.width))
+    asked = k or mem.config.recall.k
+    if len(result.hits) < min(asked, result.scope_size):
+        console.print(
+            f"[dim]{len(result.hits)} of the {asked} asked for: the other memories in scope {scope} fell below the "
+            "relevance floor (recall.min_similarity, recall.min_bm25)[/]"
+        )
 
 
 def sync(workspace: Path | None, json_out: bool) -> None:
