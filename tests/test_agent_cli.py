@@ -259,3 +259,11 @@ def test_chat_ctrl_c_says_what_was_kept(root, llm_server):
     assert "Interrupted." not in err  # the chat went on after each Ctrl-C
     session = SessionStore(root / "sessions").load("cli", "cli")
     assert [m["content"] for m in session.messages] == ["remember the milk"]
+
+
+def test_an_unknown_model_is_one_line_without_litellm_noise(root, llm_server):
+    p = memclaw("agent", "-m", "hi", "-w", str(root), MEMCLAW_AGENT__MODEL="nonsense-model")
+    assert (p.returncode, p.stdout) == (5, "")
+    assert "Provider List" not in p.stdout + p.stderr and p.stderr.count("\n") == 1, p.stderr
+    assert p.stderr.startswith("Error: litellm does not know the provider of model 'nonsense-model'")
+    assert "openai/gpt-4o-mini" in p.stderr and "agent.model" in p.stderr and llm_server.requests == []

@@ -9,6 +9,7 @@ import io
 import json
 import re
 import sys
+from pathlib import Path
 
 import pytest
 import typer
@@ -137,3 +138,124 @@ def test_one_shortening_for_the_table_chat_and_discord():
     assert short in " ".join(table.split()) and len(table.splitlines()) < 15
     for view in (recall_text(result.query, "owner", result.hits), format_recall(result)):
         assert short in view and len(view.splitlines()) <= 3, view  # one line per hit, the query on one line
+
+
+# ----- 13.14 the smaller ones -----------------------------------------------------------------------------------
+def test_onboard_with_a_broken_config_fails_and_creates_nothing(cli, memclaw_home):
+    (memclaw_home / "config.toml").write_text("[agent\nmodel = 'x'\n", "utf-8")
+    r = cli("onboard")
+    assert_error(r, 2, "config.toml", "fix the syntax")
+    assert "Workspace ready" not in r.out and not (memclaw_home / "workspace").exists()
+
+
+def test_the_readme_demo_example_finds_what_the_readme_says(cli, tmp_path):
+    from memclaw.workspace import build_demo_workspace
+
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text("utf-8").split())
+    m = re.search(r'memclaw recall "([^"]+)" -w ~/\.memclaw/demo` \(the first hit: "([^"]+)"\)', readme)
+    assert m, "the README's demo example"
+    build_demo_workspace(tmp_path / "demo")
+    r = cli("recall", m.group(1), "-w", str(tmp_path / "demo"), "--json", "-k", "1")
+    assert r.code == 0, r.err
+    assert json.loads(r.out)[0]["text"] == m.group(2)
+
+
+def test_the_config_template_shows_the_real_defaults_and_token_variable():
+    import tomllib
+
+    from memclaw.cli.gateway_cmd import TOKEN_ENV
+    from memclaw.config import Config, dump_config
+    from memclaw.workspace import config_template
+
+    defaults = dump_config(Config.model_construct())
+    text = config_template()
+    section: dict = defaults
+    checked = 0
+    for line in text.splitlines():
+        head = re.fullmatch(r"#? ?\[([\w.]+)\]", line)
+        if head:
+            section = defaults
+            for part in head.group(1).split("."):
+                section = section[part]
+            continue
+        m = re.fullmatch(r"# (\w+) = (.+?)(?:\s+# (.*))?", line)
+        if not m:
+            continue
+        key, value, comment = m.groups()
+        if key == "workspace":
+            continue
+        if "default:" in (comment or ""):  # an example value, the default said in words
+            assert key in section or section == {}, (key, line)
+            continue
+        checked += 1
+        assert tomllib.loads(f"v = {value}")["v"] == section[key], (line, section[key])
+    assert checked >= 10
+    assert "# temperature = 0.7 " in text and "default: unset" in text  # `config --defaults` says null
+    assert TOKEN_ENV in text and "MEMCLAW_CHANNELS__DISCORD__TOKEN" not in text  # the variable `status` names
+
+
+def test_bench_help_says_where_to_get_the_data(cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    for cmd, needles in (
+        ("locomo", ["https://github.com/snap-research/LoCoMo", "data/locomo10.json"]),
+        ("longmemeval", ["https://github.com/xiaowu0162/LongMemEval", "longmemeval_s_cleaned.json"]),
+    ):
+        r = cli("bench", cmd, "--help")
+        flat = " ".join(ANSI.sub("", r.out).split())
+        assert r.code == 0 and all(n in flat for n in needles), flat
+
+
+def test_recall_says_when_fewer_than_k_passed_the_relevance_floor(cli, ws):
+    r = cli("recall", "Lyon", "-k", "3", "--json")
+    n = len(json.loads(r.out))
+    assert 0 < n < 3  # the workspace holds 3 memories; the others are not relevant to "Lyon"
+    r = cli("recall", "Lyon", "-k", "3")
+    flat = " ".join(r.out.split())
+    assert f"{n} of the 3 asked for: the other memories in scope owner fell below the relevance floor" in flat
+    r = cli("recall", "Lyon", "-k", str(n))
+    assert "relevance floor" not in r.out  # all that was asked for
+
+
+def test_an_unreachable_chroma_is_said_once_and_the_title_says_bm25_only(cli, ws, monkeypatch):
+    assert cli("memory", "sync").code == 0
+    monkeypatch.setenv("MEMCLAW_MEMORY__CHROMA_URL", "http://127.0.0.1:9")  # nothing listens there
+    r = cli("recall", "where does my sister live")
+    assert r.code == 0, r.err
+    assert " ".join(r.err.split()).count("is unreachable") == 1, r.err
+    assert "fell back to BM25 only" in " ".join(r.err.split())
+    assert "· bm25-only" in r.out.splitlines()[0] and "Porto" in r.out
+
+
+def test_the_demo_hint_names_the_memclaw_that_was_run(tmp_path, monkeypatch):
+    import os
+    import subprocess
+
+    script = Path(sys.executable).parent / "memclaw"  # the console script of this environment
+    assert script.exists()
+    env = dict(os.environ, PATH="/usr/bin:/bin", COLUMNS="200")  # .venv/bin is not on PATH
+    p = subprocess.run(
+        [str(script), "demo", "-w", str(tmp_path / "demo"), "what am I allergic to"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.rstrip().splitlines()[-1] == f'Try: {script} recall "your question" --workspace {tmp_path / "demo"}'
+
+
+def test_invoked_as(tmp_path, monkeypatch):
+    from memclaw.cli.common import invoked_as
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "memclaw"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(sys, "argv", [str(script), "demo"])
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert invoked_as() == str(script)  # not on PATH: the path that was run
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    assert invoked_as() == "memclaw"  # PATH finds this very script
+    monkeypatch.setattr(sys, "argv", [str(Path(__file__).parents[1] / "memclaw" / "cli" / "main.py")])
+    assert invoked_as() == f"{sys.executable} -m memclaw.cli.main"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,6 +59,21 @@ def log_through(target: Console) -> None:
             new.setLevel(h.level)
             root.removeHandler(h)
             root.addHandler(new)
+
+
+def invoked_as() -> str:
+    """How to run memclaw again, for hints: `memclaw` when PATH finds this very script, else the path that was run
+    (e.g. .venv/bin/memclaw), or `python -m memclaw.cli.main` when it was run as a module."""
+    import shutil
+
+    arg0 = sys.argv[0] if sys.argv and sys.argv[0] else "memclaw"
+    if arg0.endswith(".py"):
+        return f"{sys.executable} -m memclaw.cli.main"
+    if os.sep not in arg0:
+        return arg0
+    name = Path(arg0).name
+    on_path = shutil.which(name)
+    return name if on_path and os.path.realpath(on_path) == os.path.realpath(arg0) else arg0
 
 
 def arg_or_stdin(value: str) -> str:

@@ -225,7 +225,9 @@ def bench_locomo(
     details: Annotated[bool, typer.Option("--details", help="Also write every question's top 10.")] = False,
     no_progress: QuietOpt = False,
 ) -> None:
-    """LoCoMo recall quality: memclaw vs grep, BM25, vector and hybrid variants, through the real path."""
+    """LoCoMo recall quality: memclaw vs grep, BM25, vector and hybrid variants, through the real path.
+
+    Data: data/locomo10.json from https://github.com/snap-research/LoCoMo (pass it with --data)."""
     from memclaw.cli import bench_cmd
 
     bench_cmd.locomo(
@@ -241,7 +243,9 @@ def bench_longmemeval(
     out: OutOpt = None,
     no_progress: QuietOpt = False,
 ) -> None:
-    """LongMemEval retrieval (official protocol): recall_any/all@k and nDCG per question type."""
+    """LongMemEval retrieval (official protocol): recall_any/all@k and nDCG per question type.
+
+    Data: longmemeval_s_cleaned.json, linked from https://github.com/xiaowu0162/LongMemEval (pass it with --data)."""
     from memclaw.cli import bench_cmd
 
     bench_cmd.longmemeval(data, limit, systems, out, progress=not no_progress)

@@ -4,16 +4,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memclaw.cli.common import arg_or_stdin, console, err_console, load, open_memory, print_json, progress_bar
+from memclaw.cli.common import (
+    arg_or_stdin,
+    console,
+    err_console,
+    invoked_as,
+    load,
+    open_memory,
+    print_json,
+    progress_bar,
+)
 from memclaw.shorten import ECHO_CHARS, shorten
 from memclaw.units import sender_scope
 
 
 def onboard(workspace: Path | None, demo: bool) -> None:
-    from memclaw.config import memclaw_home
+    from memclaw.config import load_config, memclaw_home
     from memclaw.workspace import build_demo_workspace
     from memclaw.workspace import onboard as do_onboard
 
+    load_config()  # a config.toml (or environment override) that does not load is an error, not "ready"
     report = do_onboard(memclaw_home(), workspace)
     if demo:
         build_demo_workspace(report.workspace)
@@ -38,7 +48,7 @@ def demo(workspace: Path | None, queries: list[str]) -> None:
     for q in queries or demo_queries():
         result = mem.recall_detailed(q, k=5)
         console.print(recall_table(result, width=console.width))
-    console.print(f'Try: memclaw recall "your question" --workspace {ws.root}')
+    console.print(f'Try: {invoked_as()} recall "your question" --workspace {ws.root}')
 
 
 def recall(
