@@ -628,7 +628,7 @@ class MemoryService:
                     raise
                 result.warnings.append(f"{e}; recall fell back to BM25 only")
                 result.mode = "bm25-only"
-                log.info("%s; recall fell back to BM25 only", e)  # the caller shows result.warnings
+                log.warning("%s; recall fell back to BM25 only", e)
             except VectorStoreCorrupted as e:
                 vec_hits = self._query_after_repair(scope, qv, n_cand * 2, e, result, mode)
             result.timings_ms["vector"] = (time.perf_counter() - t) * 1000

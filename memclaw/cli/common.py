@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +49,28 @@ class _ConsoleLogHandler(logging.Handler):
             self.target.print(self.format(record), markup=False, highlight=False, soft_wrap=True)
         except Exception:
             self.handleError(record)
+
+
+@contextlib.contextmanager
+def held_warnings(logger: str = "memclaw") -> Iterator[list[str]]:
+    """Hold back the WARNING records of `logger` while a command runs and hand their messages to it, so it shows
+    each warning once (with those it returns itself) instead of once as a log line and once as its own message."""
+    held: list[str] = []
+
+    def hold(record: logging.LogRecord) -> bool:
+        if record.levelno == logging.WARNING and (record.name == logger or record.name.startswith(logger + ".")):
+            held.append(record.getMessage())
+            return False
+        return True
+
+    handlers = list(logging.getLogger().handlers)
+    for h in handlers:
+        h.addFilter(hold)
+    try:
+        yield held
+    finally:
+        for h in handlers:
+            h.removeFilter(hold)
 
 
 def log_through(target: Console) -> None:

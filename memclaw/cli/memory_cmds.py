@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.markup import escape
+
 from memclaw.cli.common import (
     arg_or_stdin,
     console,
     err_console,
+    held_warnings,
     invoked_as,
     load,
     open_memory,
@@ -63,9 +66,10 @@ def recall(
     query = arg_or_stdin(query)
     mem = open_memory(workspace)
     scope = sender_scope(sender)
-    result = mem.recall_detailed(query, scope=scope, k=k, mode=mode, kind=kind)
-    for w in result.warnings:
-        err_console.print(f"[yellow]warning:[/] {w}")
+    with held_warnings() as logged:
+        result = mem.recall_detailed(query, scope=scope, k=k, mode=mode, kind=kind)
+    for w in dict.fromkeys([*logged, *result.warnings]):  # each once (memclaw logs some of them too)
+        err_console.print(f"[yellow]warning:[/] {escape(w)}")
     if json_out:
         print_json([h.to_json() for h in result.hits])
         return
