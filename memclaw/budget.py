@@ -44,6 +44,9 @@ class BudgetSection:
     text: str = ""  # required / text sections
     items: tuple[BudgetItem, ...] = ()  # ranked / history sections
     overhead: int = 0
+    yields_to: tuple[str, ...] = ()
+    """(text sections) Lower-priority sections this one makes room for: it is cut to what is left after their
+    whole cost (but to no less than half of what is left), and that cut drops nothing after it."""
 
 
 @dataclass
@@ -189,6 +192,14 @@ def allocate(sections: Sequence[BudgetSection], budget: int, count: Callable[[st
         s = sections[i]
         requested = section_cost(s, count)
         all_idx = list(range(len(s.items)))
+        if s.yields_to and not cut_seen and s.mode == "text":
+            reserve = sum(section_cost(x, count) for x in sections if x.name in s.yields_to)
+            cap = max(remaining - reserve, remaining // 2)
+            if requested > cap:
+                res = _cut(s, requested, cap, count)
+                remaining -= res.report.used
+                results[s.name] = res
+                continue
         if s.mode == "required" or (not cut_seen and requested <= remaining):
             remaining -= requested
             res = SectionResult(

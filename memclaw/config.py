@@ -27,12 +27,27 @@ class _Section(BaseModel):
 
 class EmbeddingsConfig(_Section):
     model: str = "all-MiniLM-L6-v2"
-    """A name from embeddings/registry.toml, or any sentence-transformers model name or local path."""
+    """A name from embeddings/registry.toml, any sentence-transformers model name or local path (on this machine),
+    or "<provider>/<model>" for the provider's embeddings through litellm, e.g. openai/text-embedding-3-small
+    (memories then leave the machine)."""
     backend: Literal["auto", "onnx", "torch"] = "auto"
     """auto: the cached ONNX export when present (fast start), else sentence-transformers (torch)."""
     batch_size: int = Field(64, ge=1, le=4096)
     cache_dir: Path | None = None
-    """Where ONNX exports are cached; default: the repository's embeddings/cache, else $MEMCLAW_HOME/models."""
+    """Where ONNX exports (default: the repository's embeddings/cache, else $MEMCLAW_HOME/models) and a provider's
+    query embeddings (default: $MEMCLAW_HOME/cache) are cached."""
+    api_base: str | None = None
+    """Provider models: the endpoint (else the provider's variable, e.g. OPENAI_API_BASE, or its default)."""
+    api_key: SecretStr | None = None
+    """Provider models: the API key (else the provider's variable, e.g. OPENAI_API_KEY); never printed."""
+    timeout_s: float = Field(30.0, gt=0, le=600)
+    """Provider models: how long one request may take."""
+    max_retries: int = Field(3, ge=0, le=10)
+    """Provider models: retries on 429, 5xx, timeouts and connection errors (never on a rejected key)."""
+    dimensions: int | None = Field(None, ge=1)
+    """Provider models that can shorten their vectors (text-embedding-3-*): the size to ask for."""
+    max_input_tokens: int | None = Field(None, ge=16)
+    """Provider models: cut each input to this many tokens; default: litellm's model info, else 8191."""
 
 
 class MemoryConfig(_Section):
@@ -58,16 +73,19 @@ class RecallConfig(_Section):
     bm25_weight: float = Field(0.7, ge=0)
     vector_weight: float = Field(1.0, ge=0)
     candidates: int = Field(50, ge=1, le=2000)
-    min_similarity: float = Field(0.2, ge=-1, le=1)
+    vector_signal: Literal["max", "passages", "head"] = "max"
+    """A long unit's vector similarity: its best vector (`max`: passages and head), its best passage
+    (`passages`), or its head vector alone (`head`: one vector per unit, its first 256 word pieces)."""
+    min_similarity: float = Field(0.15, ge=-1, le=1)
     """Vector hits below this cosine similarity are not evidence of relevance."""
     min_bm25: float = Field(0.0, ge=0)
     """BM25 hits at or below this score are not evidence of relevance."""
     recency_half_life_days: float | None = Field(None, gt=0)
     """If set, history entries (never facts) are boosted by recency with this half-life."""
     link_sessions: bool = True
-    """A matching fact lifts the history entry of the same session (same date), and a fact whose session entry
-    already ranks above it is moved down (diversity)."""
-    link_weight: float = Field(1.5, ge=0)
+    """A matching fact lifts the history entry of the same session (same date), and the memory section leaves out
+    a fact whose session entry it already holds (the entry covers it)."""
+    link_weight: float = Field(0.5, ge=0)
     date_weight: float = Field(0.5, ge=0)
     """A query naming a date range ("in August 2023", "last week") lifts memories stamped inside it by this share
     of the best score; 0 turns date handling off."""
@@ -94,7 +112,11 @@ class AgentConfig(_Section):
 
 
 class ContextConfig(_Section):
-    recall_k: int = Field(6, ge=0, le=50)
+    recall_k: int = Field(40, ge=0, le=200)
+    """At most this many recalled memories are offered to the memory section (0 turns auto-recall off)."""
+    memory_tokens: int = Field(512, ge=0)
+    """Token budget of the recalled memories in the prompt: the best-ranked memories that fit, whatever their
+    count (see benchmarks/README.md for how the default was chosen)."""
     reply_reserve: int = Field(2048, ge=0)
     timezone: str | None = None
     """IANA name (e.g. Europe/Berlin); default: the machine's local zone."""

@@ -11,13 +11,14 @@ memories; anyone else gets a neutral identity block, only their own memories, an
 owner.
 
 Budget priorities (highest first), see memclaw.budget: identity and rules (never dropped), runtime metadata,
-current message, USER.md / neutral block, AGENTS.md, SOUL.md, IDENTITY.md, recalled memories, always-on skills,
-skills summary, TOOLS.md, session history.
+current message, USER.md / neutral block, AGENTS.md, SOUL.md, IDENTITY.md, recalled memories (at most
+`context.memory_tokens`, filled by memclaw.memory_section), always-on skills, skills summary, TOOLS.md, session
+history. The message is capped at what the profile, bootstrap files and memories leave, so an oversized message
+is cut (with a warning) instead of pushing them out. Every cut but old history turns is a warning.
 """
 
 from __future__ import annotations
 
-import html
 import logging
 import platform
 import re
@@ -28,6 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memclaw import memory_section
 from memclaw.budget import Allocation, BudgetItem, BudgetSection, SectionReport, allocate
 from memclaw.errors import ConfigError, MemclawError
 from memclaw.filecache import FileCache
@@ -74,6 +76,8 @@ PRIORITY = {
     "TOOLS.md": 8,
     "history": 9,
 }
+MESSAGE_YIELDS_TO = ("USER.md", "person", "AGENTS.md", "SOUL.md", "IDENTITY.md", "memories")
+"""A message too long for the window is cut to what these sections leave, never the other way round."""
 
 # Max input tokens of common models (provider prefix stripped; longest matching prefix wins).
 CONTEXT_WINDOWS: dict[str, int] = {
@@ -171,6 +175,7 @@ class BuiltContext:
     scope: str = OWNER_SCOPE
     recall_query: str = ""
     hits: list[RecallHit] = field(default_factory=list)  # the memories that made it into the prompt
+    memory_fill: memory_section.SectionFill | None = None  # recalled memories left out of context.memory_tokens
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -185,6 +190,7 @@ class BuiltContext:
             "messages": self.messages,
             "report": [r.to_json() for r in self.report],
             "memories": [h.to_json() for h in self.hits],
+            "memory_section": self.memory_fill.to_json() if self.memory_fill else None,
             "warnings": list(self.warnings),
         }
 
@@ -343,21 +349,6 @@ def chat_label(chat_id: str | None, sender_id: str) -> str:
     return label or "direct"
 
 
-def _attr(text: str) -> str:
-    return '"' + html.escape(text, quote=True) + '"'
-
-
-def memory_item(hit: RecallHit) -> str:
-    """One recalled memory as an escaped element: nothing in its text can close the block or look like a tag."""
-    u = hit.unit
-    attrs = f"id={_attr(u.id)} kind={_attr(u.kind)}"
-    if u.timestamp:
-        attrs += f" date={_attr(u.timestamp.strftime('%Y-%m-%d %H:%M' if u.kind == 'history' else '%Y-%m-%d'))}"
-    if u.section:
-        attrs += f" section={_attr(u.section)}"
-    return f"<memory {attrs}>{html.escape(u.text, quote=False)}</memory>"
-
-
 def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -487,9 +478,13 @@ def build_messages(
     os_name, py = runtime_info()
     sections: list[BudgetSection] = []
 
-    def text_section(name: str, text: str, mode: str = "text", overhead: int = SECTION_SEPARATOR) -> None:
+    def text_section(
+        name: str, text: str, mode: str = "text", overhead: int = SECTION_SEPARATOR, yields_to: tuple[str, ...] = ()
+    ) -> None:
         if text:
-            sections.append(BudgetSection(name, PRIORITY[name], mode, text=text, overhead=overhead))  # type: ignore[arg-type]
+            sections.append(
+                BudgetSection(name, PRIORITY[name], mode, text=text, overhead=overhead, yields_to=yields_to)
+            )  # type: ignore[arg-type]
 
     identity = render(
         "context_identity",
@@ -524,7 +519,9 @@ def build_messages(
             log.warning("skipping %d image(s): model %s is not marked as vision-capable", len(message.images), model)
             warnings.append(f"{len(message.images)} image(s) skipped: {model} is not marked as vision-capable")
     msg_text = message.text or ("[image]" if parts else "")
-    text_section("message", msg_text, overhead=MESSAGE_OVERHEAD + IMAGE_TOKENS * len(parts))
+    text_section(
+        "message", msg_text, overhead=MESSAGE_OVERHEAD + IMAGE_TOKENS * len(parts), yields_to=MESSAGE_YIELDS_TO
+    )
 
     if owner:
         if "USER.md" in files:
@@ -536,7 +533,7 @@ def build_messages(
         if n in files:
             text_section(n, render("context_file", filename=n, content=files[n]))
 
-    # recalled memories (volatile)
+    # recalled memories (volatile): as many as fit in context.memory_tokens, best first (memory_section.fill)
     hits: list[RecallHit] = []
     query = ""
     if recall is not None and config.context.recall_k > 0 and message.text.strip():
@@ -547,7 +544,10 @@ def build_messages(
             log.warning("auto-recall failed, answering without memories: %s", e)
             warnings.append(f"auto-recall failed: {e}")
     hits = [h for h in hits if h.unit.scope == scope]  # defence in depth: never another scope's memory
-    mem_items = [memory_item(h) for h in hits]
+    memory_fill = memory_section.fill_hits(hits, config.context.memory_tokens, count)
+    cands = memory_fill.candidates
+    hits = [hits[i] for i in memory_fill.kept]
+    mem_items = [cands[i].item for i in memory_fill.kept]
     mem_intro = render("context_memories", whose="your owner's" if owner else "this person's")
     if mem_items:
         head, tail = "<recalled-memories>", "</recalled-memories>"
@@ -556,7 +556,7 @@ def build_messages(
                 "memories",
                 PRIORITY["memories"],
                 "ranked",
-                items=tuple(BudgetItem(h.unit.id, count(t) + 1) for h, t in zip(hits, mem_items, strict=True)),
+                items=tuple(BudgetItem(cands[i].id, cands[i].tokens) for i in memory_fill.kept),
                 overhead=count(mem_intro) + count(head) + count(tail) + 2 + SECTION_SEPARATOR,
             )
         )
@@ -595,6 +595,7 @@ def build_messages(
     alloc = allocate(sections, budget, count)
     messages = _assemble(alloc, parts, not message.text and bool(parts), mem_intro, mem_items, turns)
     kept_hits = [hits[i] for i in alloc["memories"].kept] if "memories" in alloc.results else []
+    warnings += cut_warnings(alloc, memory_fill)
     total = count_messages(messages, model)
     if total > budget:  # token counts are not perfectly additive across joins; say so rather than hide it
         log.warning("assembled context has %d tokens, %d over the %d budget", total, total - budget, budget)
@@ -609,8 +610,28 @@ def build_messages(
         scope=scope,
         recall_query=query,
         hits=kept_hits,
+        memory_fill=memory_fill,
         warnings=warnings,
     )
+
+
+def cut_warnings(alloc: Allocation, memory_fill: memory_section.SectionFill | None = None) -> list[str]:
+    """One line for every section the window forced out or cut (old history turns are routine: logged only)."""
+    out = []
+    for r in alloc.reports():
+        if r.status == "kept":
+            continue
+        if r.name == "history":
+            log.info("context: %d old history turn(s) left out to fit the window", len(r.dropped))
+            continue
+        what = "your message" if r.name == "message" else f"the {r.name} section"
+        if r.status == "truncated":
+            msg = f"{what} was cut to {r.used} of {r.requested} tokens to fit the model's context window"
+        else:
+            msg = f"{what} ({r.requested} tokens) was left out: it did not fit the model's context window"
+        log.warning("%s", msg)
+        out.append(msg)
+    return out
 
 
 def _render_skill(skill: Skill, show_path: bool) -> str:

@@ -5,6 +5,8 @@
 - `SentenceTransformerEmbedder`: the sentence-transformers (torch) reference; also the only way to run a model
   that is not in the registry.
 - `HashEmbedder` ("hash-test"): deterministic hashed character n-grams, no model; for pure-logic unit tests.
+- `embedding_provider.ProviderEmbedder` ("<provider>/<model>"): the user's provider through litellm, a second
+  implementation of the same `Embedder` interface (memories leave the machine).
 
 Every backend returns float32 rows that are L2-normalized, so a dot product is the cosine similarity. The
 `fingerprint` names the weights (sha256) and the pooling, not the backend: the ONNX export and torch agree to
@@ -765,11 +767,33 @@ def clear_embedder_cache() -> None:
         _LOADED.clear()
 
 
+def fingerprint_for(cfg: EmbeddingsConfig, *, registry: Mapping[str, ModelSpec] | None = None) -> str | None:
+    """The fingerprint the embedder `cfg` names would have, without loading it; None when only loading can tell
+    (a model that is not in the registry)."""
+    if cfg.model == HASH_TEST_MODEL:
+        return HashEmbedder().fingerprint
+    spec = find_spec(cfg.model, load_registry() if registry is None else registry)
+    if spec is not None:
+        return spec.fingerprint
+    from memclaw.embedding_provider import is_provider_model, provider_fingerprint
+
+    return provider_fingerprint(cfg) if is_provider_model(cfg.model) else None
+
+
+def encode_query(embedder: Embedder, text: str) -> np.ndarray:
+    """One query's vector. An embedder with its own `encode_query` (the provider's, which caches queries on disk)
+    answers it; any other encodes the text."""
+    own = getattr(embedder, "encode_query", None)
+    return own(text) if callable(own) else embedder.encode([text])[0]
+
+
 def load_embedder(cfg: EmbeddingsConfig | None = None, *, registry: Mapping[str, ModelSpec] | None = None) -> Embedder:
     """The embedder for `cfg`, loaded once per process (per model, backend and cache dir).
 
     backend "auto": the cached ONNX export when valid; else export it now (registry models, when torch and
     onnx are installed; a one-line notice); else sentence-transformers. "onnx" / "torch" force a backend.
+    "<provider>/<model>" (a provider litellm knows, not in the registry): the provider's embeddings
+    (memclaw.embedding_provider), a new instance per call.
     """
     if cfg is None:
         from memclaw.config import EmbeddingsConfig
@@ -780,6 +804,10 @@ def load_embedder(cfg: EmbeddingsConfig | None = None, *, registry: Mapping[str,
     else:
         registry = load_registry() if registry is None else registry
         spec = find_spec(cfg.model, registry)
+        if spec is None and _is_provider_model(cfg.model):  # nothing to load: one per caller, with its settings
+            from memclaw.embedding_provider import ProviderEmbedder
+
+            return ProviderEmbedder(cfg)
         cache_dir = Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir()
         key = (cfg.model, cfg.backend, str(cache_dir.resolve()), spec)
     with _LOAD_LOCK:
@@ -841,6 +869,12 @@ def _load_registry_model(spec: ModelSpec, backend: str, cache_dir: Path) -> Embe
             raise EmbeddingError(f"ONNX export of {spec.name} failed: {e}") from e
         log.warning("ONNX export of %s failed (%s); using sentence-transformers (torch)", spec.name, e)
         return SentenceTransformerEmbedder(model_dir, name=spec.name, fingerprint=spec.fingerprint)
+
+
+def _is_provider_model(name: str) -> bool:
+    from memclaw.embedding_provider import is_provider_model
+
+    return is_provider_model(name)
 
 
 def _import_ok(module: str) -> bool:

@@ -74,6 +74,25 @@ class LLMError(MemclawError):
     exit_code = 5
 
 
+class EmbeddingProviderError(LLMError):
+    """The embedding provider (embeddings.model = "<provider>/<model>", through litellm) refused a request."""
+
+    exit_code = 5
+
+
+class EmbeddingAuthError(EmbeddingProviderError):
+    """The embedding provider rejected the API key (never retried)."""
+
+    exit_code = 5
+
+
+class EmbeddingUnavailable(EmbeddingProviderError):
+    """The embedding provider stayed unreachable (429/5xx/timeouts after retries). Recall falls back to BM25 and
+    sync leaves the vectors pending until it is back."""
+
+    exit_code = 5
+
+
 class ConsolidationError(LLMError):
     """The model's memory update (consolidation JSON) stayed unusable after the retry; nothing was written."""
 

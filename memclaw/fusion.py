@@ -159,20 +159,3 @@ def link_boost(hits: list[Fused], links: Mapping[str, Sequence[str]], *, weight:
         t.score += g
         t.boosts["link"] = g
     return sorted(by_id.values(), key=lambda h: (-h.score, h.id))
-
-
-def demote_redundant(hits: list[Fused], links: Mapping[str, Sequence[str]]) -> list[Fused]:
-    """Diversity: a unit whose linked unit (e.g. its session's history entry, which covers it) already ranks
-    above it is moved after the non-redundant hits, so the top of the list spans more of the past."""
-    ahead: set[str] = set()
-    keep: list[Fused] = []
-    later: list[Fused] = []
-    for h in hits:
-        targets = links.get(h.id, ())
-        if targets and any(t in ahead for t in targets):
-            h.boosts["redundant"] = 0.0
-            later.append(h)
-        else:
-            keep.append(h)
-        ahead.add(h.id)
-    return keep + later

@@ -6,7 +6,9 @@ tokenizer fingerprints it was built with; a change of either triggers a full reb
 or half-written index is detected and rebuilt from the Markdown with a warning, losing nothing.
 
 On-disk layout under the index dir:
-    manifest.json               format version, embedder + tokenizer fingerprints, namespace
+    manifest.json               format version, embedder + tokenizer fingerprints, the store it was built in,
+                                the embedding dimensions, the namespace (the workspace's key in the store, kept
+                                when the workspace is moved) and the workspace path it was last used at
     chroma/                     the embedded Chroma store (unless memory.chroma_url is set)
     scopes/<key>/state.pkl      the scope's unit table and the file signatures it was built from
     scopes/<key>/lexical.bm25   the scope's BM25 index
@@ -36,7 +38,7 @@ from memclaw.unittable import UnitTable
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: a long unit also has a head vector (memclaw.passages)
 _STATE_MAGIC = b"MEMCLAW-STATE-2\n"  # 2: columnar unit table + file marks
 _OLD_STATE_MAGICS = (b"MEMCLAW-STATE-1\n",)
 
@@ -51,6 +53,7 @@ class SyncReport:
     removed: int = 0
     unchanged: int = 0
     rebuilt: bool = False
+    pending: int = 0  # units whose vectors wait for the embedding provider (keyword search has them already)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -69,6 +72,7 @@ class ScopeState:
     links: dict[str, list[str]] = field(default_factory=dict)
     marks: dict[str, FileMark] = field(default_factory=dict)
     lexical_digest: bytes | None = None  # bm25.file_digest of the BM25 index saved with this table
+    pending: set[str] = field(default_factory=set)  # unit ids without vectors yet (the provider was down)
 
     @property
     def hashes(self) -> dict[str, str]:
@@ -135,6 +139,7 @@ def save_state(path: Path, state: ScopeState) -> None:
         "links": state.links,
         "marks": {src: m.to_tuple() for src, m in state.marks.items()},
         "lexical_digest": state.lexical_digest,
+        "pending": sorted(state.pending),
     }
     body = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
     digest = hashlib.sha256(body).digest()
@@ -167,6 +172,7 @@ def load_state(path: Path) -> ScopeState | None:
             p["links"],
             {src: FileMark.from_tuple(m) for src, m in p["marks"].items()},
             p["lexical_digest"],
+            set(p.get("pending", ())),
         )
         if not isinstance(state.lexical_digest, bytes | None):
             raise ValueError("unexpected content")
@@ -186,6 +192,33 @@ def read_manifest(layout: IndexLayout) -> dict | None:
         log.warning("index manifest %s is unreadable (%s); rebuilding the index", layout.manifest, e)
         return None
     return data if isinstance(data, dict) else None
+
+
+# What a difference in each manifest key means, in words (the one line a rebuild is announced with).
+_CHANGE_WORDS = {
+    "format": "the index format changed",
+    "embedder": "the embedding model changed",
+    "tokenizer": "the tokenizer changed",
+    "store": "the store changed",
+}
+
+
+def store_id(chroma_url: str | None) -> str:
+    """Which vector store an index lives in: "embedded" or "server <url>"."""
+    return f"server {chroma_url.rstrip('/')}" if chroma_url else "embedded"
+
+
+def rebuild_reason(have: dict | None, want: dict) -> str | None:
+    """Why an index built with `have` cannot serve settings `want`, in words, or None when it can (or when there is
+    no index yet: building one is not a rebuild)."""
+    if have is None:
+        return None
+    reasons = []
+    for key, words in _CHANGE_WORDS.items():
+        if key in want and have.get(key) != want[key]:
+            before = have.get(key)
+            reasons.append(f"{words} ({before} -> {want[key]})" if key in ("store", "embedder") else words)
+    return "; ".join(reasons) or None
 
 
 def write_manifest(layout: IndexLayout, data: dict) -> None:

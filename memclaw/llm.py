@@ -215,12 +215,7 @@ class LLMClient:
 
     # ----- helpers ---------------------------------------------------------------------------------------
     def _backoff(self, attempt: int, e: BaseException) -> float:
-        wait = self.backoff_base_s * (2 ** (attempt - 1))
-        wait *= 0.8 + 0.4 * random.random()
-        ra = _retry_after(e)
-        if ra is not None:
-            wait = max(wait, ra)
-        return min(wait, self.max_backoff_s)
+        return backoff_seconds(attempt, e, self.backoff_base_s, self.max_backoff_s)
 
     def _describe(self, e: BaseException) -> str:
         status = getattr(e, "status_code", None)
@@ -355,6 +350,16 @@ def _retryable(e: BaseException) -> bool:
     if isinstance(status, int):
         return status in RETRY_STATUS or status >= 500
     return isinstance(e, TimeoutError | ConnectionError)
+
+
+def backoff_seconds(attempt: int, e: BaseException, base_s: float, max_s: float) -> float:
+    """How long to wait before retry `attempt`: exponential with jitter, at least Retry-After, at most `max_s`."""
+    wait = base_s * (2 ** (attempt - 1))
+    wait *= 0.8 + 0.4 * random.random()
+    ra = _retry_after(e)
+    if ra is not None:
+        wait = max(wait, ra)
+    return min(wait, max_s)
 
 
 def _retry_after(e: BaseException) -> float | None:

@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,9 +22,15 @@ import numpy as np
 from memclaw import index as ix
 from memclaw.config import Config
 from memclaw.dates import DateRange, find_date_ranges
-from memclaw.errors import IndexError_, UsageError, VectorStoreCorrupted, VectorStoreUnavailable
-from memclaw.fusion import FusionParams, apply_floors, date_boost, demote_redundant, fuse, link_boost, recency_boost
-from memclaw.passages import passage_ids, split_passages, unit_of
+from memclaw.errors import (
+    EmbeddingUnavailable,
+    IndexError_,
+    UsageError,
+    VectorStoreCorrupted,
+    VectorStoreUnavailable,
+)
+from memclaw.fusion import FusionParams, apply_floors, date_boost, fuse, link_boost, recency_boost
+from memclaw.passages import is_head, is_long, unit_of, unit_vectors
 from memclaw.recall import RecallHit, RecallResult, Signal
 from memclaw.units import OWNER_SCOPE, MemoryUnit
 
@@ -133,6 +139,8 @@ class MemoryService:
         self._lock = threading.RLock()  # guards _scopes and in-place lexical updates
         self._write_lock = threading.Lock()  # one sync at a time in this process
         self._manifest_checked = False
+        self._manifest_ok = False  # the manifest was found to serve these settings (no rebuild needed)
+        self._namespace: str | None = None
         self._store_lock = threading.Lock()  # one opening of the vector store
         self._prefetch: threading.Thread | None = None
         self._prefetch_error: BaseException | None = None
@@ -210,16 +218,60 @@ class MemoryService:
 
     @property
     def namespace(self) -> str:
+        """The workspace's key in the vector store. Recorded in the index manifest, so a moved workspace keeps its
+        vectors; a new index takes it from the workspace's path."""
+        if self._namespace is None:
+            ns = (ix.read_manifest(self.layout) or {}).get("namespace")
+            self._namespace = ns if isinstance(ns, str) and ns else self._path_namespace()
+        return self._namespace
+
+    def _path_namespace(self) -> str:
         return hashlib.sha256(str(self.workspace.root.resolve()).encode()).hexdigest()[:16]
 
     def _fingerprints(self) -> dict[str, Any]:
         return {
             "format": ix.FORMAT_VERSION,
-            "embedder": self.embedder.fingerprint,
+            "embedder": self._embedder_fingerprint(),
             "tokenizer": self.tokenizer.fingerprint,
-            "namespace": self.namespace,
-            "store": "server" if self.config.memory.chroma_url else "embedded",
+            "store": ix.store_id(self.config.memory.chroma_url),
         }
+
+    def _embedder_fingerprint(self) -> str:
+        """The configured embedder's fingerprint, without loading the model when the config names it."""
+        if self._embedder is None:
+            from memclaw.embedding import fingerprint_for
+
+            fp = fingerprint_for(self.config.embeddings)
+            if fp is not None:
+                return fp
+        return self.embedder.fingerprint
+
+    def _mismatch(self, have: dict | None, want: dict[str, Any]) -> tuple[str | None, bool]:
+        """(why the index in `have` cannot serve `want`, or None; whether this workspace is a copy of one that
+        still uses the same Chroma server, which needs its own namespace there)."""
+        reason = ix.rebuild_reason(have, want)
+        was = (have or {}).get("workspace")
+        if have is not None and was is None and have.get("namespace") not in (None, self._path_namespace()):
+            was = ""  # an older manifest built elsewhere: moved or copied, it cannot tell; keep the copy apart
+        copied = (
+            bool(self.config.memory.chroma_url)
+            and isinstance(was, str)
+            and was != str(self.workspace.root.resolve())
+            and (not was or Path(was).is_dir())
+        )
+        if copied:
+            why = "the workspace was copied (the copy gets its own vectors on the Chroma server)"
+            reason = f"{reason}; {why}" if reason else why
+        return reason, copied
+
+    def index_mismatch(self) -> str | None:
+        """Why the index must be rebuilt before it can serve the current settings ("the store changed", "the
+        embedding model changed"...), or None."""
+        if self._manifest_checked or self._manifest_ok:
+            return None
+        reason, _ = self._mismatch(ix.read_manifest(self.layout), self._fingerprints())
+        self._manifest_ok = reason is None
+        return reason
 
     # ----- files -----------------------------------------------------------------------------------------
     def _files(self, scope: str) -> dict[str, tuple[Path, str]]:
@@ -245,16 +297,26 @@ class MemoryService:
 
     # ----- index lifecycle -------------------------------------------------------------------------------
     def _check_manifest(self) -> None:
-        """Full rebuild when the embedder or tokenizer changed, or the manifest is missing/unreadable."""
+        """Full rebuild when the embedder, tokenizer or store changed (said in one line: why, and how many memories
+        that embeds), or the manifest is missing/unreadable. A moved workspace keeps its index."""
         if self._manifest_checked:
             return
         want = self._fingerprints()
         have = ix.read_manifest(self.layout)
-        if have != want:
-            if have is not None:
-                log.warning("index was built with different settings; rebuilding it from the Markdown")
+        reason, copied = self._mismatch(have, want)
+        if copied:
+            self._join_prefetch()
+            self._namespace, self._store = self._path_namespace(), None  # the original keeps its collections
+        if have is None or reason:
+            if reason:
+                n = sum(len(self._parse(s)) for s in self.workspace.scopes())
+                log.warning("rebuilding the index: %s; %d memories to embed", reason, n)
             self._wipe_index()
-            ix.write_manifest(self.layout, want)
+        manifest = {**want, "namespace": self.namespace, "workspace": str(self.workspace.root.resolve())}
+        if have is not None and not reason and "dimensions" in have:
+            manifest["dimensions"] = have["dimensions"]
+        if manifest != have:
+            ix.write_manifest(self.layout, manifest)
         self._manifest_checked = True
 
     def _wipe_index(self) -> None:
@@ -271,6 +333,24 @@ class MemoryService:
             release_embedded(self.layout.chroma_dir)
             ix.remove_tree(self.layout.chroma_dir)
         ix.remove_tree(self.layout.root / "scopes")
+        manifest = ix.read_manifest(self.layout)
+        if manifest is not None and "dimensions" in manifest:  # the next vectors say it again
+            del manifest["dimensions"]
+            ix.write_manifest(self.layout, manifest)
+
+    def _record_dimensions(self, dim: int) -> None:
+        """The vectors' size, recorded in the manifest from the first ones embedded (a provider's model tells it
+        only in a response). Vectors of another size cannot join the index."""
+        manifest = ix.read_manifest(self.layout) or {}
+        had = manifest.get("dimensions")
+        if had == dim:
+            return
+        if had is not None:
+            raise IndexError_(
+                f"the embedding model now returns {dim} dimensions, the index holds {had}; "
+                "run `memclaw memory reindex` to rebuild it"
+            )
+        ix.write_manifest(self.layout, {**manifest, "dimensions": dim})
 
     def _known_scopes_on_disk(self) -> list[str]:
         out = set(self.workspace.scopes())
@@ -341,8 +421,15 @@ class MemoryService:
         return sc
 
     def is_fresh(self, scope: str) -> bool:
+        if self.index_mismatch() is not None:
+            return False
         sc = self._get_scope(scope)
-        return sc is not None and sc.state.signatures == self._signatures(scope)
+        return sc is not None and sc.state.signatures == self._signatures(scope) and not sc.state.pending
+
+    def pending_vectors(self, scope: str) -> set[str]:
+        """Ids of the scope's units whose vectors wait for the embedding provider (the next sync adds them)."""
+        sc = self._get_scope(scope)
+        return set(sc.state.pending) if sc is not None else set()
 
     # ----- sync ------------------------------------------------------------------------------------------
     def sync(
@@ -391,10 +478,13 @@ class MemoryService:
         even when every scope is fresh. A Chroma server's files are the server's business: no probe."""
         if self.config.memory.chroma_url:
             return
-        probe = np.zeros(self.embedder.dim, dtype=np.float32)
-        probe[0] = 1.0
+        probe = None
         for scope in scopes:
             if self.store.count(scope):
+                if probe is None:  # the recorded dimensions: a provider's embedder need not be asked
+                    dim = (ix.read_manifest(self.layout) or {}).get("dimensions") or self.embedder.dim
+                    probe = np.zeros(int(dim), dtype=np.float32)
+                    probe[0] = 1.0
                 self.store.query(scope, probe, 1)
 
     def _read_scope(self, scope: str, old: _Scope | None, signatures: dict[str, tuple | None]) -> _ScopeRead:
@@ -447,7 +537,7 @@ class MemoryService:
         old = self._get_scope(scope)
         dirty = self.layout.dirty_file(scope)
         in_store_passages: set[str] = set()
-        if old is not None and old.state.signatures == signatures:
+        if old is not None and old.state.signatures == signatures and not old.state.pending:
             report.unchanged = len(old.state.units)
             return report
         read = self._read_scope(scope, old, signatures)
@@ -484,14 +574,16 @@ class MemoryService:
         report.updated = len(to_embed) - report.added
         report.removed = len(stale_in_store)
         report.unchanged = len(table) - len(to_embed)
+        if old is not None and old.state.pending:  # catch up: vectors the provider could not give last time
+            queued = {u.id for u in to_embed}
+            to_embed += [table[i] for i in sorted(old.state.pending) if i in table and i not in queued]
 
         # Passages: a long unit is embedded as several vectors (see memclaw.passages).
         p_ids: list[str] = []
         p_texts: list[str] = []
         p_meta: list[dict[str, Any]] = []
         for u in to_embed:
-            parts = split_passages(self._vector_text(u))
-            for pid, text in zip(passage_ids(u.id, len(parts)), parts, strict=True):
+            for pid, text in unit_vectors(u.id, self._vector_text(u)):
                 p_ids.append(pid)
                 p_texts.append(text)
                 p_meta.append(_metadata(u))
@@ -508,8 +600,24 @@ class MemoryService:
                     stale_passages.update(set(_passages_of(old_units[u.id], self)) - set(p_ids))
 
         vectors = None
+        pending: set[str] = set()
         if p_texts:
-            vectors = ix.embed_texts(self.embedder, p_texts, self.config.embeddings.batch_size, progress)
+            try:
+                vectors = ix.embed_texts(self.embedder, p_texts, self.config.embeddings.batch_size, progress)
+            except EmbeddingUnavailable as e:  # keyword search gets the units now, the vectors come later
+                pending = {u.id for u in to_embed}
+                p_ids = []
+                if old is not None:  # an edited unit's old vector must not answer for its new text
+                    old_units = old.state.units
+                    for u in to_embed:
+                        if u.id in old_units:
+                            stale_passages.update(_passages_of(old_units[u.id], self))
+                msg = f"{e}; {len(pending)} memories are searchable by keyword now, their vectors come at the next sync"
+                report.warnings.append(msg)
+                log.warning(msg)
+            else:
+                self._record_dimensions(int(vectors.shape[1]))
+        report.pending = len(pending)
         dirty.parent.mkdir(parents=True, exist_ok=True)
         dirty.touch()
         if p_ids:
@@ -538,7 +646,9 @@ class MemoryService:
             links = old.state.links  # only undated units were appended: the session links are unchanged
         else:
             links = _session_links(table)
-        state = ix.ScopeState(scope, signatures, table, links, read.marks, file_digest(self.layout.lexical_file(scope)))
+        state = ix.ScopeState(
+            scope, signatures, table, links, read.marks, file_digest(self.layout.lexical_file(scope)), pending
+        )
         ix.save_state(self.layout.state_file(scope), state)
         dirty.unlink(missing_ok=True)
         with self._lock:
@@ -592,12 +702,13 @@ class MemoryService:
         t0 = time.perf_counter()
         if mode != "bm25":
             self.prefetch_store(scope)  # a no-op once the store is open
-        store_down: VectorStoreUnavailable | None = None  # said once, and not asked twice (a frozen server)
+        # the vectors' side is down: said once, and not asked twice (a frozen server costs a timeout each time)
+        store_down: VectorStoreUnavailable | EmbeddingUnavailable | None = None
         if self.config.memory.auto_sync:
             try:
                 if not self.ensure_fresh(scope, wait=False):
                     result.warnings.append("a sync is running; recalled from the previous index state")
-            except VectorStoreUnavailable as e:
+            except (VectorStoreUnavailable, EmbeddingUnavailable) as e:
                 store_down = e
         sc = self._get_scope(scope)
         result.timings_ms["sync_check"] = (time.perf_counter() - t0) * 1000
@@ -615,22 +726,31 @@ class MemoryService:
                 bm25_hits = list(sc.lexical.search(tokens, n_cand)) if tokens else []
             result.timings_ms["bm25"] = (time.perf_counter() - t) * 1000
         if mode in ("hybrid", "vector"):
+            from memclaw.embedding import encode_query
+
+            down = store_down
             t = time.perf_counter()
-            qv = self.embedder.encode([query])[0]
+            qv = None
+            if down is None:
+                try:
+                    qv = encode_query(self.embedder, query)
+                except EmbeddingUnavailable as e:  # the provider is down: as for a Chroma outage
+                    down = e
             result.timings_ms["embed"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
-            try:
-                if store_down is not None:
-                    raise store_down
-                vec_hits = _best_per_unit(self.store.query(scope, qv, n_cand * 2))
-            except VectorStoreUnavailable as e:
+            if down is None:
+                try:
+                    vec_hits = self._unit_similarities(sc, self.store.query(scope, qv, n_cand * 2))
+                except VectorStoreUnavailable as e:
+                    down = e
+                except VectorStoreCorrupted as e:
+                    vec_hits = self._query_after_repair(scope, qv, n_cand * 2, e, result, mode)
+            if down is not None:
                 if mode == "vector":
-                    raise
-                result.warnings.append(f"{e}; recall fell back to BM25 only")
+                    raise down
+                result.warnings.append(f"{down}; recall fell back to BM25 only")
                 result.mode = "bm25-only"
-                log.warning("%s; recall fell back to BM25 only", e)
-            except VectorStoreCorrupted as e:
-                vec_hits = self._query_after_repair(scope, qv, n_cand * 2, e, result, mode)
+                log.warning("%s; recall fell back to BM25 only", down)
             result.timings_ms["vector"] = (time.perf_counter() - t) * 1000
         units = sc.state.units
         result.scope_size = sum(u.kind == kind for u in units.values()) if kind else len(units)
@@ -655,7 +775,6 @@ class MemoryService:
             result.date_ranges = ranges
         if rc.link_sessions and sc.state.links:
             fused = link_boost(fused, sc.state.links, weight=rc.link_weight)
-            fused = demote_redundant(fused, sc.state.links)
         if rc.recency_half_life_days:
             hit_units = {f.id: units[f.id] for f in fused}
             fused = recency_boost(
@@ -666,6 +785,7 @@ class MemoryService:
                 half_life_days=rc.recency_half_life_days,
                 weight=RECENCY_WEIGHT,
             )
+        links = sc.state.links if rc.link_sessions else {}
         seen_text: set[str] = set()
         for f in fused:
             u = units[f.id]
@@ -682,12 +802,19 @@ class MemoryService:
                     Signal(f.bm25_rank, f.bm25_score),
                     Signal(f.vector_rank, f.vector_similarity),
                     dict(f.boosts),
+                    tuple(links.get(f.id, ())),
                 )
             )
             if len(result.hits) >= k:
                 break
         result.timings_ms["total"] = (time.perf_counter() - t0) * 1000
         return result
+
+    def _unit_similarities(self, sc: _Scope, hits) -> list[tuple[str, float]]:
+        units = sc.state.units
+        return _best_per_unit(
+            hits, self.config.recall.vector_signal, lambda uid: uid in units and is_long(units[uid].text)
+        )
 
     def _query_after_repair(
         self, scope: str, qv: np.ndarray, n: int, err: VectorStoreCorrupted, result: RecallResult, mode: str
@@ -700,7 +827,8 @@ class MemoryService:
             result.warnings.append(msg)
             try:
                 self.sync([scope], full=True)
-                return _best_per_unit(self.store.query(scope, qv, n))
+                sc = self._get_scope(scope)
+                return self._unit_similarities(sc, self.store.query(scope, qv, n)) if sc else []
             except (IndexError_, VectorStoreUnavailable) as e:
                 err = e  # type: ignore[assignment]
         if mode == "vector":
@@ -780,13 +908,20 @@ class MemoryService:
                 "facts": counts["fact"],
                 "history": counts["history"],
                 "indexed": len(sc.state.units) if sc else 0,
-                "fresh": bool(sc and sc.state.signatures == self._signatures(scope)),
+                "fresh": bool(sc and sc.state.signatures == self._signatures(scope) and not sc.state.pending),
+                "vectors_pending": len(sc.state.pending) if sc else 0,
             }
         manifest = ix.read_manifest(self.layout) or {}
+        rebuild = self.index_mismatch()
+        if rebuild is not None:
+            for s in scopes.values():
+                s["fresh"] = False
         return {
             "workspace": str(self.workspace.root),
             "index_dir": str(self.layout.root),
             "store": self.config.memory.chroma_url or str(self.layout.chroma_dir),
+            "index_store": manifest.get("store"),
+            "rebuild": rebuild,
             "model": self.config.embeddings.model,
             "embedder_fingerprint": manifest.get("embedder"),
             "tokenizer_fingerprint": manifest.get("tokenizer"),
@@ -804,18 +939,26 @@ def _what(e: Exception) -> str:
     return str(e).split("; run `memclaw memory reindex`")[0]
 
 
-def _best_per_unit(hits) -> list[tuple[str, float]]:
-    """Passage hits (best first) -> unit hits: a unit's similarity is its best passage's."""
+def _best_per_unit(hits, signal: str = "max", is_long: Callable[[str], bool] | None = None) -> list[tuple[str, float]]:
+    """Vector hits (best first) -> unit hits (see memclaw.passages): a unit's similarity is its best vector's
+    (`max`), its best passage's (`passages`: heads ignored), or its head's (`head`: a long unit's head vector, a
+    short unit's only vector; `is_long(unit_id)` tells them apart)."""
     best: dict[str, float] = {}
     for h in hits:
         uid = unit_of(h.id)
-        if uid not in best:
-            best[uid] = h.similarity
+        if uid in best:
+            continue
+        head = is_head(h.id)
+        if signal == "passages" and head:
+            continue
+        if signal == "head" and not head and (h.id != uid or (is_long is not None and is_long(uid))):
+            continue
+        best[uid] = h.similarity
     return list(best.items())
 
 
 def _passages_of(u: MemoryUnit, svc: MemoryService) -> list[str]:
-    return passage_ids(u.id, len(split_passages(svc._vector_text(u))))
+    return [pid for pid, _t in unit_vectors(u.id, svc._vector_text(u))]
 
 
 def _metadata(u: MemoryUnit) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """`memclaw memory migrate --to URL`: copy an embedded index to a Chroma server.
 
 Vectors are copied as they are (no re-embedding); a scope whose embedded collection is missing or unreadable is
-rebuilt on the server from the Markdown instead. Afterwards the index manifest says "server", so setting
+rebuilt on the server from the Markdown instead. Afterwards the index manifest names that server, so setting
 `memory.chroma_url` to the same URL uses the copy without a rebuild.
 """
 
@@ -41,7 +41,7 @@ def migrate_to_server(ws: Workspace, cfg: Config, url: str, *, console: Any = No
             remote = MemoryService(ws, server_cfg, embedder=local.embedder)
             copied += sum(r.added for r in remote.sync([scope], full=False))
     manifest = ix.read_manifest(local.layout) or {}
-    manifest["store"] = "server"
+    manifest["store"] = ix.store_id(url)
     ix.write_manifest(local.layout, manifest)
     return copied
 

@@ -1,8 +1,11 @@
 """Split long memory units into passages for embedding (pure).
 
 MiniLM truncates at 256 word pieces, and one vector for a long session summary blurs it: a long history entry
-is embedded as several passages of at most `max_words` words, cut at line or sentence boundaries, and a unit's
-vector similarity is the best of its passages (measured on LoCoMo raw sessions: recall@5 0.52 -> 0.74).
+is embedded as several passages of at most `max_words` words, cut at line or sentence boundaries (measured on
+LoCoMo raw sessions: recall@5 0.52 -> 0.74). A long unit also gets one vector of its own head (the whole text,
+which the model truncates at its token limit): the unit as a whole, as a plain one-vector-per-unit index sees it.
+A short unit's only passage is its whole text, so it is its own head. Which of these vectors make a unit's
+similarity is the recall setting `recall.vector_signal`.
 """
 
 from __future__ import annotations
@@ -10,14 +13,15 @@ from __future__ import annotations
 import re
 
 MAX_WORDS = 60
+HEAD = "h"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _SEP = "~"
 
 
 def split_passages(text: str, max_words: int = MAX_WORDS) -> list[str]:
     """Passages of at most ~max_words words, cut at line, then sentence, boundaries. Short texts stay whole."""
-    words = text.split()
-    if len(words) <= max_words:
+    if not is_long(text, max_words):
+        words = text.split()
         return [" ".join(words)] if words else [""]
     pieces: list[str] = []
     for line in text.splitlines():
@@ -42,6 +46,29 @@ def split_passages(text: str, max_words: int = MAX_WORDS) -> list[str]:
     if cur:
         out.append(" ".join(cur))
     return out
+
+
+def unit_vectors(unit_id: str, text: str) -> list[tuple[str, str]]:
+    """(vector-store id, text) of every vector a unit is embedded as: its passages, then its head if it has more
+    than one passage."""
+    parts = split_passages(text)
+    out = list(zip(passage_ids(unit_id, len(parts)), parts, strict=True))
+    if len(parts) > 1:
+        out.append((head_id(unit_id), text))
+    return out
+
+
+def is_long(text: str, max_words: int = MAX_WORDS) -> bool:
+    """The text is split into more than one passage (and so has a head vector of its own)."""
+    return len(text.split()) > max_words
+
+
+def head_id(unit_id: str) -> str:
+    return f"{unit_id}{_SEP}{HEAD}"
+
+
+def is_head(vector_id: str) -> bool:
+    return vector_id.endswith(_SEP + HEAD)
 
 
 def passage_ids(unit_id: str, n: int) -> list[str]:

@@ -24,6 +24,9 @@ class RecallHit:
     bm25: Signal
     vector: Signal
     boosts: dict[str, float] = field(default_factory=dict)
+    covered_by: tuple[str, ...] = ()
+    """Ids of the units that cover this one (a dated fact's session summary): the memory section skips it when
+    one of them is already in."""
 
     def to_json(self) -> dict[str, Any]:
         u = self.unit
@@ -39,6 +42,7 @@ class RecallHit:
             "bm25": {"rank": self.bm25.rank, "score": _r(self.bm25.score)},
             "vector": {"rank": self.vector.rank, "similarity": _r(self.vector.score)},
             "boosts": {k: round(v, 6) for k, v in self.boosts.items()},
+            "covered_by": list(self.covered_by),
         }
 
 

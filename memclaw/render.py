@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.table import Table
@@ -12,12 +12,15 @@ from memclaw.dates import DateRange
 from memclaw.recall import RecallResult
 from memclaw.shorten import ECHO_CHARS, MEMORY_CHARS, shorten
 
+if TYPE_CHECKING:
+    from memclaw.memory_section import SectionFill
+
 
 def _fmt(x: float | None, digits: int = 3) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
-def recall_table(result: RecallResult, *, width: int = 140) -> Table:
+def recall_table(result: RecallResult, *, width: int = 140, section: SectionFill | None = None) -> Table:
     """The recall hits with each signal's rank and score. The scope is in the title (one scope per recall). The
     text keeps its room on narrow terminals: under 110 columns the date and source columns are left out, under 80
     the per-signal columns too (`--json` always has everything). Long queries and texts are shortened."""
@@ -25,6 +28,11 @@ def recall_table(result: RecallResult, *, width: int = 140) -> Table:
     legend = "bm25: rank/score · vector: rank/cosine similarity · +link: lifted by a linked memory"
     caption = [legend] if signals else []
     caption += [f"+date: stamped {_span(r)} ({shorten(r.text, ECHO_CHARS)!r})" for r in result.date_ranges]
+    if section is not None:
+        caption.append(
+            f"memory section: {len(section.kept)} of {len(section.candidates)} hits, {section.used} of "
+            f"{section.budget} tokens (tok: what each costs in the prompt; cut: why it is left out)"
+        )
     t = Table(
         title=f"recall {shorten(result.query, ECHO_CHARS)!r} · scope {result.scope} · {result.mode}",
         title_justify="left",
@@ -38,9 +46,14 @@ def recall_table(result: RecallResult, *, width: int = 140) -> Table:
     cols.append(("kind", {}))
     if wide:
         cols += [("date", {}), ("source", {})]
+    if section is not None:
+        cols.append(("tok", {"justify": "right"}))
     for col, kw in cols:
         t.add_column(col, no_wrap=True, **kw)
+    if section is not None:
+        t.add_column("cut", overflow="fold", max_width=28)
     t.add_column("text", overflow="fold", ratio=1, min_width=20)
+    skips = {s.index: s.reason for s in section.skipped} if section is not None else {}
     for n, h in enumerate(result.hits, 1):
         u = h.unit
         row = [str(n), f"{h.score:.4f}"]
@@ -51,6 +64,9 @@ def recall_table(result: RecallResult, *, width: int = 140) -> Table:
         row.append(u.kind)
         if wide:
             row += [u.timestamp.strftime("%Y-%m-%d") if u.timestamp else "", f"{u.source}:{u.line}"]
+        if section is not None:
+            reason = skips.get(n - 1)
+            row += [str(section.candidates[n - 1].tokens), f"[red]{reason}[/]" if reason else "[green]in[/]"]
         t.add_row(*row, shorten(u.text, MEMORY_CHARS))
     return t
 
@@ -88,4 +104,6 @@ def stats_table(data: dict[str, Any]) -> Table:
             str(s["indexed"]),
             "[green]fresh[/]" if s["fresh"] else "[yellow]stale (syncs on next recall)[/]",
         )
+    if data.get("rebuild"):
+        t.caption = f"the index must be rebuilt: {data['rebuild']} (on the next recall or `memclaw memory sync`)"
     return t

@@ -57,6 +57,12 @@ def _completion(item: Scripted, model: str) -> bytes:
 
 
 class ScriptedLLMServer:
+    paths: tuple[str, ...] = ("/v1/chat/completions", "/chat/completions")
+
+    def answer(self, item: Scripted, req: dict[str, Any]) -> bytes:
+        """The body of a scripted 200 answer to `req`."""
+        return _completion(item, req.get("model", "scripted"))
+
     def __init__(self) -> None:
         self._queue: deque[Scripted] = deque()
         self._lock = threading.Lock()
@@ -82,7 +88,7 @@ class ScriptedLLMServer:
                 t0 = time.perf_counter()
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
-                if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+                if self.path.rstrip("/") not in owner.paths:
                     self._send(404, b'{"error": {"message": "not found"}}')
                     return
                 try:
@@ -100,7 +106,7 @@ class ScriptedLLMServer:
                     err = {"error": {"message": f"scripted status {item.status}", "type": "server_error"}}
                     body = json.dumps(err).encode()
                 else:
-                    body = item.body if item.body is not None else _completion(item, req.get("model", "scripted"))
+                    body = item.body if item.body is not None else owner.answer(item, req)
                 if req.get("stream") and item.status == 200 and item.body is None:
                     self._stream(item)
                 else:

@@ -96,6 +96,11 @@ def test_locomo_json_shape_and_ranges(locomo_result):
             assert 0.0 <= s[key] <= 1.0, (name, key)
         assert s["recall@1"] <= s["recall@3"] <= s["recall@5"] <= s["recall@10"] <= s["recall@20"]
         assert s["p50_ms"] <= s["p95_ms"]
+        # the budgeted view (greedy, so not always monotone in B): the kept units never cost more than B
+        assert all(0.0 <= s[f"recall@{b}t"] <= 1.0 for b in M.BUDGETS), name
+        assert all(0 < s[f"tokens@{b}t"] <= b for b in M.BUDGETS), name
+        assert s["tokens@5"] <= s["tokens@10"]
+        assert all(f"recall@{b}t" in c for c in s["by_category"].values() for b in M.BUDGETS)
         assert set(s["by_category"]) == {"1", "2", "3", "4"}
         assert all(c["n"] == 8 for c in s["by_category"].values())
     # Real retrieval: the memclaw systems find evidence for most questions.
@@ -105,7 +110,33 @@ def test_locomo_json_shape_and_ranges(locomo_result):
     assert data["systems"]["hybrid"]["recall@5"] == res["systems"]["hybrid"]["recall@5"]
     md = (out / "locomo.md").read_text()
     assert "| hybrid |" in md and "sha256" in md and "Category 2 (temporal" in md
+    assert "## Within a memory budget" in md and "R@256t" in md and "tok@5" in md
     assert (out / "locomo-recall.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "locomo-budget.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_budgeted_view_is_the_prompt_memory_section(dev_slice, tmp_path, embedder):
+    """The benchmark keeps exactly the memories the ContextBuilder puts in the prompt for the same ranking."""
+    from memclaw.bench.runner import bench_config, budgeted_view, prepare_corpus
+    from memclaw.context import Sender, build_messages
+
+    conv = dev_slice.conversations[0]
+    root = tmp_path / "ws"
+    write_conversation(conv, root, "all")
+    base = bench_config()
+    prep = prepare_corpus(root, coverage_path(root), parse_systems("hybrid"), base, embedder)
+    try:
+        svc = prep.services[-1]
+        for q in conv.questions[:6]:
+            ranked = prep.systems["hybrid"](q.question, base.context.recall_k)
+            for b in (128, 512):
+                cfg = base.model_copy(update={"context": base.context.model_copy(update={"memory_tokens": b})})
+                built = build_messages(
+                    config=cfg, workspace=root, message=q.question, sender=Sender.cli(), recall=svc.recall
+                )
+                assert [h.unit.id for h in built.hits] == budgeted_view(ranked, prep.items).kept[b]
+    finally:
+        prep.close()
 
 
 def test_longmemeval_fixture_through_the_real_path(tmp_path, embedder):
@@ -121,8 +152,11 @@ def test_longmemeval_fixture_through_the_real_path(tmp_path, embedder):
     # Tiny haystacks: the model finds the dog, both marathons and the violin lesson.
     assert res["systems"]["vector"]["recall_all@5"] == 1.0
     assert res["systems"]["hybrid"]["recall_all@5"] == 1.0
+    for name, s in res["systems"].items():
+        for b in M.BUDGETS:
+            assert 0.0 <= s[f"recall_all@{b}t"] <= s[f"recall_any@{b}t"] <= 1.0, name
     paths = write_longmemeval_results(res, tmp_path / "out")
-    assert all(p.exists() for p in paths)
+    assert all(p.exists() for p in paths) and any(p.name == "longmemeval-budget.png" for p in paths)
     assert "multi-session" in paths[1].read_text()
 
 

@@ -63,7 +63,7 @@ def test_owner_context_recalls_owner_memories_from_the_real_service(memory):
     )
     system = b.messages[0]["content"]
     block = system[system.index("<recalled-memories>") : system.index("</recalled-memories>")]
-    assert "Lena lives in Porto" in block and 'kind="fact"' in block
+    assert "\n- (People) Maya's sister Lena lives in Porto\n" in block
     assert all(h.unit.scope == "owner" for h in b.hits) and b.hits
 
 

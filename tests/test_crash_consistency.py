@@ -42,7 +42,7 @@ from memclaw.bm25 import InvertedBM25
 from memclaw.config import Config
 from memclaw.memfiles import read_units
 from memclaw.memory import MemoryService
-from memclaw.passages import passage_ids, split_passages
+from memclaw.passages import unit_vectors
 from memclaw.sessions import SessionStore
 from memclaw.store import release_embedded
 from memclaw.units import OWNER_SCOPE, sender_scope
@@ -213,8 +213,7 @@ def read_scope(ws: Workspace, scope: str) -> tuple[ScopeModel, list, list]:
 def check_index(svc: MemoryService, scope: str, units: list) -> None:
     want: dict[str, str] = {}
     for u in units:
-        parts = split_passages(u.text)
-        want.update(zip(passage_ids(u.id, len(parts)), parts, strict=True))
+        want.update(unit_vectors(u.id, u.text))
     got = svc.store.texts(scope)
     assert got == want, (
         f"Chroma differs from the Markdown in {scope}: missing {sorted(set(want) - set(got))[:5]}, "

@@ -22,7 +22,7 @@ from memclaw.embedding import load_embedder
 from memclaw.errors import VectorStoreUnavailable
 from memclaw.memfiles import read_units
 from memclaw.memory import MemoryService
-from memclaw.passages import passage_ids, split_passages
+from memclaw.passages import unit_vectors
 from memclaw.store import release_embedded
 from memclaw.workspace import Workspace
 from tests.chroma_server import ChromaServer, free_port
@@ -57,8 +57,7 @@ def markdown_passages(ws: Workspace, scope: str = "owner") -> dict[str, str]:
     out: dict[str, str] = {}
     for path, kind in ((ws.memory_file(scope), "fact"), (ws.history_file(scope), "history")):
         for u in read_units(path, scope=scope, kind=kind, source=ws.source_of(path)):
-            parts = split_passages(u.text)
-            out.update(zip(passage_ids(u.id, len(parts)), parts, strict=True))
+            out.update(unit_vectors(u.id, u.text))
     return out
 
 

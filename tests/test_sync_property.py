@@ -20,7 +20,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 from memclaw.bm25 import load_lexical_index, make_lexical_index
 from memclaw.config import Config
 from memclaw.memory import MemoryService
-from memclaw.passages import passage_ids, split_passages, unit_of
+from memclaw.passages import split_passages, unit_of, unit_vectors
 from memclaw.units import OWNER_SCOPE, sender_scope
 from memclaw.workspace import Workspace
 
@@ -267,8 +267,7 @@ class SyncMachine(RuleBasedStateMachine):
             stored = self.svc.store.texts(scope)
             want_passages = {}
             for u in units:
-                parts = split_passages(u.text)
-                want_passages.update(zip(passage_ids(u.id, len(parts)), parts, strict=True))
+                want_passages.update(unit_vectors(u.id, u.text))
             assert {unit_of(p) for p in stored} == set(want)
             assert stored == want_passages
 

@@ -154,12 +154,12 @@ def run_longmemeval(
         Progress,
         _config_summary,
         bench_config,
+        fill_k,
         load_embedder_once,
         machine_info,
         prepare_corpus,
         sha256_file,
         temp_workspace,
-        timed,
     )
 
     raw = load_longmemeval(path)
@@ -171,7 +171,7 @@ def run_longmemeval(
     skipped = {"abstention": 0, "no_has_answer": 0}
     index_s = 0.0
     started = time.time()
-    k_max = max(M.LME_KS)
+    k_ranked = fill_k(base)
     with Progress(progress) as prog:
         prog.log(
             f"LongMemEval: {len(chosen)} questions, {n_sessions} haystack sessions; embedding at about "
@@ -192,10 +192,15 @@ def run_longmemeval(
                 try:
                     index_s += prep.index_seconds
                     for spec in specs:
-                        ranked, ms = timed(prep.systems[spec.name], q.question, k_max)
+                        ranked, view, ms = prep.run(spec.name, q.question, k_ranked)
                         scores[spec.name].append(
                             M.score_lme(
-                                ranked, prep.corpus.cover, q.relevant, question_type=q.question_type, latency_ms=ms
+                                ranked,
+                                prep.corpus.cover,
+                                q.relevant,
+                                question_type=q.question_type,
+                                latency_ms=ms,
+                                budgeted=view,
                             )
                         )
                 finally:
@@ -211,6 +216,9 @@ def run_longmemeval(
         "n_considered": len(chosen),
         "skipped": skipped,
         "n_sessions": n_sessions,
+        "k_ranked": k_ranked,
+        "budgets": list(M.BUDGETS),
+        "token_model": base.agent.model,
         "index_seconds": round(index_s, 2),
         "run_seconds": round(time.time() - started, 1),
         "date": datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -221,7 +229,7 @@ def run_longmemeval(
 
 
 def longmemeval_markdown(res: dict[str, Any]) -> str:
-    from memclaw.bench.runner import _provenance_md, _table
+    from memclaw.bench.runner import _provenance_md, _table, budget_md
 
     keys = [f"{m}@{k}" for m in ("recall_any", "recall_all", "ndcg_any") for k in M.LME_KS]
     lines = [
@@ -238,14 +246,16 @@ def longmemeval_markdown(res: dict[str, Any]) -> str:
         ["system", *keys, "p50 ms", "p95 ms"],
         [[n, *[s[k] for k in keys], s["p50_ms"], s["p95_ms"]] for n, s in res["systems"].items()],
     )
+    lines += ["", *budget_md(res, ["recall_any", "recall_all"])]
+    bkeys = [f"{m}@{b}t" for m in ("recall_any", "recall_all") for b in res.get("budgets", ())]
     types = sorted({t for s in res["systems"].values() for t in s["by_question_type"]})
     for t in types:
         first = next(s for s in res["systems"].values() if t in s["by_question_type"])
         lines += ["", f"## {t} ({first['by_question_type'][t]['n']} questions)", ""]
         lines += _table(
-            ["system", *keys],
+            ["system", *keys, *[k.replace("recall_", "") for k in bkeys]],
             [
-                [n, *[s["by_question_type"][t][k] for k in keys]]
+                [n, *[s["by_question_type"][t][k] for k in keys], *[s["by_question_type"][t].get(k) for k in bkeys]]
                 for n, s in res["systems"].items()
                 if t in s["by_question_type"]
             ],
@@ -254,7 +264,7 @@ def longmemeval_markdown(res: dict[str, Any]) -> str:
 
 
 def write_longmemeval_results(res: dict[str, Any], out_dir: Path) -> list[Path]:
-    from memclaw.bench.runner import recall_plot
+    from memclaw.bench.runner import budget_plot, recall_plot
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -267,4 +277,7 @@ def write_longmemeval_results(res: dict[str, Any], out_dir: Path) -> list[Path]:
         keys=[f"recall_all@{k}" for k in M.LME_KS],
         title=f"LongMemEval — {res['n_questions']} questions (recall_all@k)",
     )
+    if res.get("budgets"):
+        paths.append(out_dir / "longmemeval-budget.png")
+        budget_plot(res, paths[-1], key="recall_all", title="LongMemEval — recall_all within a token budget")
     return paths

@@ -15,6 +15,11 @@ RECALL_KS: tuple[int, ...] = (1, 3, 5, 10, 20)
 HIT_KS: tuple[int, ...] = (1, 3, 5, 10)
 NDCG_K = 10
 LME_KS: tuple[int, ...] = (1, 5, 10)
+BUDGETS: tuple[int, ...] = (128, 256, 512, 1024)
+"""Memory-section budgets (tokens) of the budgeted view: the units a system ranks are put into a memory section of
+B tokens by memclaw.memory_section (the code that fills the prompt), and only the units it keeps count."""
+TOKEN_KS: tuple[int, ...] = (5, 10)
+"""The count view's cost: what the top k units would cost in the memory section (tokens@k)."""
 
 Cover = Mapping[str, frozenset[str] | set[str]]
 
@@ -92,6 +97,16 @@ class QuestionScore:
     ndcg: float
     latency_ms: float
     recall_all: dict[int, float] = field(default_factory=dict)
+    budget: dict[int, float] = field(default_factory=dict)  # B -> evidence recall of the units a B-token section keeps
+    tokens: dict[str, float] = field(default_factory=dict)  # "@5" / "@128t" -> memory-section tokens they cost
+
+
+@dataclass(frozen=True)
+class Budgeted:
+    """One ranked list seen through the memory section: the units kept at each budget, and what things cost."""
+
+    kept: dict[int, list[str]]  # B -> unit ids the section keeps
+    tokens: dict[str, float]  # "@5", "@10" (top k, whatever fits) and "@128t", ... (what the kept units use)
 
 
 def score_question(
@@ -102,11 +117,13 @@ def score_question(
     category: str,
     latency_ms: float,
     relevant: set[str] | None = None,
+    budgeted: Budgeted | None = None,
 ) -> QuestionScore:
     """Every LoCoMo metric of one ranked list. `relevant` defaults to relevant_units(cover, evidence)."""
     ev = frozenset(evidence)
     rel = relevant if relevant is not None else relevant_units(cover, ev)
     recall = {k: evidence_recall(ranked, cover, ev, k) for k in RECALL_KS}
+    budget = {b: evidence_recall(ids, cover, ev, len(ids)) for b, ids in budgeted.kept.items()} if budgeted else {}
     return QuestionScore(
         category=category,
         recall=recall,
@@ -115,11 +132,20 @@ def score_question(
         ndcg=ndcg_at_k(ranked, set(rel), NDCG_K),
         latency_ms=latency_ms,
         recall_all={k: 1.0 if recall[k] >= 1.0 else 0.0 for k in RECALL_KS},
+        budget=budget,
+        tokens=dict(budgeted.tokens) if budgeted else {},
     )
 
 
 def _mean(xs: Sequence[float]) -> float:
     return round(sum(xs) / len(xs), 4) if xs else 0.0
+
+
+def _token_means(scores: Sequence[QuestionScore] | Sequence[LMEScore]) -> dict[str, float]:
+    """Mean memory-section tokens per question: `tokens@5` (the top 5), `tokens@256t` (what a 256-token section
+    actually uses)."""
+    keys = sorted({k for s in scores for k in s.tokens}, key=lambda k: (k.endswith("t"), int(k.strip("@t"))))
+    return {f"tokens{k}": round(sum(s.tokens.get(k, 0.0) for s in scores) / len(scores), 1) for k in keys}
 
 
 def aggregate(scores: Sequence[QuestionScore]) -> dict[str, float]:
@@ -133,6 +159,10 @@ def aggregate(scores: Sequence[QuestionScore]) -> dict[str, float]:
     out[f"ndcg@{NDCG_K}"] = _mean([s.ndcg for s in scores])
     for k in RECALL_KS:
         out[f"recall_all@{k}"] = _mean([s.recall_all.get(k, 0.0) for s in scores])
+    for b in BUDGETS:
+        if all(b in s.budget for s in scores):
+            out[f"recall@{b}t"] = _mean([s.budget[b] for s in scores])
+    out.update(_token_means(scores))
     lat = [s.latency_ms for s in scores]
     out["p50_ms"] = round(percentile(lat, 50), 2)
     out["p95_ms"] = round(percentile(lat, 95), 2)
@@ -157,6 +187,9 @@ class LMEScore:
     recall_all: dict[int, float]
     ndcg_any: dict[int, float]
     latency_ms: float
+    budget_any: dict[int, float] = field(default_factory=dict)
+    budget_all: dict[int, float] = field(default_factory=dict)
+    tokens: dict[str, float] = field(default_factory=dict)
 
 
 def score_lme(
@@ -166,6 +199,7 @@ def score_lme(
     *,
     question_type: str,
     latency_ms: float,
+    budgeted: Budgeted | None = None,
 ) -> LMEScore:
     """recall_any@k: some answer session is covered by the top k; recall_all@k: every answer session is;
     ndcg_any@k: binary nDCG@k where a unit is relevant when it covers an answer session."""
@@ -179,7 +213,11 @@ def score_lme(
         ra[k] = 1.0 if got else 0.0
         rl[k] = 1.0 if got == ans else 0.0
         nd[k] = ndcg_at_k(ranked, rel, k)
-    return LMEScore(question_type, ra, rl, nd, latency_ms)
+    b_any, b_all = {}, {}
+    for b, ids in budgeted.kept.items() if budgeted else ():
+        got = covered(ids, cover, len(ids)) & ans
+        b_any[b], b_all[b] = (1.0 if got else 0.0), (1.0 if got == ans else 0.0)
+    return LMEScore(question_type, ra, rl, nd, latency_ms, b_any, b_all, dict(budgeted.tokens) if budgeted else {})
 
 
 def aggregate_lme(scores: Sequence[LMEScore]) -> dict[str, float]:
@@ -188,6 +226,11 @@ def aggregate_lme(scores: Sequence[LMEScore]) -> dict[str, float]:
         out[f"recall_any@{k}"] = _mean([s.recall_any[k] for s in scores])
         out[f"recall_all@{k}"] = _mean([s.recall_all[k] for s in scores])
         out[f"ndcg_any@{k}"] = _mean([s.ndcg_any[k] for s in scores])
+    for b in BUDGETS:
+        if all(b in s.budget_any for s in scores):
+            out[f"recall_any@{b}t"] = _mean([s.budget_any[b] for s in scores])
+            out[f"recall_all@{b}t"] = _mean([s.budget_all[b] for s in scores])
+    out.update(_token_means(scores))
     lat = [s.latency_ms for s in scores]
     out["p50_ms"] = round(percentile(lat, 50), 2)
     out["p95_ms"] = round(percentile(lat, 95), 2)

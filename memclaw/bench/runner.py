@@ -26,13 +26,14 @@ from typing import TYPE_CHECKING, Any
 from memclaw.bench import metrics as M
 from memclaw.bench.baselines import GrepIndex
 from memclaw.bench.corpus import BenchCorpus, load_corpus
-from memclaw.bench.systems import SystemFn, SystemSpec, make_system, system_config
+from memclaw.bench.systems import Ranked, SystemFn, SystemSpec, make_system, system_config
 
 if TYPE_CHECKING:
     from memclaw.bench.locomo import LocomoData
     from memclaw.config import Config
     from memclaw.embedding import Embedder
     from memclaw.memory import MemoryService
+    from memclaw.memory_section import Candidate
 
 K_MAX = max(M.RECALL_KS)
 
@@ -138,16 +139,44 @@ class Progress:
 
 @dataclass
 class PreparedCorpus:
-    """A synced corpus with every requested system bound to it."""
+    """A synced corpus with every requested system bound to it, and each unit as the memory section shows it."""
 
     corpus: BenchCorpus
     systems: dict[str, SystemFn]
     index_seconds: float
     services: list[MemoryService] = field(default_factory=list)
+    items: dict[str, Candidate] = field(default_factory=dict)
 
     def close(self) -> None:
         for s in self.services:
             s.close()
+
+    def run(self, system: str, query: str, k: int) -> tuple[list[str], M.Budgeted, float]:
+        """One query: the ranked ids, the memory-section view of them, and the latency in ms."""
+        ranked, ms = timed(self.systems[system], query, k)
+        return [i for i, _c in ranked], budgeted_view(ranked, self.items), ms
+
+
+def fill_k(base: Config) -> int:
+    """How many units each system ranks per query: enough for recall@20, and what auto-recall offers the memory
+    section (context.recall_k)."""
+    return max(K_MAX, base.context.recall_k)
+
+
+def budgeted_view(ranked: Ranked, items: dict[str, Candidate]) -> M.Budgeted:
+    """`ranked` through memclaw.memory_section.fill at each of M.BUDGETS, exactly as the prompt is filled."""
+    from dataclasses import replace
+
+    from memclaw.memory_section import fill
+
+    cands = [replace(items[i], covered_by=cov) for i, cov in ranked]
+    tokens: dict[str, float] = {f"@{k}": float(sum(c.tokens for c in cands[:k])) for k in M.TOKEN_KS}
+    kept: dict[int, list[str]] = {}
+    for b in M.BUDGETS:
+        f = fill(cands, b)
+        kept[b] = [cands[i].id for i in f.kept]
+        tokens[f"@{b}t"] = float(f.used)
+    return M.Budgeted(kept, tokens)
 
 
 def prepare_corpus(
@@ -162,9 +191,12 @@ def prepare_corpus(
     """Parse the workspace at `root`, index it once with memclaw (if any memclaw system is asked for), and bind
     every system to it."""
     from memclaw.memory import MemoryService
+    from memclaw.memory_section import candidates
+    from memclaw.tokens import counter_for
     from memclaw.workspace import Workspace
 
     corpus = load_corpus(root, side_file)
+    items = {c.id: c for c in candidates(corpus.units, counter_for(base.agent.model))}
     systems: dict[str, SystemFn] = {}
     services: list[MemoryService] = []
     t_index = 0.0
@@ -184,10 +216,10 @@ def prepare_corpus(
     for spec in specs:
         if spec.kind == "grep":
             systems[spec.name] = make_system(spec, grep_index=grep_index)
-    return PreparedCorpus(corpus, {s.name: systems[s.name] for s in specs}, t_index, services)
+    return PreparedCorpus(corpus, {s.name: systems[s.name] for s in specs}, t_index, services, items)
 
 
-def timed(fn: SystemFn, query: str, k: int) -> tuple[list[str], float]:
+def timed(fn: SystemFn, query: str, k: int) -> tuple[Ranked, float]:
     t0 = time.perf_counter()
     ranked = fn(query, k)
     return ranked, (time.perf_counter() - t0) * 1000.0
@@ -278,9 +310,15 @@ def run_locomo(
                         row: dict[str, Any] = {"qid": q.qid, "category": q.category, "question": q.question,
                                                "evidence": list(q.evidence), "systems": {}}  # fmt: skip
                         for spec in specs:
-                            ranked, ms = timed(prep.systems[spec.name], q.question, K_MAX)
+                            ranked, view, ms = prep.run(spec.name, q.question, fill_k(base))
                             sc = M.score_question(
-                                ranked, cover, q.evidence, category=q.category, latency_ms=ms, relevant=relevant
+                                ranked,
+                                cover,
+                                q.evidence,
+                                category=q.category,
+                                latency_ms=ms,
+                                relevant=relevant,
+                                budgeted=view,
                             )
                             scores[spec.name].append(sc)
                             if details:
@@ -313,6 +351,9 @@ def run_locomo(
         "units_without_coverage": unmatched,
         "evidence_anomalies": data.anomalies,
         "k_max": K_MAX,
+        "k_ranked": fill_k(base),
+        "budgets": list(M.BUDGETS),
+        "token_model": base.agent.model,
         "index_seconds": round(index_s, 2),
         "run_seconds": round(time.time() - started, 1),
         "date": datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -388,17 +429,28 @@ def locomo_markdown(res: dict[str, Any]) -> str:
              s["recall_all@5"], s["p50_ms"], s["p95_ms"]]
         )  # fmt: skip
     lines += _table(header, rows)
+    lines += ["", *budget_md(res, ["recall"])]
     for cat, cname in res["categories"].items():
         if not any(cat in s["by_category"] for s in res["systems"].values()):
             continue
         n = next(iter(res["systems"].values()))["by_category"].get(cat, {}).get("n", 0)
         lines += ["", f"## Category {cat} ({cname}, {n} questions)", ""]
-        header = ["system", *[f"R@{k}" for k in ks], "hit@5", "MRR", "nDCG@10"]
+        bk = [f"recall@{b}t" for b in res.get("budgets", ())]
+        header = [
+            "system",
+            *[f"R@{k}" for k in ks],
+            "hit@5",
+            "MRR",
+            "nDCG@10",
+            *[f"R@{b}t" for b in res.get("budgets", ())],
+        ]
         rows = []
         for name, s in res["systems"].items():
             c = s["by_category"].get(cat)
             if c:
-                rows.append([name, *[c[f"recall@{k}"] for k in ks], c["hit@5"], c["mrr"], c["ndcg@10"]])
+                rows.append(
+                    [name, *[c[f"recall@{k}"] for k in ks], c["hit@5"], c["mrr"], c["ndcg@10"], *[c.get(k) for k in bk]]
+                )
         lines += _table(header, rows)
     lines += ["", "## Systems", ""]
     lines += [f"- `{n}`: {s.get('description', '')}" for n, s in res["systems"].items()]
@@ -406,6 +458,70 @@ def locomo_markdown(res: dict[str, Any]) -> str:
         lines += ["", "## Evidence anomalies (upstream data, normalised)", ""]
         lines += [f"- {a}" for a in res["evidence_anomalies"]]
     return "\n".join(lines) + "\n"
+
+
+def budget_md(res: dict[str, Any], metrics: Sequence[str]) -> list[str]:
+    """The budgeted view: recall within a memory section of B tokens (filled by memclaw.memory_section, as the
+    prompt is), beside the count view with what its top k costs in tokens."""
+    budgets = res.get("budgets") or []
+    if not budgets:
+        return []
+    lines = [
+        "## Within a memory budget (the prompt's view)",
+        "",
+        f"Each system's top {res.get('k_ranked')} units go through the memory-section fill of the prompt at B tokens "
+        f"(counted for `{res.get('token_model')}`); only the units kept count. `tok@k`: mean tokens the top k would "
+        "take in the memory section; `used@Bt`: mean tokens the kept units take.",
+        "",
+    ]
+    header = ["system"]
+    for m in metrics:
+        short = {"recall": "R", "recall_any": "any", "recall_all": "all"}[m]
+        header += [f"{short}@{b}t" for b in budgets]
+    header += [f"used@{b}t" for b in budgets] + ["tok@5", "tok@10"]
+    rows = []
+    for name, s in res["systems"].items():
+        row = [name]
+        for m in metrics:
+            row += [s.get(f"{m}@{b}t") for b in budgets]
+        row += [s.get(f"tokens@{b}t") for b in budgets] + [s.get("tokens@5"), s.get("tokens@10")]
+        rows.append(row)
+    return lines + _table(header, rows)
+
+
+def budget_plot(res: dict[str, Any], path: Path, *, key: str = "recall", title: str = "") -> None:
+    """Recall against the memory budget (tokens), one line per system (matplotlib, Agg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    budgets = res["budgets"]
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    colors = plt.get_cmap("tab20").colors
+    for i, (name, s) in enumerate(res["systems"].items()):
+        main = name == "hybrid"
+        ax.plot(
+            budgets,
+            [s[f"{key}@{b}t"] for b in budgets],
+            marker="o",
+            label=name,
+            color="black" if main else colors[(2 * i) % 20 + (i // 10) % 2],
+            linewidth=2.6 if main else 1.1,
+            zorder=3 if main else 2,
+        )
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(budgets)
+    ax.set_xticklabels([str(b) for b in budgets])
+    ax.set_xlabel("memory budget (tokens in the prompt's memory section)")
+    ax.set_ylabel(f"{key} within the budget")
+    ax.set_ylim(0, 1)
+    ax.grid(True, alpha=0.3)
+    ax.set_title(title or f"{res['dataset']} {res.get('corpus', '')} — recall within a token budget")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
 
 
 def recall_plot(res: dict[str, Any], path: Path, *, keys: Sequence[str] | None = None, title: str = "") -> None:
@@ -458,6 +574,9 @@ def write_locomo_results(res: dict[str, Any], out_dir: Path) -> list[Path]:
         paths[-1].write_text(json.dumps(res["questions"], indent=1) + "\n", "utf-8")
     paths[1].write_text(locomo_markdown(res), "utf-8")
     recall_plot(res, paths[2])
+    if res.get("budgets"):
+        paths.append(out_dir / "locomo-budget.png")
+        budget_plot(res, paths[-1])
     return paths
 
 

@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     from memclaw.config import Config
     from memclaw.memory import MemoryService
 
-SystemFn = Callable[[str, int], list[str]]
+Ranked = list[tuple[str, tuple[str, ...]]]
+"""A system's answer: unit ids best first, each with the ids of the units that cover it (for the memory section)."""
+SystemFn = Callable[[str, int], Ranked]
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,25 @@ SYSTEMS: dict[str, SystemSpec] = {
             "vector signal alone: no session links, dates or diversity",
             {"mode": "vector", "link_sessions": False, "date_weight": 0.0},
         ),
+        SystemSpec(
+            "vector-head",
+            "memclaw",
+            "one vector per unit from its first 256 word pieces (a plain MiniLM index): no passages, links or dates",
+            {"mode": "vector", "vector_signal": "head", "link_sessions": False, "date_weight": 0.0},
+        ),
         SystemSpec("hybrid", "memclaw", "memclaw default configuration", {}),
+        SystemSpec(
+            "hybrid-head",
+            "memclaw",
+            "default with the head vector alone as the vector signal",
+            {"vector_signal": "head"},
+        ),
+        SystemSpec(
+            "hybrid-passages",
+            "memclaw",
+            "default with the best passage alone as the vector signal (no head vectors)",
+            {"vector_signal": "passages"},
+        ),
         SystemSpec(
             "hybrid-rrf-plain",
             "memclaw",
@@ -85,6 +105,7 @@ DEFAULT_SYSTEMS: tuple[str, ...] = (
     "vector",
     "bm25-raw",
     "vector-raw",
+    "vector-head",
     "hybrid",
     "hybrid-rrf-plain",
     "hybrid-nolink",
@@ -126,12 +147,13 @@ def make_system(
     if spec.kind == "grep":
         if grep_index is None:
             raise UsageError(f"system {spec.name} needs the corpus's grep index")
-        return grep_index.grep if spec.name == "grep" else grep_index.grep_ranked
+        fn = grep_index.grep if spec.name == "grep" else grep_index.grep_ranked
+        return lambda query, k: [(i, ()) for i in fn(query, k)]
     if service is None:
         raise UsageError(f"system {spec.name} needs a MemoryService")
 
-    def run(query: str, k: int) -> list[str]:
+    def run(query: str, k: int) -> Ranked:
         res = service.recall_detailed(query, k=k, now=now)
-        return [h.unit.id for h in res.hits]
+        return [(h.unit.id, h.covered_by) for h in res.hits]
 
     return run

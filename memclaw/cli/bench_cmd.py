@@ -20,6 +20,21 @@ def _positive(name: str, value: int | None) -> None:
         raise UsageError(f"{name} must be at least 1 (got {value})")
 
 
+def _embedder(base: Any, embed_cache: Path | None) -> Any:
+    """The bench's embedder for `base`: None (the runner loads it) unless a cache file is given. The cache is
+    saved when the process exits, whatever the run's outcome."""
+    if embed_cache is None:
+        return None
+    import atexit
+
+    from memclaw.bench.embedcache import CachedEmbedder
+    from memclaw.embedding import load_embedder
+
+    cached = CachedEmbedder(load_embedder(base.embeddings), Path(embed_cache))
+    atexit.register(cached.save)
+    return cached
+
+
 def locomo(
     data: Path,
     systems: str | None = None,
@@ -29,12 +44,16 @@ def locomo(
     limit_questions: int | None = None,
     details: bool = False,
     progress: bool = True,
+    embeddings: str | None = None,
+    embed_cache: Path | None = None,
 ) -> dict[str, Any]:
     """`memclaw bench locomo --data PATH [--systems a,b] [--corpus all|facts|sessions] [--out DIR]
-    [--limit-conversations N] [--limit-questions N] [--details]`: writes DIR/locomo.json, DIR/locomo.md,
-    DIR/locomo-recall.png (and DIR/locomo-details.json with --details: every question's top 10 per system)."""
+    [--limit-conversations N] [--limit-questions N] [--details] [--embeddings MODEL[,MODEL]]`: writes
+    DIR/locomo.json, DIR/locomo.md, DIR/locomo-recall.png (and DIR/locomo-details.json with --details: every
+    question's top 10 per system). Several models: one run each, side by side ("<system> · <model>")."""
     from memclaw.bench.locomo import CORPORA, load_locomo
-    from memclaw.bench.runner import print_summary, run_locomo, write_locomo_results
+    from memclaw.bench.models import run_per_model
+    from memclaw.bench.runner import bench_config, print_summary, run_locomo, write_locomo_results
     from memclaw.bench.systems import parse_systems
 
     if corpus not in CORPORA:
@@ -43,14 +62,20 @@ def locomo(
     _positive("--limit-questions", limit_questions)
     specs = parse_systems(systems)
     ds = load_locomo(Path(data))
-    res = run_locomo(
-        ds,
-        specs,
-        corpus=corpus,
-        limit_conversations=limit_conversations,
-        limit_questions=limit_questions,
-        details=details,
-        progress=progress,
+    res = run_per_model(
+        embeddings,
+        bench_config(),
+        lambda base: run_locomo(
+            ds,
+            specs,
+            corpus=corpus,
+            limit_conversations=limit_conversations,
+            limit_questions=limit_questions,
+            details=details,
+            progress=progress,
+            base=base,
+            embedder=_embedder(base, embed_cache),
+        ),
     )
     out = Path(out) if out else Path("bench-results") / ("locomo" if corpus == "all" else f"locomo-{corpus}")
     paths = write_locomo_results(res, out)
@@ -65,16 +90,25 @@ def longmemeval(
     systems: str | None = None,
     out: Path | None = None,
     progress: bool = True,
+    embeddings: str | None = None,
+    embed_cache: Path | None = None,
 ) -> dict[str, Any]:
-    """`memclaw bench longmemeval --data PATH [--limit N] [--systems a,b] [--out DIR]`: writes
-    DIR/longmemeval.json, DIR/longmemeval.md, DIR/longmemeval-recall.png."""
+    """`memclaw bench longmemeval --data PATH [--limit N] [--systems a,b] [--out DIR] [--embeddings MODEL[,MODEL]]`:
+    writes DIR/longmemeval.json, DIR/longmemeval.md, DIR/longmemeval-recall.png."""
     from memclaw.bench.longmemeval import run_longmemeval, write_longmemeval_results
-    from memclaw.bench.runner import print_summary
+    from memclaw.bench.models import run_per_model
+    from memclaw.bench.runner import bench_config, print_summary
     from memclaw.bench.systems import parse_systems
 
     _positive("--limit", limit)
     specs = parse_systems(systems)
-    res = run_longmemeval(Path(data), specs, limit=limit, progress=progress)
+    res = run_per_model(
+        embeddings,
+        bench_config(),
+        lambda base: run_longmemeval(
+            Path(data), specs, limit=limit, progress=progress, base=base, embedder=_embedder(base, embed_cache)
+        ),
+    )
     out = Path(out) if out else Path("bench-results") / "longmemeval"
     paths = write_longmemeval_results(res, out)
     print_summary(res, LME_KEYS)

@@ -105,13 +105,22 @@ def recall(
     sender: SenderOpt = None,
     mode: Annotated[str | None, typer.Option("--mode", help="hybrid | bm25 | vector")] = None,
     kind: Annotated[str | None, typer.Option("--kind", help="Only fact or history.")] = None,
+    tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--tokens",
+            min=0,
+            help="Show which hits a prompt memory section of this many tokens would hold, and why the rest are "
+            "cut (as auto-recall fills context.memory_tokens; -k defaults to context.recall_k).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
     workspace: WorkspaceOpt = None,
 ) -> None:
     """Show exactly what memory retrieval returns for a query, and why (each signal's rank and score)."""
     from memclaw.cli import memory_cmds
 
-    memory_cmds.recall(query, k, sender, mode, kind, json_out, workspace)
+    memory_cmds.recall(query, k, sender, mode, kind, json_out, workspace, tokens)
 
 
 @memory_app.command("sync")
@@ -212,6 +221,22 @@ SystemsOpt = Annotated[
 ]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="Directory for the JSON, Markdown and PNG results.")]
 QuietOpt = Annotated[bool, typer.Option("--no-progress", help="No progress bar.")]
+EmbeddingsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--embeddings",
+        help="Embedding model(s) to run with, comma-separated to compare side by side "
+        "(e.g. all-MiniLM-L6-v2,openai/text-embedding-3-small); default: embeddings.model.",
+    ),
+]
+EmbedCacheOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--embed-cache",
+        help="Keep the model's text vectors in this file, so a later run embeds only texts it has not seen "
+        "(a bench tool; memclaw's index never reads it).",
+    ),
+]
 
 
 @bench_app.command("locomo")
@@ -224,6 +249,8 @@ def bench_locomo(
     limit_questions: Annotated[int | None, typer.Option("--limit-questions", help="First N per conversation.")] = None,
     details: Annotated[bool, typer.Option("--details", help="Also write every question's top 10.")] = False,
     no_progress: QuietOpt = False,
+    embeddings: EmbeddingsOpt = None,
+    embed_cache: EmbedCacheOpt = None,
 ) -> None:
     """LoCoMo recall quality: memclaw vs grep, BM25, vector and hybrid variants, through the real path.
 
@@ -231,7 +258,16 @@ def bench_locomo(
     from memclaw.cli import bench_cmd
 
     bench_cmd.locomo(
-        data, systems, corpus, out, limit_conversations, limit_questions, details, progress=not no_progress
+        data,
+        systems,
+        corpus,
+        out,
+        limit_conversations,
+        limit_questions,
+        details,
+        progress=not no_progress,
+        embeddings=embeddings,
+        embed_cache=embed_cache,
     )
 
 
@@ -242,13 +278,17 @@ def bench_longmemeval(
     systems: SystemsOpt = None,
     out: OutOpt = None,
     no_progress: QuietOpt = False,
+    embeddings: EmbeddingsOpt = None,
+    embed_cache: EmbedCacheOpt = None,
 ) -> None:
     """LongMemEval retrieval (official protocol): recall_any/all@k and nDCG per question type.
 
     Data: longmemeval_s_cleaned.json, linked from https://github.com/xiaowu0162/LongMemEval (pass it with --data)."""
     from memclaw.cli import bench_cmd
 
-    bench_cmd.longmemeval(data, limit, systems, out, progress=not no_progress)
+    bench_cmd.longmemeval(
+        data, limit, systems, out, progress=not no_progress, embeddings=embeddings, embed_cache=embed_cache
+    )
 
 
 @bench_app.command("perf")

@@ -62,16 +62,25 @@ def recall(
     kind: str | None,
     json_out: bool,
     workspace: Path | None,
+    tokens: int | None = None,
 ) -> None:
     query = arg_or_stdin(query)
     mem = open_memory(workspace)
     scope = sender_scope(sender)
+    if tokens is not None and k is None:
+        k = mem.config.context.recall_k or None
     with held_warnings() as logged:
         result = mem.recall_detailed(query, scope=scope, k=k, mode=mode, kind=kind)
     for w in dict.fromkeys([*logged, *result.warnings]):  # each once (memclaw logs some of them too)
         err_console.print(f"[yellow]warning:[/] {escape(w)}")
+    section = None
+    if tokens is not None:
+        from memclaw.memory_section import fill_hits
+        from memclaw.tokens import counter_for
+
+        section = fill_hits(result.hits, tokens, counter_for(mem.config.agent.model))
     if json_out:
-        print_json([h.to_json() for h in result.hits])
+        print_json([h.to_json() | (section.hit_json(i) if section else {}) for i, h in enumerate(result.hits)])
         return
     from memclaw.render import recall_table
 
@@ -79,7 +88,7 @@ def recall(
         shown = shorten(query, ECHO_CHARS)
         console.print(f"No memories in scope [bold]{scope}[/] match {shown!r} above the relevance floor.")
         return
-    console.print(recall_table(result, width=console.width))
+    console.print(recall_table(result, width=console.width, section=section))
     asked = k or mem.config.recall.k
     if len(result.hits) < min(asked, result.scope_size):
         console.print(
@@ -116,6 +125,7 @@ def _print_reports(reports, json_out: bool) -> None:
             "removed": r.removed,
             "unchanged": r.unchanged,
             "rebuilt": r.rebuilt,
+            "pending": r.pending,
         }
         for r in reports
     ]
@@ -133,10 +143,20 @@ def _print_reports(reports, json_out: bool) -> None:
 def add(text: str, sender: str | None, section: str | None, workspace: Path | None, json_out: bool) -> None:
     mem = open_memory(workspace)
     unit = mem.add_fact(text, scope=sender_scope(sender), section=section)
+    pending = unit.id in mem.pending_vectors(unit.scope)
     if json_out:
-        print_json({"id": unit.id, "text": unit.text, "scope": unit.scope, "source": f"{unit.source}:{unit.line}"})
+        print_json(
+            {
+                "id": unit.id,
+                "text": unit.text,
+                "scope": unit.scope,
+                "source": f"{unit.source}:{unit.line}",
+                "vector_pending": pending,
+            }
+        )
     else:
-        console.print(f"remembered [bold]{unit.id}[/] in {unit.source}:{unit.line}")
+        note = " (its vector is pending: the embedding provider is unreachable; the next sync adds it)"
+        console.print(f"remembered [bold]{unit.id}[/] in {unit.source}:{unit.line}{note if pending else ''}")
 
 
 def stats(workspace: Path | None, json_out: bool) -> None:
