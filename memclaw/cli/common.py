@@ -63,7 +63,8 @@ def held_warnings(logger: str = "memclaw") -> Iterator[list[str]]:
             return False
         return True
 
-    handlers = list(logging.getLogger().handlers)
+    # the handlers that write to the terminal (basicConfig's, or log_through's), not e.g. a capture in tests
+    handlers = [h for h in logging.getLogger().handlers if type(h) in (logging.StreamHandler, _ConsoleLogHandler)]
     for h in handlers:
         h.addFilter(hold)
     try:
