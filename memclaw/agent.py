@@ -45,7 +45,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 APOLOGY = "Sorry, something went wrong on my side and I could not answer. Your message is saved; please try again."
-COMMANDS = ("/new", "/help", "/recall")
+COMMANDS = ("/new", "/help", "/recall", "/forget")
+OWNER_COMMANDS = ("/recall", "/forget")
 
 
 @dataclass
@@ -343,13 +344,22 @@ class Agent:
             return AgentReply(text, command=cmd, record=rec)
         if cmd == "/new":
             return await self._cmd_new(msg, rec)
-        # /recall
-        if not ctx.is_owner:
-            return AgentReply("/recall is only available to the owner.", ok=False, command=cmd, record=rec)
+        if cmd in OWNER_COMMANDS and not ctx.is_owner:  # outsiders never see nor change the owner's memories
+            return AgentReply(f"{cmd} is only available to the owner.", ok=False, command=cmd, record=rec)
         if not arg:
-            return AgentReply("Usage: /recall <query>", ok=False, command=cmd, record=rec)
+            usage = "/recall <query>" if cmd == "/recall" else "/forget <id> [<id>...] (ids from /recall)"
+            return AgentReply(f"Usage: {usage}", ok=False, command=cmd, record=rec)
         if self.memory is None:
             return AgentReply("Memory is not available.", ok=False, command=cmd, record=rec)
+        if cmd == "/forget":
+            try:
+                gone = await asyncio.to_thread(self.memory.forget, arg.split(), scope=ctx.scope)
+            except MemclawError as e:
+                return AgentReply(f"Forget failed: {e}", ok=False, command=cmd, record=rec)
+            from memclaw.render import forgot_text
+
+            return AgentReply(forgot_text(gone), command=cmd, record=rec)
+        # /recall
         try:
             result = await asyncio.to_thread(self.memory.recall_detailed, arg, scope=ctx.scope)
         except MemclawError as e:
@@ -402,5 +412,5 @@ def recall_text(query: str, scope: str, hits: Sequence[Any]) -> str:
         text = shorten(u.text, MEMORY_CHARS)
         b = f"bm25 #{h.bm25.rank}" if h.bm25.rank else "bm25 -"
         v = f"vec #{h.vector.rank} {h.vector.score:.2f}" if h.vector.rank and h.vector.score is not None else "vec -"
-        lines.append(f"{i:<2} {h.score:.3f}  {u.kind:<7}  {src:<18}  {date}{text}  ({b}, {v})")
+        lines.append(f"{i:<2} {h.score:.3f}  {u.kind:<7}  {src:<18}  {date}{text}  ({b}, {v}, id {u.id})")
     return "\n".join(lines)

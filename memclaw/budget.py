@@ -11,7 +11,9 @@ lower-priority section never survives while a higher one was cut. How a section 
 - `history`: whole items in chronological order (a turn: never split, so a tool call stays with its result);
   the oldest are dropped first.
 
-Every section carries `overhead`: tokens it costs when anything of it is kept (headers, separators).
+Every section carries `overhead`: tokens it costs when anything of it is kept (headers, separators). A text section
+may yield to lower-priority sections (`yields_to`; the current message yields to the profile, bootstrap files and
+memories): it is cut to what their whole cost leaves (never below half of what is left), and that cut drops nothing.
 """
 
 from __future__ import annotations

@@ -114,7 +114,7 @@ class AgentConfig(_Section):
 class ContextConfig(_Section):
     recall_k: int = Field(40, ge=0, le=200)
     """At most this many recalled memories are offered to the memory section (0 turns auto-recall off)."""
-    memory_tokens: int = Field(512, ge=0)
+    memory_tokens: int = Field(1024, ge=0)
     """Token budget of the recalled memories in the prompt: the best-ranked memories that fit, whatever their
     count (see benchmarks/README.md for how the default was chosen)."""
     reply_reserve: int = Field(2048, ge=0)

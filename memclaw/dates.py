@@ -1,9 +1,9 @@
 """Date expressions in a recall query -> the time ranges they name (pure; English).
 
 "What did Anna say on 8th December, 2023?", "in August 2023", "between August 11 and August 15 2023", "the week
-before 16 November 2023", "last week", "three days ago": each names a range of days. Recall lifts memories whose
-timestamp (a history entry's stamp, a fact's trailing date) falls inside it. Relative expressions are read
-against `now`; a month or day without a year means its latest occurrence not after `now`.
+before 16 November 2023", "last week", "three days ago", "the past three months": each names a range of days. Recall
+lifts memories whose timestamp (a history entry's stamp, a fact's trailing date) falls inside it. Relative
+expressions are read against `now`; a month or day without a year means its latest occurrence not after `now`.
 
 Nothing here guesses beyond the text: a query with no date expression yields no range, and an impossible date
 ("February 30") is ignored rather than repaired.
@@ -140,6 +140,9 @@ def _relative(kind: str, g: dict[str, str | None], now: datetime) -> tuple[datet
             return _month(s.year - (s.month == 1), (s.month - 2) % 12 + 1) if last else (s, e)
         y = now.year - 1 if last else now.year
         return datetime(y, 1, 1), datetime(y + 1, 1, 1)
+    if kind == "last_n":  # "the past three months": from that long ago up to today, inclusive
+        days = {"day": 1, "week": 7, "month": 30, "year": 365}[g["unit"].lower()] * _count(g["n"])
+        return today - timedelta(days=days), today + timedelta(days=1)
     if kind == "ago":
         n, unit = _count(g["n"]), g["unit"].lower()
         days = {"day": 1, "week": 7, "month": 30, "year": 365}[unit] * n
@@ -207,11 +210,12 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("year", _rx(r"(?:in|during|of|since|by|from|year)\s+" + _YEAR)),
     ("today", _rx(r"today|tonight|this\s+(?:morning|afternoon|evening)")),
     ("yesterday", _rx(r"yesterday|last\s+night")),
+    ("last_n", _rx(r"(?:past|last|previous)\s+" + _NUM + r"\s+" + _UNIT)),
     ("this_last", _rx(r"(?P<which>this|last|past|previous)\s+(?P<unit>weekend|week|month|year)")),
     ("ago", _rx(_NUM + r"\s+" + _UNIT + r"\s+ago")),
     ("weekday", _rx(r"(?:last|on)\s+(?P<wd>" + "|".join(_WEEKDAYS) + r")")),
 ]
-_RELATIVE = {"today", "yesterday", "this_last", "ago", "weekday"}
+_RELATIVE = {"today", "yesterday", "last_n", "this_last", "ago", "weekday"}
 
 
 def find_date_ranges(query: str, now: datetime) -> list[DateRange]:

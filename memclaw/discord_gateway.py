@@ -39,6 +39,7 @@ from memclaw.shorten import ECHO_CHARS, MEMORY_CHARS, shorten
 if TYPE_CHECKING:
     from memclaw.config import Config
     from memclaw.recall import RecallResult
+    from memclaw.units import MemoryUnit
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ MAX_IMAGE_BYTES = 20 * 1024 * 1024
 APOLOGY = "Sorry, something went wrong on my side while answering. Nothing was lost; please try again."
 DENIED_COMMAND = "Sorry, I only answer people I have been set up to talk to."
 OWNER_ONLY = "Only my owner can use /recall."
+OWNER_ONLY_FORGET = "Only my owner can use /forget."
 SHUTDOWN_GRACE_S = 60.0
 _NO_MENTIONS = discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=False)
 
@@ -179,7 +181,7 @@ def format_recall(result: RecallResult, limit: int = DISCORD_LIMIT) -> str:
         v = f"v{h.vector.rank}" if h.vector.rank else "v-"
         date = f" {u.timestamp:%Y-%m-%d}" if u.timestamp else ""
         text = shorten(u.text, MEMORY_CHARS)
-        lines.append(f"`{n:>2}` `{h.score:.3f}` {b} {v} {u.kind}{date} · {text}")
+        lines.append(f"`{n:>2}` `{h.score:.3f}` {b} {v} {u.kind}{date} · {text} · `{u.id}`")
     out = ""
     for line in lines:
         if len(out) + len(line) + 1 > limit - 20:
@@ -232,6 +234,7 @@ class DiscordGateway:
         config: Config,
         *,
         recall: Callable[[str], RecallResult] | None = None,
+        forget: Callable[[list[str]], list[MemoryUnit]] | None = None,
         client: discord.Client | None = None,
         agent_thread: bool = True,
         shutdown_grace_s: float = SHUTDOWN_GRACE_S,
@@ -242,6 +245,7 @@ class DiscordGateway:
         self.config = config
         self.policy = AccessPolicy.from_config(config)
         self._recall = recall
+        self._forget = forget
         self.client = client or discord.Client(intents=default_intents())
         self.tree = app_commands.CommandTree(self.client)
         self.queue = ChannelQueue()
@@ -279,7 +283,12 @@ class DiscordGateway:
         async def help_cmd(interaction: discord.Interaction) -> None:
             await gw.slash_help(interaction)
 
-        for cmd in (recall_cmd, new_cmd, help_cmd):
+        @app_commands.command(name="forget", description="Delete memories by id, as /recall shows them (owner only).")
+        @app_commands.describe(ids="One or more memory ids, separated by spaces")
+        async def forget_cmd(interaction: discord.Interaction, ids: str) -> None:
+            await gw.slash_forget(interaction, ids)
+
+        for cmd in (recall_cmd, new_cmd, help_cmd, forget_cmd):
             self.tree.add_command(cmd)
 
     @property
@@ -442,22 +451,36 @@ class DiscordGateway:
         )
 
     async def slash_recall(self, interaction: discord.Interaction, query: str) -> None:
+        recall = self._recall
+        run = None if recall is None else (lambda: format_recall(recall(query)))
+        await self._owner_command(interaction, "/recall", run, refusal=OWNER_ONLY, failed="Recall failed")
+
+    async def slash_forget(self, interaction: discord.Interaction, ids: str) -> None:
+        from memclaw.render import forgot_text
+
+        forget = self._forget
+        run = None if forget is None else (lambda: forgot_text(forget(ids.split()))[:DISCORD_LIMIT])
+        await self._owner_command(interaction, "/forget", run, refusal=OWNER_ONLY_FORGET, failed="Forget failed")
+
+    async def _owner_command(
+        self, interaction: discord.Interaction, cmd: str, run: Callable[[], str] | None, *, refusal: str, failed: str
+    ) -> None:
+        """An owner-only slash command: refused for anyone else; `run` (in a worker thread) gives the reply."""
         facts = self._interaction_facts(interaction)
         if not self.policy.is_owner(facts.author_id):
-            log.info("refused /recall from user %s: not the owner", facts.author_id)
-            await interaction.response.send_message(OWNER_ONLY, ephemeral=True)
+            log.info("refused %s from user %s: not the owner", cmd, facts.author_id)
+            await interaction.response.send_message(refusal, ephemeral=True)
             return
-        if self._recall is None:
-            await interaction.response.send_message("Recall is not available here.", ephemeral=True)
+        if run is None:
+            await interaction.response.send_message(f"{cmd} is not available here.", ephemeral=True)
             return
         await interaction.response.defer(ephemeral=True, thinking=True)
         try:
-            result = await asyncio.to_thread(self._recall, query)
-            text = format_recall(result)
+            text = await asyncio.to_thread(run)
         except MemclawError as e:
-            text = f"Recall failed: {e}"
+            text = f"{failed}: {e}"
         except Exception:
-            log.exception("/recall failed")
+            log.exception("%s failed", cmd)
             text = APOLOGY
         await interaction.followup.send(text, ephemeral=True, allowed_mentions=_NO_MENTIONS)
 

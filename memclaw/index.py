@@ -117,8 +117,15 @@ class IndexLayout:
     def writer_lock(self, *, wait: bool = True) -> Iterator[bool]:
         """Exclusive across processes (fcntl) for the duration of a sync. Yields whether it was acquired: with
         `wait=False` it yields False at once when another process holds it."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.lock_file, "a+") as f:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            f = open(self.lock_file, "a+")  # noqa: SIM115 - closed by the with below
+        except OSError as e:
+            raise IndexError_(
+                f"cannot write the index at {self.root}: {e.strerror or e}; fix its permissions, or delete the "
+                "folder (it is rebuilt from the Markdown)"
+            ) from e
+        with f:
             try:
                 fcntl.flock(f.fileno(), fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
             except BlockingIOError:
@@ -153,6 +160,8 @@ def load_state(path: Path) -> ScopeState | None:
         raw = path.read_bytes()
     except FileNotFoundError:
         return None
+    except PermissionError:
+        raise  # not damage: rebuilding would meet it too (said in one line by the CLI)
     except OSError as e:
         raise IndexError_(f"cannot read index state {path}: {e.strerror}") from e
     n = len(_STATE_MAGIC)
@@ -188,6 +197,8 @@ def read_manifest(layout: IndexLayout) -> dict | None:
         data = json.loads(layout.manifest.read_text("utf-8"))
     except FileNotFoundError:
         return None
+    except PermissionError:
+        raise  # not damage: rebuilding would meet it too (said in one line by the CLI)
     except (OSError, ValueError) as e:
         log.warning("index manifest %s is unreadable (%s); rebuilding the index", layout.manifest, e)
         return None

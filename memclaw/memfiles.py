@@ -1,13 +1,22 @@
 """Memory Markdown files on disk: read them into units, and edit them safely.
 
-* Reading decodes with errors="surrogateescape": bytes that are not UTF-8 survive a rewrite unchanged, while
-  the units handed to the index carry valid text (U+FFFD in their place).
+* Reading decodes with errors="surrogateescape": a stray byte that is not UTF-8 (say a Latin-1 "é" in a
+  hand-edited file) survives a rewrite unchanged, while the units handed to the index carry valid text
+  (U+FFFD in its place).
+* A file that is not text is refused (MemoryFileError, exit 3), never indexed and never written to: one holding
+  a NUL byte (binary files and UTF-16 do; a text editor never writes one), or one in which more than 1 byte in
+  MAX_UNDECODABLE_SHARE is not UTF-8 (mojibake: a binary without NULs, or text in another encoding). See
+  `check_text`.
 * Every edit of MEMORY.md is read-modify-write under an exclusive lock (fcntl.flock on a hidden sidecar
   `.MEMORY.md.lock`) and lands with one atomic replace (temp file in the same folder, fsync, os.replace,
   fsync of the folder): a crash leaves the old file or the new one, never half of one.
 * An op list is all-or-nothing: it is checked (unknown ids, empty texts) and the result re-parsed and verified
   before anything is written.
-* HISTORY.md is only ever appended to (with fsync); earlier entries are never rewritten.
+* HISTORY.md is only ever appended to (with fsync); earlier entries are never rewritten, except when the user
+  forgets one (`delete_history_entries`: a locked, verified, atomic rewrite like an edit of MEMORY.md).
+* A fact added without a section goes under DEFAULT_SECTION ("# Notes", created at the end of the file the
+  first time), never under whatever heading happens to be last. A fact for a section that is the file's last
+  one is appended at the very end (so an append to a synced file needs no full parse, see `append_fact`).
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ from memclaw.markdown import (
     normalize_section,
     parse_history,
     parse_memory,
+    scan_history,
     scan_memory,
     section_pieces,
 )
@@ -54,6 +64,8 @@ except ImportError:  # pragma: no cover
 
 ENCODING = "utf-8"
 ERRORS = "surrogateescape"
+DEFAULT_SECTION = "Notes"  # where a fact added without a section goes
+MAX_UNDECODABLE_SHARE = 8  # a memory file with more than 1 byte in 8 that is not UTF-8 is not text
 
 
 # ----- types ---------------------------------------------------------------------------------------------
@@ -64,7 +76,7 @@ class FactOp:
     op: Literal["add", "update", "delete"]
     id: str | None = None
     text: str | None = None
-    section: str | None = None  # add: the heading path to file the fact under, e.g. "Work > Projects"
+    section: str | None = None  # add: the heading path to file the fact under (default DEFAULT_SECTION)
 
 
 @dataclass
@@ -95,14 +107,37 @@ def _fix(e: OSError) -> str:
     return "fix its permissions"
 
 
+def check_text(path: Path, data: bytes) -> None:
+    """Raise MemoryFileError (naming the file and the fix) if a memory file's bytes are not text: a NUL byte, or
+    more than 1 byte in MAX_UNDECODABLE_SHARE that is not UTF-8. A few stray non-UTF-8 bytes are kept."""
+    if b"\x00" in data:
+        why = "it is UTF-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else "it holds NUL bytes, as binary files do"
+    else:
+        try:
+            data.decode(ENCODING)
+            return
+        except UnicodeDecodeError:
+            pass
+        bad = len(data) - len(data.decode(ENCODING, "ignore").encode(ENCODING))
+        if bad * MAX_UNDECODABLE_SHARE <= len(data):
+            return
+        why = f"{bad:,} of its {len(data):,} bytes are not UTF-8"
+    raise MemoryFileError(
+        f"memory file {path} is not UTF-8 text ({why}); memclaw neither indexes nor changes it: re-save it as "
+        "UTF-8, or move it out of the way if it is not your memory"
+    )
+
+
 def read_bytes(path: Path) -> bytes | None:
-    """The file's bytes, or None if it does not exist."""
+    """The file's bytes, or None if it does not exist. MemoryFileError if it cannot be read or is not text."""
     try:
-        return Path(path).read_bytes()
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         return None
     except OSError as e:
         raise MemoryFileError(f"cannot read memory file {path}: {_why(e)}; {_fix(e)}") from e
+    check_text(path, data)
+    return data
 
 
 def read_text(path: Path) -> str | None:
@@ -223,7 +258,7 @@ def _comment_residue(raw: list[str], in_comment: bool) -> list[str]:
 class _Plan:
     new_text: str
     expect: Counter
-    adds: list[tuple[str, str | None]]
+    adds: list[tuple[str, str]]
     updates: list[tuple[str, str, str | None]]  # (old id, new text, section)
     deletes: list[str]
     old_ids: set[str]
@@ -240,7 +275,7 @@ def _plan(text: str, path: Path, scope: str, source: str, ops: list[FactOp]) -> 
     nl_r = "\r" if lines and lines[0].endswith("\r") else ""
     touched: set[str] = set()
     replace: dict[int, tuple[int, list[str]]] = {}
-    adds: list[tuple[str, str | None]] = []
+    adds: list[tuple[str, str]] = []
     updates: list[tuple[str, str, str | None]] = []
     deletes: list[str] = []
     for n, op in enumerate(ops, 1):
@@ -253,7 +288,7 @@ def _plan(text: str, path: Path, scope: str, source: str, ops: list[FactOp]) -> 
             if not new_text:
                 raise MemoryFileError(f"op {n} ({kind}): empty fact text: say what to remember")
         if kind == "add":
-            adds.append((new_text or "", normalize_section(op.section)))
+            adds.append((new_text or "", normalize_section(op.section) or DEFAULT_SECTION))
             continue
         if not op.id or op.id not in by_id:
             raise MemoryFileError(
@@ -297,9 +332,8 @@ def _plan(text: str, path: Path, scope: str, source: str, ops: list[FactOp]) -> 
     expect: Counter = Counter((_norm(b.unit.text), b.unit.section) for b in doc.facts if b.unit.id not in touched)
     for _old, t, sec in updates:
         expect[(_norm(t), sec)] += 1
-    eof_section = doc.headings[-1].path if doc.headings else None
     for t, sec in adds:
-        expect[(_norm(t), sec if sec is not None else eof_section)] += 1
+        expect[(_norm(t), sec)] += 1
     return _Plan(new_text, expect, adds, updates, deletes, set(by_id))
 
 
@@ -320,25 +354,20 @@ def _updated_lines(raw_first: str, b: FactBlock, new_text: str, residue: list[st
 
 
 def _place_adds(
-    doc: MemoryDoc, lines: list[str], adds: list[tuple[str, str | None]], insert: dict[int, list[str]], path: Path
+    doc: MemoryDoc, lines: list[str], adds: list[tuple[str, str]], insert: dict[int, list[str]], path: Path
 ) -> None:
-    """Decide where each added fact goes: under its section (creating the headings), else at the end."""
+    """Decide where each added fact goes: under its section (creating the headings)."""
     # The end of the file: make sure the last line ends with a newline.
     if lines[-1] != "":
         lines[-1] += "\r" if lines[0].endswith("\r") else ""
         lines.append("")
     eof = len(lines) - 1
-    groups: dict[str | None, list[str]] = {None: []}  # unsectioned facts first: new headings come after them
+    groups: dict[str, list[str]] = {}
     for t, sec in adds:
         groups.setdefault(sec, []).append(t)
     for sec, texts in groups.items():
-        if not texts:
-            continue
         bullets = [bullet_first_line(t) for t in texts]
-        if sec is None:
-            pos, new = eof, bullets
-        else:
-            pos, new = _section_slot(doc, lines, sec, bullets, eof)
+        pos, new = _section_slot(doc, lines, sec, bullets, eof)
         if pos == eof and (doc.open_comment or doc.open_fence):
             what = "an unclosed HTML comment (<!--)" if doc.open_comment else "an unclosed code fence (```)"
             raise MemoryFileError(f"{path} ends inside {what}: close it, then add the fact again")
@@ -348,6 +377,8 @@ def _place_adds(
 def _section_slot(
     doc: MemoryDoc, lines: list[str], section: str, bullets: list[str], eof: int
 ) -> tuple[int, list[str]]:
+    if _eof_section(doc) == section and not (doc.open_comment or doc.open_fence):
+        return eof, bullets  # the file ends in this section: at the very end (what append_fact's fast path does)
     in_section = [b for b in doc.facts if b.unit.section == section]
     if in_section:
         return max(b.end for b in in_section) + 1, bullets
@@ -373,6 +404,11 @@ def _section_slot(
         return pos, ([""] if blank_before else []) + new + ([""] if pos != eof else [])
     blank_before = eof > 0 and lines[eof - 1].strip() != ""
     return eof, ([""] if blank_before else []) + _heading_block(pieces, 1, bullets)
+
+
+def _eof_section(doc: MemoryDoc) -> str | None:
+    """The section a line appended at the end of the file falls under (as FileMark.section)."""
+    return SECTION_SEP.join(t for _, t in doc.stack) or None
 
 
 def _heading_block(pieces: list[str], level: int, bullets: list[str]) -> list[str]:
@@ -405,7 +441,7 @@ def apply_fact_ops(path: Path, scope: str, source: str, ops: list[FactOp]) -> Fa
 
     Ids are those parse_memory gives for the file as it is now. An unknown id raises MemoryFileError before
     anything is written. Update keeps the item's indentation and marker; delete removes the item's lines
-    (and its continuation lines) only; add goes under `section` (created if missing) or at the end."""
+    (and its continuation lines) only; add goes under `section` (created if missing; DEFAULT_SECTION if None)."""
     path = Path(path)
     ops = list(ops)
     if not ops:
@@ -441,23 +477,26 @@ def apply_fact_ops(path: Path, scope: str, source: str, ops: list[FactOp]) -> Fa
 
 
 def append_fact(path: Path, text: str, *, section: str | None = None, mark: FileMark | None = None) -> None:
-    """Add one fact under `section` (heading path, created if missing), else at the end of the file.
+    """Add one fact under `section` (heading path, created if missing; DEFAULT_SECTION if None).
 
-    `mark` (the synced index's FileMark of this file, if any) allows a fast path for a fact without a section:
-    when the file is still the marked bytes (or those plus an append, see memclaw.incremental), the new line
-    is appended without parsing the whole file (twice) again; the new line alone is parsed and checked from
-    the state the parser has at the end of the file. Any other file takes the full path (apply_fact_ops)."""
+    `mark` (the synced index's FileMark of this file, if any) allows a fast path when the file ends in that
+    section (a file that gets its facts through memclaw mostly does: they land under DEFAULT_SECTION): when the
+    file is still the marked bytes (or those plus an append, see memclaw.incremental), the new line is appended
+    without parsing the whole file (twice) again; the new line alone is parsed and checked from the state the
+    parser has at the end of the file. Any other file takes the full path (apply_fact_ops), which puts a fact
+    for the file's last section at the very end too, so both write the same bytes."""
     path = Path(path)
-    if mark is not None and section is None:
+    section = normalize_section(section) or DEFAULT_SECTION
+    if mark is not None:
         with locked(path):
-            if _append_fast(path, text, mark):
+            if _append_fast(path, text, section, mark):
                 return
     apply_fact_ops(path, "owner", path.name, [FactOp("add", text=text, section=section)])
 
 
-def _append_fast(path: Path, text: str, mark: FileMark) -> bool:
-    """Append one unsectioned fact when the file is exactly the marked bytes and ends cleanly (see
-    memclaw.incremental); False (nothing written) when that does not hold. The caller holds the lock."""
+def _append_fast(path: Path, text: str, section: str, mark: FileMark) -> bool:
+    """Append one fact when the file is exactly the marked bytes, ends cleanly (see memclaw.incremental) and
+    ends in `section`; False (nothing written) when that does not hold. The caller holds the lock."""
     from memclaw.incremental import clean_boundary, parse_appended
 
     data = read_bytes(path)
@@ -469,7 +508,7 @@ def _append_fast(path: Path, text: str, mark: FileMark) -> bool:
         if appended is None:
             return False
         mark = appended[1]
-    if not mark.resumable:
+    if not mark.resumable or mark.section != section:
         return False
     new_text = normalize_fact_text(text)
     if not new_text:
@@ -488,6 +527,40 @@ def _append_fast(path: Path, text: str, mark: FileMark) -> bool:
 
 
 # ----- history -------------------------------------------------------------------------------------------
+def delete_history_entries(path: Path, scope: str, source: str, ids: list[str]) -> list[MemoryUnit]:
+    """Remove the entries with these ids (from parse_history of the file as it is now) from HISTORY.md, with the
+    blank line that separated each from the next: one locked, verified, atomic rewrite; every other byte is kept.
+    An unknown id raises MemoryFileError before anything is written. Returns the removed entries."""
+    path = Path(path)
+    with locked(path):
+        text = read_text(path) or ""
+        blocks = {b.unit.id: b for b in scan_history(text, scope=scope, source=source)}
+        unknown = [i for i in ids if i not in blocks]
+        if unknown:
+            raise MemoryFileError(f"unknown history id {unknown[0]!r} in {path}: use an id from the current entries")
+        lines = text.split("\n")
+        drop: set[int] = set()
+        for i in dict.fromkeys(ids):
+            b = blocks[i]
+            drop.update(range(b.start, b.end + 1))
+            nxt = b.end + 1
+            while nxt < len(lines) - 1 and not lines[nxt].strip():  # the separator before the next entry
+                drop.add(nxt)
+                nxt += 1
+        new_text = "\n".join(x for n, x in enumerate(lines) if n not in drop)
+        gone = [blocks[i].unit for i in dict.fromkeys(ids)]
+        want = Counter((_norm(u.text), u.timestamp) for u in parse_history(text, scope=scope, source=source))
+        want.subtract(Counter((_norm(u.text), u.timestamp) for u in gone))
+        got = Counter((_norm(u.text), u.timestamp) for u in parse_history(new_text, scope=scope, source=source))
+        if got != +want:
+            raise MemoryFileError(
+                f"could not edit {path} safely (its text is unusual around the forgotten entries); nothing was "
+                "changed: remove them by hand"
+            )
+        atomic_write(path, _encode(new_text))
+    return gone
+
+
 def append_history(path: Path, ts: datetime, text: str) -> None:
     """Append one entry `[YYYY-MM-DD HH:MM] text` to HISTORY.md: a true append (earlier bytes are never
     rewritten), blank-line separated, fsynced. A line of `text` that would read as a stamp is escaped."""
@@ -504,6 +577,7 @@ def append_history(path: Path, ts: datetime, text: str) -> None:
             raise MemoryFileError(f"cannot append to {path}: {_why(e)}; fix its permissions") from e
         try:
             size = os.fstat(fd).st_size
+            check_text(path, os.pread(fd, size, 0) if size else b"")
             head = os.pread(fd, min(size, 4096), 0)
             tail = os.pread(fd, min(size, 8), max(0, size - 8)) if size else b""
             first_end = head.find(b"\n")

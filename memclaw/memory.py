@@ -28,6 +28,7 @@ from memclaw.errors import (
     UsageError,
     VectorStoreCorrupted,
     VectorStoreUnavailable,
+    from_permission_error,
 )
 from memclaw.fusion import FusionParams, apply_floors, date_boost, fuse, link_boost, recency_boost
 from memclaw.passages import is_head, is_long, unit_of, unit_vectors
@@ -384,6 +385,8 @@ class MemoryService:
             paired = state.lexical_digest is not None and state.lexical_digest == file_digest(lf)
             if not paired and lexical.ids() != set(state.units):
                 raise IndexError_("BM25 index does not match the unit table")
+        except PermissionError:
+            raise  # not damage: rebuilding would meet it too (said in one line by the CLI)
         except (IndexError_, FileNotFoundError, OSError) as e:
             log.warning("BM25 index of scope %s is unusable (%s); rebuilding it from the unit table", scope, e)
             lexical = self._build_lexical(state.units.values())
@@ -419,6 +422,15 @@ class MemoryService:
             else:
                 self._scopes.pop(scope, None)
         return sc
+
+    def _never_written(self, scope: str) -> bool:
+        """The scope has no memory file and no index state (a few stats: no folder or index file is made)."""
+        if any(sig is not None for sig in self._signatures(scope).values()):
+            return False
+        try:
+            return not self.layout.state_file(scope).exists()
+        except OSError:
+            return False  # the index cannot be looked into: the usual path reports it
 
     def is_fresh(self, scope: str) -> bool:
         if self.index_mismatch() is not None:
@@ -699,6 +711,8 @@ class MemoryService:
         if not query or not query.strip():
             raise UsageError('empty query: say what to recall, e.g. memclaw recall "where does Anna work"')
         result = RecallResult(query, scope, mode, [])
+        if self._never_written(scope):  # e.g. an unknown sender: nothing to recall, and a read writes nothing
+            return result
         t0 = time.perf_counter()
         if mode != "bm25":
             self.prefetch_store(scope)  # a no-op once the store is open
@@ -710,6 +724,9 @@ class MemoryService:
                     result.warnings.append("a sync is running; recalled from the previous index state")
             except (VectorStoreUnavailable, EmbeddingUnavailable) as e:
                 store_down = e
+            except BaseException:
+                self._join_prefetch()  # never exit while the store is being opened in the background (it crashes)
+                raise
         sc = self._get_scope(scope)
         result.timings_ms["sync_check"] = (time.perf_counter() - t0) * 1000
         if store_down is not None and (mode == "bm25" or sc is None or not sc.state.units):
@@ -853,12 +870,14 @@ class MemoryService:
                 "save long text as a file in the workspace instead"
             )
         path = self.workspace.memory_file(scope)
+        self._check_other_files(scope, path)
         path.parent.mkdir(parents=True, exist_ok=True)
         append_fact(path, text, section=section, mark=self._mark(scope, path))
         try:
             self.sync([scope])
-        except VectorStoreUnavailable as e:
-            raise VectorStoreUnavailable(f"{e} (the fact is saved in {path}; the next sync indexes it)") from e
+        except (VectorStoreUnavailable, IndexError_, PermissionError) as e:
+            err = from_permission_error(e) if isinstance(e, PermissionError) else e
+            raise type(err)(f"{err} (the fact is saved in {path}; the next sync indexes it)") from e
         sc = self._get_scope(scope)
         if sc is not None:
             match = sc.state.units.last_match("fact", text)
@@ -867,6 +886,17 @@ class MemoryService:
         if match is None:
             raise IndexError_(f"the fact was written to {path} but could not be read back; check the file")
         return match
+
+    def _check_other_files(self, scope: str, path: Path) -> None:
+        """Before writing `path`: refuse (MemoryFileError) if another file of the scope that changed since the
+        last sync cannot be read or is not text, so that a write is never followed by a failing sync."""
+        from memclaw.memfiles import read_bytes
+
+        sc = self._get_scope(scope)
+        sigs = self._signatures(scope)
+        for src, (other, _kind) in self._files(scope).items():
+            if other != path and sigs[src] is not None and (sc is None or sc.state.signatures.get(src) != sigs[src]):
+                read_bytes(other)
 
     def _mark(self, scope: str, path: Path) -> FileMark | None:
         """The synced state's mark of a memory file (what the append fast path of memfiles checks against)."""
@@ -894,6 +924,36 @@ class MemoryService:
         if last is None:
             last = [u for u in self._parse(scope) if u.kind == "history"][-1]
         return last
+
+    def list_units(self, scope: str = OWNER_SCOPE, kind: str | None = None) -> list[MemoryUnit]:
+        """Every memory of a scope as the Markdown holds it now, in file order (facts, then history); reads only."""
+        if kind not in (None, "fact", "history"):
+            raise UsageError(f"unknown memory kind {kind!r}: use fact or history")
+        return [u for u in self._parse(scope) if kind is None or u.kind == kind]
+
+    def forget(self, ids: Sequence[str], *, scope: str = OWNER_SCOPE) -> list[MemoryUnit]:
+        """Remove these memories (ids as `list_units` and recall give them) from the Markdown, then from the index.
+        Every id is checked before anything is written. Returns the forgotten memories."""
+        from memclaw.memfiles import FactOp, apply_fact_ops, delete_history_entries
+
+        current = {u.id: u for u in self._parse(scope)}
+        ids = list(dict.fromkeys(ids))
+        for i in ids:
+            if i not in current:
+                raise UsageError(
+                    f"no memory with id {i!r} in scope {scope}: use an id from `memclaw memory list` or "
+                    "`memclaw recall --json` (an id changes when its text is edited)"
+                )
+        facts = [i for i in ids if current[i].kind == "fact"]
+        history = [i for i in ids if current[i].kind == "history"]
+        if facts:
+            path = self.workspace.memory_file(scope)
+            apply_fact_ops(path, scope, self.workspace.source_of(path), [FactOp("delete", id=i) for i in facts])
+        if history:
+            path = self.workspace.history_file(scope)
+            delete_history_entries(path, scope, self.workspace.source_of(path), history)
+        self.sync([scope])
+        return [current[i] for i in ids]
 
     # ----- stats -----------------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:

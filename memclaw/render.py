@@ -11,6 +11,7 @@ from rich.table import Table
 from memclaw.dates import DateRange
 from memclaw.recall import RecallResult
 from memclaw.shorten import ECHO_CHARS, MEMORY_CHARS, shorten
+from memclaw.units import MemoryUnit
 
 if TYPE_CHECKING:
     from memclaw.memory_section import SectionFill
@@ -87,6 +88,23 @@ def sync_table(rows: list[dict[str, Any]]) -> Table:
             "yes" if r["rebuilt"] else "",
         )
     return t
+
+
+def memory_table(units: list[MemoryUnit], scope: str) -> Table:
+    """`memclaw memory list`: each memory with the id that `memory forget` takes."""
+    t = Table(title=f"memories · scope {scope} · {len(units)}", title_justify="left", box=box.SIMPLE_HEAD)
+    for col in ("id", "kind", "section / date", "source"):
+        t.add_column(col, no_wrap=True)
+    t.add_column("text", overflow="fold", ratio=1, min_width=20)
+    for u in units:
+        where = u.timestamp.strftime("%Y-%m-%d %H:%M") if u.kind == "history" and u.timestamp else (u.section or "")
+        t.add_row(u.id, u.kind, where, f"{u.source}:{u.line}", u.text)
+    return t
+
+
+def forgot_text(units: list[MemoryUnit]) -> str:
+    """What /forget removed, one line per memory (plain text for chat channels)."""
+    return "\n".join(["Forgot:"] + [f"- {u.id} ({u.kind}): {' '.join(u.text.split())[:200]}" for u in units])
 
 
 def stats_table(data: dict[str, Any]) -> Table:

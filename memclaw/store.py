@@ -23,7 +23,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from memclaw.errors import IndexError_, VectorStoreCorrupted, VectorStoreUnavailable
+from memclaw.errors import IndexError_, MemclawError, VectorStoreCorrupted, VectorStoreUnavailable
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -531,9 +531,24 @@ def _is_corruption(e: Exception) -> bool:
     return not isinstance(e, OSError) and any(m in text for m in _CORRUPTION_MARKERS)
 
 
+def _is_permission(e: Exception) -> bool:
+    """Chroma's files cannot be read or written (permissions, a read-only folder): not damage, a rebuild fails too."""
+    text = str(e).lower()
+    return isinstance(e, PermissionError) or "readonly database" in text or "permission denied" in text
+
+
+def _permission_error(e: Exception, where: str | Path) -> IndexError_:
+    first = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return IndexError_(f"Chroma cannot use its files at {where} ({first}): fix the folder's permissions")
+
+
 def _translate(e: Exception, where: str) -> Exception:
     name = type(e).__name__
     text = str(e)
+    if isinstance(e, MemclawError):
+        return e  # already said in memclaw's words
+    if _is_permission(e):
+        return _permission_error(e, where)
     if _is_corruption(e):
         return VectorStoreCorrupted(
             f"Chroma at {where} is damaged ({name}: {text.splitlines()[0]}); "
@@ -669,6 +684,8 @@ def _persistent_client(path: Path) -> Any:
         # chromadb registers the system for `path` before starting it: a failed start stays cached and every later
         # PersistentClient for `path` in this process would get the broken one. Forget it.
         release_embedded(path)
+        if _is_permission(e):
+            raise _permission_error(e, path) from e
         if _is_corruption(e):
             raise VectorStoreCorrupted(
                 f"the Chroma store at {path} is damaged ({type(e).__name__}: {str(e).splitlines()[0]}); "

@@ -134,7 +134,7 @@ class MemorySearchArgs(_Args):
 
 class RememberArgs(_Args):
     text: str = Field(description="The fact, as one self-contained sentence.", min_length=1, max_length=2000)
-    section: str | None = Field(None, description="Optional heading to file it under, e.g. 'Work'.")
+    section: str | None = Field(None, description="Optional heading to file it under, e.g. 'Work' (default: 'Notes').")
 
 
 def _schema(model: type[BaseModel]) -> dict[str, Any]:

@@ -258,6 +258,28 @@ def test_memory_tools_in_the_loop(env, llm_server):
     assert "green tea" not in (agent.root / "memory" / "MEMORY.md").read_text()
 
 
+def test_remember_files_a_fact_under_the_default_section_or_the_given_one(env, llm_server):
+    """Issue 13.3: the remember tool without a section files the fact under "Notes", not under "Work" (the last
+    heading); with a section, under it."""
+    from memclaw.markdown import parse_memory
+
+    agent = env
+    llm_server.tool_call("remember", {"text": "My neighbour Omar has a dog"})
+    llm_server.tool_call("remember", {"text": "Favourite tea is genmaicha", "section": "Preferences"})
+    llm_server.tool_call("remember", {"text": "The bins go out on Tuesday"})
+    llm_server.reply("Noted.")
+    r = asyncio.run(agent.handle(cli("remember these")))
+    assert r.ok and [t.ok for t in r.record.tools] == [True, True, True]
+    text = (agent.root / "memory" / "MEMORY.md").read_text()
+    got = [(u.section, u.text) for u in parse_memory(text, scope="owner", source="m")][-3:]
+    assert got == [
+        ("Notes", "My neighbour Omar has a dog"),
+        ("Notes", "The bins go out on Tuesday"),
+        ("Preferences", "Favourite tea is genmaicha"),
+    ]
+    assert text.count("# Notes\n") == 1
+
+
 def test_file_tool_edit_of_memory_is_indexed(env, llm_server):
     agent = env
     llm_server.tool_call(

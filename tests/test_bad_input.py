@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -214,7 +215,7 @@ ODD = (
     b"1. numbered item about the blue kayak\n"
     b"\t- tab-indented item about the garden shed\n"
     b"Setext heading\n===\n"
-    b"- \x00\x07 control characters in a fact about the alarm code\n"
+    b"- \x07\x1b control characters in a fact about the alarm code\n"
 )
 
 
@@ -234,7 +235,8 @@ def test_odd_markdown_is_recalled_and_every_byte_survives(cli, ws, memclaw_home)
     assert mem.read_bytes() == ODD  # recall and sync never write the Markdown
     r = cli("memory", "add", "My kayak is blue")
     assert r.code == 0, r.err
-    assert mem.read_bytes() == ODD + b"- My kayak is blue\n"  # foreign bytes, NULs, comments, code: all kept
+    # foreign bytes, control characters, comments, code: all kept; the fact goes under the default section
+    assert mem.read_bytes() == ODD + b"\n# Notes\n\n- My kayak is blue\n"
     r = cli("memory", "stats", "--json")
     assert json.loads(r.out)["scopes"]["owner"]["facts"] == 8
 
@@ -254,21 +256,43 @@ def test_a_5mb_memory_file(cli, ws, memclaw_home):
     mem.write_bytes(pasted)
     r = cli("memory", "add", "My bike is green")
     assert r.code == 0, r.err
-    assert mem.read_bytes() == pasted + b"- My bike is green\n"
+    assert mem.read_bytes() == pasted + b"\n# Notes\n\n- My bike is green\n"
     assert json.loads(cli("recall", "what colour is my bike", "--json", "-k", "1").out)[0]["text"] == (
         "My bike is green"
     )
 
 
-def test_binary_file_saved_as_history(cli, ws, memclaw_home):
-    """A PNG written over HISTORY.md (e.g. an attachment saved to the wrong path): recall still works."""
-    hist = ws / "memory" / "HISTORY.md"
-    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 40
-    hist.write_bytes(png)
-    r = cli("recall", "where does my sister live", "--json")
-    assert r.code == 0, r.err
-    assert "Porto" in json.loads(r.out)[0]["text"]
-    assert hist.read_bytes() == png
+NOT_TEXT = {
+    "png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 40,
+    "utf-16": "# About me\n- I live in Lyon\n".encode("utf-16"),
+    "nul-in-text": b"# About me\n- I live in Lyon\x00\n",
+    "random-no-nul": bytes((i * 167 + 13) % 255 + 1 for i in range(4000)),  # mojibake without a NUL
+    "cp1251": "# Обо мне\n- Я живу в Лионе, моя сестра живёт в Порту\n".encode("cp1251"),
+}
+
+
+@pytest.mark.parametrize("name", ["MEMORY.md", "HISTORY.md"])
+@pytest.mark.parametrize("kind", sorted(NOT_TEXT))
+def test_a_memory_file_that_is_not_text_is_refused_and_never_written(cli, ws, memclaw_home, name, kind):
+    """A binary or mojibake MEMORY.md / HISTORY.md (e.g. an attachment saved to the wrong path): exit 3 naming
+    the file and the fix, nothing indexed from it, and its bytes untouched by recall, sync and `memory add`."""
+    path = ws / "memory" / name
+    path.write_bytes(NOT_TEXT[kind])
+    before = user_files(memclaw_home)
+    for args in (["recall", "where does my sister live"], ["memory", "sync"], ["memory", "add", "My kayak is blue"]):
+        assert_error(cli(*args), 3, str(path), "not UTF-8 text", "re-save it as UTF-8")
+    assert user_files(memclaw_home) == before
+
+
+def test_a_history_that_is_not_text_is_never_appended_to(tmp_path):
+    from memclaw.errors import MemoryFileError
+    from memclaw.memfiles import append_history
+
+    path = tmp_path / "HISTORY.md"
+    path.write_bytes(NOT_TEXT["png"])
+    with pytest.raises(MemoryFileError, match="not UTF-8 text"):
+        append_history(path, datetime(2026, 3, 2, 18, 10), "Talked about Porto")
+    assert path.read_bytes() == NOT_TEXT["png"]
 
 
 # ----- messages and queries --------------------------------------------------------------------------------------

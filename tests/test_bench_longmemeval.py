@@ -54,3 +54,19 @@ def test_rejects_other_files(tmp_path):
     bad.write_text(json.dumps([{"question_id": "a"}]))
     with pytest.raises(UsageError):
         load_longmemeval(bad)
+
+
+def test_reads_json_gz_as_the_json_it_holds(tmp_path):
+    import gzip
+
+    plain = load_longmemeval(FIXTURE)
+    gz = tmp_path / "lme.json.gz"
+    gz.write_bytes(gzip.compress(FIXTURE.read_bytes()))
+    assert load_longmemeval(gz) == plain
+    odd_name = tmp_path / "lme-copy.json"  # gzip by its magic bytes, whatever the name
+    odd_name.write_bytes(gz.read_bytes())
+    assert load_longmemeval(odd_name) == plain
+    torn = tmp_path / "torn.json.gz"
+    torn.write_bytes(gz.read_bytes()[:40])
+    with pytest.raises(UsageError, match=r"cannot read LongMemEval file .*torn\.json\.gz"):
+        load_longmemeval(torn)

@@ -88,6 +88,24 @@ def test_after_a_cut_lower_sections_are_dropped_even_if_they_would_fit():
     assert a["tiny"].report.status == "dropped"
 
 
+def test_a_section_that_yields_is_cut_to_leave_room_and_drops_nothing_after_it():
+    mem = BudgetSection("mem", 5, "ranked", items=(BudgetItem("a", 30), BudgetItem("b", 30)))
+    soul = BudgetSection("soul", 4, "text", text=words(40))
+    msg = BudgetSection("message", 2, "text", text=paragraphs([300, 300]), yields_to=("mem", "soul"))
+    history = BudgetSection("history", 9, "history", items=(BudgetItem("t1", 5),))
+    secs = [BudgetSection("identity", 0, "required", text="id"), msg, soul, mem, history]
+    a = allocate(secs, 400, count)
+    assert a["message"].report.status == "truncated" and a["message"].text.endswith(TRUNCATED)
+    assert a["soul"].report.status == "kept" and a["mem"].kept == [0, 1]
+    assert a.used <= 400
+    # without the yield, the message takes the room and everything after it is dropped
+    plain = allocate([secs[0], BudgetSection("message", 2, "text", text=msg.text), soul, mem, history], 400, count)
+    assert plain["soul"].report.status == "dropped" and plain["mem"].kept == []
+    # a message that fits is never cut for them
+    short = BudgetSection("message", 2, "text", text="hello", yields_to=("mem", "soul"))
+    assert allocate([secs[0], short, soul, mem], 400, count)["message"].report.status == "kept"
+
+
 # ----- properties --------------------------------------------------------------------------------------------
 @st.composite
 def section_lists(draw):

@@ -117,3 +117,23 @@ def test_cli_context_for_an_outsider_has_none_of_the_owner(cli_ws):
     assert not data["is_owner"] and data["scope"] == "people/discord:999"
     text = json.dumps(data["messages"])
     assert OWNER_ADDRESS not in text and "Lena" not in text and data["memories"] == []
+
+
+def test_context_and_recall_show_the_memory_section_cut_and_why(cli_ws, monkeypatch):
+    # a budget that holds the best memory and not the others: both commands say which are out, and why
+    full = json.loads(invoke("context", "where does Lena live", "-w", str(cli_ws), "--json").output)
+    ranked = full["memory_section"]
+    assert ranked["kept"] == 3 and ranked["skipped"] == []
+    hits = json.loads(invoke("recall", "where does Lena live", "-w", str(cli_ws), "--json", "--tokens", "20").output)
+    first = hits[0]["memory_section"]
+    assert first["kept"] is True and first["tokens"] <= 20
+    out = [h["memory_section"] for h in hits[1:]]
+    assert out and all(not s["kept"] and s["reason"].startswith("no room") for s in out)
+    monkeypatch.setenv("MEMCLAW_CONTEXT__MEMORY_TOKENS", "20")
+    built = json.loads(invoke("context", "where does Lena live", "-w", str(cli_ws), "--json").output)
+    assert [m["id"] for m in built["memories"]] == [hits[0]["id"]]
+    assert [s["id"] for s in built["memory_section"]["skipped"]] == [h["id"] for h in hits[1:]]
+    table = invoke("context", "where does Lena live", "-w", str(cli_ws)).output
+    assert "Memory section: 1 of 3 recalled memories" in table and "no room" in table
+    shown = invoke("recall", "where does Lena live", "-w", str(cli_ws), "--tokens", "20").output
+    assert "memory section: 1 of 3 hits" in shown and "no room" in shown

@@ -19,7 +19,14 @@ import discord
 import pytest
 
 from memclaw.config import Config
-from memclaw.discord_gateway import APOLOGY, OWNER_ONLY, DiscordGateway, chat_id_for, default_intents
+from memclaw.discord_gateway import (
+    APOLOGY,
+    OWNER_ONLY,
+    OWNER_ONLY_FORGET,
+    DiscordGateway,
+    chat_id_for,
+    default_intents,
+)
 from memclaw.errors import ConfigError
 from memclaw.prompts import render
 from tests.discord_harness import DiscordWorld, FakeGateway, connect_to, snowflake
@@ -84,7 +91,11 @@ class Rig:
         self.agent = Agent(self.config, ws, self.memory, background_consolidation=False)
         client = discord.Client(intents=default_intents(), guild_ready_timeout=0.05)  # READY without a 2 s wait
         self.gateway = DiscordGateway(
-            self.agent, self.config, recall=lambda q: self.memory.recall_detailed(q, scope="owner"), client=client
+            self.agent,
+            self.config,
+            recall=lambda q: self.memory.recall_detailed(q, scope="owner"),
+            forget=lambda ids: self.memory.forget(ids, scope="owner"),
+            client=client,
         )
         self.world = DiscordWorld(self.gateway.client)
         self.world.user("owner", OWNER)
@@ -274,6 +285,48 @@ def test_outsider_cannot_reach_owner_memories(rig_factory):
     assert tools and not tools & {"read_file", "write_file", "edit_file", "list_dir", "exec"}
     assert rig.world.webhooks.texts() == [OWNER_ONLY]
     assert "owner" in rig.world.recorder.sent_texts()[-1].lower()  # the typed /recall was refused too
+
+
+def test_only_the_owner_can_forget_and_sees_what_was_forgotten(rig_factory):
+    """Issue 13.8: /forget (slash or typed) deletes the owner's memories by the ids /recall shows; an outsider who
+    knows an id, allowed to talk or not, cannot forget anything, and the model never sees the attempt."""
+    eve_id, mallory_id = 4_000_000_000_000_666, 4_000_000_000_000_777
+    rig = rig_factory(allow_from=[str(eve_id)])
+    rig.world.user("eve", eve_id)
+    rig.world.user("mallory", mallory_id)
+    by_text = {u.text: u.id for u in rig.memory.list_units("owner", "fact")}
+    pin, home = by_text[f"My bank PIN is {SECRET_PIN}."], by_text["My home address is 12 Rua das Flores, Porto."]
+    memory_file = rig.memory.workspace.memory_file("owner")
+    before = memory_file.read_bytes()
+
+    async def outsiders(w: DiscordWorld, gw: DiscordGateway):
+        for who in (eve_id, mallory_id):
+            await gw.tree._call(w.interaction(who, "forget", {"ids": f"{pin} {home}"}))
+        await (await gw.on_message(w.dm(eve_id, f"/forget {pin}")))
+
+    asyncio.run(rig.run(outsiders))
+    assert memory_file.read_bytes() == before
+    assert rig.world.webhooks.texts() == [OWNER_ONLY_FORGET, OWNER_ONLY_FORGET]
+    assert "only available to the owner" in rig.world.recorder.sent_texts()[-1]
+    assert rig.server.requests == []  # none of it reached the model
+
+    rig = rig_factory()
+
+    async def owner(w: DiscordWorld, gw: DiscordGateway):
+        await gw.tree._call(w.interaction(OWNER, "recall", {"query": "bank PIN"}))
+        await gw.tree._call(w.interaction(OWNER, "forget", {"ids": pin}))
+        await (await gw.on_message(w.dm(OWNER, f"/forget {home}")))
+        await gw.tree._call(w.interaction(OWNER, "forget", {"ids": "f000000000000"}))
+
+    asyncio.run(rig.run(owner))
+    recalled, forgot, unknown = rig.world.webhooks.texts()
+    assert pin in recalled  # /recall shows the id /forget takes
+    assert forgot.startswith("Forgot:") and pin in forgot and SECRET_PIN in forgot
+    assert "Forgot:" in rig.world.recorder.sent_texts()[-1] and "Rua das Flores" in rig.world.recorder.sent_texts()[-1]
+    assert "Forget failed" in unknown and "no memory with id 'f000000000000'" in unknown
+    text = memory_file.read_text("utf-8")
+    assert SECRET_PIN not in text and "Rua das Flores" not in text and "Anna lives in Lisbon" in text
+    assert all(SECRET_PIN not in h.unit.text for h in rig.memory.recall("bank PIN", scope="owner"))
 
 
 # ----- long answers, attachments ------------------------------------------------------------------------------
@@ -591,7 +644,8 @@ def test_serve_answers_over_the_gateway_and_logs_reconnects_without_the_token(ri
     assert "reconnected to Discord: session resumed" in caplog.text
     assert "reconnected to Discord as memclaw" in caplog.text and "new session" in caplog.text
     syncs = [c for c in w.recorder.calls if c.method == "PUT" and c.path.endswith("/commands")]
-    assert len(syncs) == 1 and {c["name"] for c in syncs[0].json} == {"recall", "new", "help"}  # once, not per READY
+    # registered once, not per READY
+    assert len(syncs) == 1 and {c["name"] for c in syncs[0].json} == {"recall", "new", "help", "forget"}
     assert rig.gateway.client.is_closed()
     # the token went to Discord (IDENTIFY/RESUME) and nowhere else: not in any log line nor REST body
     assert TOKEN not in caplog.text and TOKEN.split(".")[1] not in caplog.text

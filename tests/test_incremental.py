@@ -120,16 +120,19 @@ def test_mark_round_trips_and_rejects_junk():
 @pytest.mark.parametrize(
     "text",
     ["# A\n- x\n", "# A\r\n- x\r\n", "- x", "\ufeff- x\n", "# A\n## B\n\n", "- x\n<!-- open\n", "```\ncode\n",
-     "- * * *\n", "para\ncontinued\n", ""],
+     "- * * *\n", "para\ncontinued\n", "", "# Notes\n- x\n", "# Notes\r\n- x\r\n", "# A\n- a\n# Notes\n\n",
+     "# Notes\n- x\n\n<!-- c -->\n\n", "# Notes\n- x\n- * * *\n", "# Notes\n- x\n<!-- open\n", "# B\n# A\n- y\n"],
 )  # fmt: skip
+@pytest.mark.parametrize("section", [None, "A"])
 @pytest.mark.parametrize("stale", [False, True])
-def test_append_fact_fast_path_writes_what_the_full_path_writes(tmp_path, monkeypatch, text, stale):
+def test_append_fact_fast_path_writes_what_the_full_path_writes(tmp_path, monkeypatch, text, section, stale):
     """memfiles.append_fact with the index's mark (the fast path) leaves the very bytes the full path
     (plan + verify) leaves, or fails the same way; also with a mark taken before another append. The full
-    path runs only where the file does not end cleanly."""
+    path runs only where the file does not end cleanly or does not end in the fact's section (DEFAULT_SECTION
+    without one)."""
     from memclaw import memfiles
     from memclaw.errors import MemoryFileError
-    from memclaw.memfiles import append_fact
+    from memclaw.memfiles import DEFAULT_SECTION, append_fact
 
     full_path_calls = []
     real = memfiles.apply_fact_ops
@@ -144,9 +147,9 @@ def test_append_fact_fast_path_writes_what_the_full_path_writes(tmp_path, monkey
     for p, m in ((full, None), (fast, mark)):
         p.write_bytes(base)
         try:
-            append_fact(p, "a new fact", mark=m)
+            append_fact(p, "a new fact", section=section, mark=m)
             results.append(p.read_bytes())
         except MemoryFileError as e:
             results.append(type(e))
     assert results[0] == results[1]
-    assert (fast in full_path_calls) == (not mark.resumable)
+    assert (fast in full_path_calls) == (not mark.resumable or mark.section != (section or DEFAULT_SECTION))

@@ -16,10 +16,12 @@ from hypothesis import strategies as st
 from memclaw.errors import MemoryFileError
 from memclaw.markdown import bullet_first_line, parse_memory
 from memclaw.memfiles import (
+    DEFAULT_SECTION,
     FactOp,
     append_fact,
     append_history,
     apply_fact_ops,
+    delete_history_entries,
     file_signature,
     lock_path,
     read_units,
@@ -85,14 +87,34 @@ def test_file_signature_changes_on_every_write(tmp_path):
 
 
 # ----- append_fact ---------------------------------------------------------------------------------------
-def test_append_fact_at_end_and_into_a_missing_file(tmp_path):
+def test_append_fact_into_a_missing_file_and_a_file_without_newline(tmp_path):
     p = tmp_path / "sub" / "MEMORY.md"
     append_fact(p, "first fact")
     append_fact(p, "  second\nfact  with\tspaces ")
-    assert p.read_text() == "- first fact\n- second fact with spaces\n"
+    assert p.read_text() == "# Notes\n\n- first fact\n- second fact with spaces\n"
     q = write(tmp_path, "# A\n- a", "NO_NEWLINE.md")
-    append_fact(q, "b")
+    append_fact(q, "b", section="A")
     assert q.read_text() == "# A\n- a\n- b\n"
+
+
+def test_a_fact_without_section_goes_under_the_default_section_not_the_last_heading(tmp_path):
+    """Issue 13.3: a fact about a neighbour must not be filed under "Work > Health" because that heading is last."""
+    p = write(tmp_path, "# Work\n- I work at Solaris\n\n## Health\n- allergic to penicillin\n")
+    append_fact(p, "My neighbour Omar has a dog")
+    append_fact(p, "The bakery closes at 18:00")
+    append_fact(p, "Mia is my daughter", section="Family")
+    append_fact(p, "The bins go out on Tuesday")
+    assert [(u.text, u.section) for u in facts(p)] == [
+        ("I work at Solaris", "Work"),
+        ("allergic to penicillin", "Work > Health"),
+        ("My neighbour Omar has a dog", DEFAULT_SECTION),
+        ("The bakery closes at 18:00", DEFAULT_SECTION),
+        ("The bins go out on Tuesday", DEFAULT_SECTION),
+        ("Mia is my daughter", "Family"),
+    ]
+    assert p.read_text().count(f"# {DEFAULT_SECTION}\n") == 1  # created once
+    ops = [FactOp("add", text="added by an op without section")]
+    assert apply_fact_ops(p, "owner", SRC, ops).added[0].section == DEFAULT_SECTION
 
 
 def test_append_fact_under_existing_section(tmp_path):
@@ -348,6 +370,28 @@ def test_append_history_keeps_crlf_and_foreign_bytes(tmp_path):
     assert h.read_bytes() == before + b"\r\n[2024-01-02 11:00] two\r\nlines\r\n"
     with pytest.raises(MemoryFileError, match="empty history entry"):
         append_history(h, datetime(2024, 1, 3), "  ")
+
+
+@pytest.mark.parametrize(
+    ("before", "forget", "after"),
+    [
+        ("[2024-01-01 10:00] a\n\n[2024-01-02 10:00] b\n\n[2024-01-03 10:00] c\n", "b",
+         "[2024-01-01 10:00] a\n\n[2024-01-03 10:00] c\n"),
+        ("[2024-01-01 10:00] a\n\n[2024-01-02 10:00] b\nsecond line\n", "b\nsecond line", "[2024-01-01 10:00] a\n\n"),
+        ("prelude\n<!-- note -->\n[2024-01-01 10:00] a\r\n\r\n[2024-01-02 10:00] caf\xe9", "a",
+         "prelude\n<!-- note -->\n[2024-01-02 10:00] caf\xe9"),
+    ],
+)  # fmt: skip
+def test_delete_history_entries_removes_the_entry_and_its_separator_only(tmp_path, before, forget, after):
+    h = write(tmp_path, before.encode("latin-1"), "HISTORY.md")
+    units = read_units(h, scope="owner", kind="history", source=SRC)
+    target = next(u for u in units if u.text == forget)
+    gone = delete_history_entries(h, "owner", SRC, [target.id])
+    assert [u.id for u in gone] == [target.id]
+    assert h.read_bytes() == after.encode("latin-1")
+    with pytest.raises(MemoryFileError, match="unknown history id"):
+        delete_history_entries(h, "owner", SRC, [target.id])
+    assert h.read_bytes() == after.encode("latin-1")
 
 
 # ----- property: random op sequences keep the file equal to a simple model --------------------------------

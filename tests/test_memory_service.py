@@ -269,17 +269,20 @@ def _count_full_parses(monkeypatch) -> list[str]:
 def test_add_fact_fast_path_gives_the_units_of_a_full_parse(service, monkeypatch):
     """add_fact on a synced scope appends without parsing MEMORY.md in full (in memfiles or in the sync); the
     index then holds exactly the units a full parse gives, ids and line numbers included, also for a text
-    that already occurs (occurrence numbers) and after a new heading appended by hand."""
+    that already occurs (occurrence numbers) and after a new heading appended by hand. (The first fact without
+    a section creates the default section at the end: memfiles parses the file in full once.)"""
     service.sync()
+    added = [service.add_fact("My bike is a green Brompton")]
     full_parses = _count_full_parses(monkeypatch)
     mem = service.workspace.memory_file("owner")
-    added = [service.add_fact(t) for t in ("My bike is a green Brompton", "I am allergic to penicillin")]
+    added.append(service.add_fact("I am allergic to penicillin"))
     with mem.open("a", encoding="utf-8") as f:
         f.write("\n## Hobbies\n- I play the cello on Sundays\n")
-    service.add_fact("I am allergic to penicillin")
+    hobbies = "Notes > Hobbies"
+    service.add_fact("I am allergic to penicillin", section=hobbies)
     service.append_history("owner", "Cello lesson with Mira", datetime(2026, 6, 1, 18, 0))
-    service.add_fact("Mira lent me her old cello (2026-06-01)")  # dated: linked to that day's session
-    service.add_fact("My cello teacher is Mira")  # undated: the links are kept as they are
+    service.add_fact("Mira lent me her old cello (2026-06-01)", section=hobbies)  # dated: linked to that day
+    service.add_fact("My cello teacher is Mira", section=hobbies)  # undated: the links are kept as they are
     assert full_parses == []
     state = service._get_scope("owner").state
     table = state.units
@@ -289,7 +292,10 @@ def test_add_fact_fast_path_gives_the_units_of_a_full_parse(service, monkeypatch
     assert list(state.links.values()) == [[table.last("history").id]]
     assert [u.id for u in added] == [table.last_match("fact", "My bike is a green Brompton").id, added[1].id]
     facts = [u for u in want if u.kind == "fact"]
-    assert (facts[-3].section, facts[-3].text) == ("Work > Hobbies", "I am allergic to penicillin")
+    assert (facts[-3].section, facts[-3].text) == (hobbies, "I am allergic to penicillin")
+    assert [(u.section, u.text) for u in facts[-6:-4]] == [
+        ("Notes", t) for t in ("My bike is a green Brompton", "I am allergic to penicillin")
+    ]
     assert len({u.id for u in want}) == len(want)
     assert set(service.store.ids("owner")) == {u.id for u in want}
     assert service.recall("what do I play on Sundays", k=1, kind="fact")[0].unit.text == "I play the cello on Sundays"

@@ -13,6 +13,7 @@ fits easily in memory); each question is converted lazily.
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import time
@@ -100,13 +101,19 @@ def convert_question(raw: dict[str, Any]) -> LMEQuestion | None:
 def load_longmemeval(path: Path) -> list[dict[str, Any]]:
     path = Path(path)
     try:
-        raw = json.loads(path.read_text("utf-8"))
+        data = path.read_bytes()
+        if path.suffix == ".gz" or data[:2] == b"\x1f\x8b":  # gzip, by name or by magic
+            data = gzip.decompress(data)
+        raw = json.loads(data.decode("utf-8"))
     except FileNotFoundError:
         raise UsageError(
-            f"no LongMemEval file at {path}: pass longmemeval_s_cleaned.json or longmemeval_oracle.json"
+            f"no LongMemEval file at {path}: pass longmemeval_s_cleaned.json or longmemeval_oracle.json "
+            "(.json or .json.gz)"
         ) from None
-    except (OSError, ValueError) as e:
-        raise UsageError(f"cannot read LongMemEval file {path}: {e}; pass a valid LongMemEval JSON file") from None
+    except (OSError, ValueError, EOFError) as e:  # gzip.BadGzipFile is an OSError; UnicodeDecodeError a ValueError
+        raise UsageError(
+            f"cannot read LongMemEval file {path}: {e}; pass a valid LongMemEval .json or .json.gz file"
+        ) from None
     if not isinstance(raw, list) or not all(isinstance(q, dict) and "haystack_sessions" in q for q in raw):
         raise UsageError(f"{path} is not in the LongMemEval format (a list of questions with 'haystack_sessions')")
     return raw

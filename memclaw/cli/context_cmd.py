@@ -90,6 +90,34 @@ def budget_table(built: BuiltContext) -> Table:
     return t
 
 
+def memory_section_table(built: BuiltContext) -> Table:
+    """The recalled memories offered to the memory section: which went in, and why each of the others did not."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from memclaw.shorten import MEMORY_CHARS, shorten
+
+    f = built.memory_fill
+    assert f is not None
+    t = Table(
+        title=f"Memory section: {len(f.kept)} of {len(f.candidates)} recalled memories, {f.used} of {f.budget} "
+        "tokens (context.memory_tokens)",
+        title_justify="left",
+    )
+    for col, kw in (("#", {"justify": "right"}), ("tokens", {"justify": "right"}), ("status", {}), ("memory", {})):
+        t.add_column(col, overflow="fold", **kw)
+    skips = {s.index: s.reason for s in f.skipped}
+    for i, c in enumerate(f.candidates):
+        reason = skips.get(i)
+        t.add_row(
+            str(i + 1),
+            str(c.tokens),
+            f"[red]{reason}[/]" if reason else "[green]in[/]",
+            escape(shorten(c.item, MEMORY_CHARS)),
+        )
+    return t
+
+
 def build_for_cli(
     message: str, sender: str | None, channel: str, workspace: Path | None
 ) -> tuple[BuiltContext, list[str]]:
@@ -143,6 +171,8 @@ def print_context(built: BuiltContext, secrets: list[str], json_out: bool) -> No
             content = (content or "") + "\n" + json.dumps(m["tool_calls"], ensure_ascii=False)
         console.print(Panel(escape(str(content or "")), title=f"[{i}] {m.get('role')}", title_align="left"))
     console.print(budget_table(built))
+    if built.memory_fill is not None and built.memory_fill.candidates:
+        console.print(memory_section_table(built))
     who = "the owner" if built.is_owner else f"not the owner (scope {built.scope})"
     query = shorten(built.recall_query or "-", ECHO_CHARS)
     console.print(f"Sender: {escape(who)}. Recall query: {escape(query)}")

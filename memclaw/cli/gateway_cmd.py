@@ -89,7 +89,10 @@ def gateway_command(workspace: Path | None) -> None:
     def recall(query: str):
         return memory.recall_detailed(query, scope="owner")
 
-    gateway = DiscordGateway(agent, cfg, recall=recall)
+    def forget(ids: list[str]):
+        return memory.forget(ids, scope="owner")
+
+    gateway = DiscordGateway(agent, cfg, recall=recall, forget=forget)
     err_console.print(f"memclaw gateway: workspace {ws.root}, model {cfg.agent.model}; Ctrl-C to stop")
     try:
         asyncio.run(gateway.serve(token))

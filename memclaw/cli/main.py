@@ -143,7 +143,10 @@ def memory_reindex(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) ->
 def memory_add(
     text: Annotated[str, typer.Argument(help="The fact to remember.")],
     sender: SenderOpt = None,
-    section: Annotated[str | None, typer.Option("--section", help="Heading to file it under.")] = None,
+    section: Annotated[
+        str | None,
+        typer.Option("--section", help='Heading path to file it under, e.g. "Work > Pets" (default: Notes).'),
+    ] = None,
     workspace: WorkspaceOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -151,6 +154,32 @@ def memory_add(
     from memclaw.cli import memory_cmds
 
     memory_cmds.add(text, sender, section, workspace, json_out)
+
+
+@memory_app.command("list")
+def memory_list(
+    sender: SenderOpt = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="Only fact or history.")] = None,
+    json_out: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Every memory of the owner (or --sender's), with the id `memory forget` takes."""
+    from memclaw.cli import memory_cmds
+
+    memory_cmds.list_memories(sender, kind, json_out, workspace)
+
+
+@memory_app.command("forget")
+def memory_forget(
+    ids: Annotated[list[str], typer.Argument(help="Ids from `memory list` or `recall --json`.")],
+    sender: SenderOpt = None,
+    json_out: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Delete memories from the Markdown and the index; prints what was forgotten."""
+    from memclaw.cli import memory_cmds
+
+    memory_cmds.forget(ids, sender, json_out, workspace)
 
 
 @memory_app.command("stats")
@@ -338,6 +367,12 @@ def run() -> None:
     except MemclawError as e:
         typer.echo(f"Error: {e}", err=True)
         sys.exit(e.exit_code)
+    except PermissionError as e:  # one no code path said in its own words
+        from memclaw.errors import from_permission_error
+
+        err = from_permission_error(e)
+        typer.echo(f"Error: {err}", err=True)
+        sys.exit(err.exit_code)
     except KeyboardInterrupt:
         typer.echo("Interrupted.", err=True)
         sys.exit(130)

@@ -18,7 +18,7 @@ from memclaw.cli.common import (
     progress_bar,
 )
 from memclaw.shorten import ECHO_CHARS, shorten
-from memclaw.units import sender_scope
+from memclaw.units import MemoryUnit, sender_scope
 
 
 def onboard(workspace: Path | None, demo: bool) -> None:
@@ -157,6 +157,42 @@ def add(text: str, sender: str | None, section: str | None, workspace: Path | No
     else:
         note = " (its vector is pending: the embedding provider is unreachable; the next sync adds it)"
         console.print(f"remembered [bold]{unit.id}[/] in {unit.source}:{unit.line}{note if pending else ''}")
+
+
+def unit_json(u: MemoryUnit) -> dict:
+    return {
+        "id": u.id,
+        "kind": u.kind,
+        "scope": u.scope,
+        "source": f"{u.source}:{u.line}",
+        "date": u.timestamp.isoformat(timespec="minutes") if u.timestamp else None,
+        "section": u.section,
+        "text": u.text,
+    }
+
+
+def list_memories(sender: str | None, kind: str | None, json_out: bool, workspace: Path | None) -> None:
+    mem = open_memory(workspace)
+    scope = sender_scope(sender)
+    units = mem.list_units(scope, kind)
+    if json_out:
+        print_json([unit_json(u) for u in units])
+        return
+    from memclaw.render import memory_table
+
+    console.print(memory_table(units, scope))
+
+
+def forget(ids: list[str], sender: str | None, json_out: bool, workspace: Path | None) -> None:
+    mem = open_memory(workspace)
+    gone = mem.forget(ids, scope=sender_scope(sender))
+    if json_out:
+        print_json([unit_json(u) for u in gone])
+        return
+    for u in gone:
+        console.print(
+            f"forgot [bold]{u.id}[/] ({u.kind}, {u.source}:{u.line}): {u.text}", highlight=False, soft_wrap=True
+        )
 
 
 def stats(workspace: Path | None, json_out: bool) -> None:
