@@ -33,11 +33,13 @@ from memclaw.errors import LLMError, MemclawError
 from memclaw.llm import LLMClient, LLMResponse, Usage
 from memclaw.prompts import render
 from memclaw.sessions import SessionStore
+from memclaw.shorten import ECHO_CHARS, MEMORY_CHARS, shorten
 from memclaw.tools import ToolContext, ToolRegistry
 
 if TYPE_CHECKING:
     from memclaw.config import Config
     from memclaw.memory import MemoryService
+    from memclaw.recall import RecallResult
     from memclaw.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -112,6 +114,7 @@ class AgentReply:
     ok: bool = True
     command: str | None = None  # "/new", "/help", "/recall" when the message was a command
     record: TurnRecord = field(default_factory=TurnRecord)
+    recall: RecallResult | None = None  # /recall's result, for channels that draw their own table
 
 
 def _as_workspace(root: Path) -> Workspace | Path:
@@ -272,7 +275,9 @@ class Agent:
                 final = render("agent_max_iterations", n=self.config.agent.max_tool_iterations, last_tools=names)
         except LLMError as e:
             rec.error = str(e)
-            log.warning("turn in %s/%s: %s", msg.channel, msg.chat_id, e)
+            # the terminal shows the error itself (one line); other channels' operators need it in the log
+            level = logging.INFO if msg.channel == "cli" else logging.WARNING
+            log.log(level, "turn in %s/%s: %s", msg.channel, msg.chat_id, e)
             if owner:
                 text = f"Sorry, I could not get an answer from the model: {e}. Your message is saved."
             else:
@@ -330,7 +335,11 @@ class Agent:
     async def _command(self, cmd: str, arg: str, msg: InboundMessage, ctx: ToolContext, rec: TurnRecord) -> AgentReply:
         if cmd == "/help":
             text = render(
-                "agent_help", agent_name=self.config.agent.name, is_owner=ctx.is_owner, tools=self.tools.names(ctx)
+                "agent_help",
+                agent_name=self.config.agent.name,
+                is_owner=ctx.is_owner,
+                tools=self.tools.names(ctx),
+                terminal=msg.channel == "cli",
             )
             return AgentReply(text, command=cmd, record=rec)
         if cmd == "/new":
@@ -352,10 +361,10 @@ class Agent:
             return AgentReply(forgot_text(gone), command=cmd, record=rec)
         # /recall
         try:
-            hits = await asyncio.to_thread(self.memory.recall, arg, scope=ctx.scope)
+            result = await asyncio.to_thread(self.memory.recall_detailed, arg, scope=ctx.scope)
         except MemclawError as e:
             return AgentReply(f"Recall failed: {e}", ok=False, command=cmd, record=rec)
-        return AgentReply(recall_text(arg, ctx.scope, hits), command=cmd, record=rec)
+        return AgentReply(recall_text(arg, ctx.scope, result.hits), command=cmd, record=rec, recall=result)
 
     async def _cmd_new(self, msg: InboundMessage, rec: TurnRecord) -> AgentReply:
         # wait for a running background consolidation of this chat, then consolidate everything
@@ -392,6 +401,7 @@ class Agent:
 
 def recall_text(query: str, scope: str, hits: Sequence[Any]) -> str:
     """The recall table as compact plain text (for chat channels)."""
+    query = shorten(query, ECHO_CHARS)
     if not hits:
         return f'No memories found for "{query}" ({scope}).'
     lines = [f'Recall for "{query}" ({scope}, {len(hits)} hits)', "#  score  kind     source              text"]
@@ -399,7 +409,7 @@ def recall_text(query: str, scope: str, hits: Sequence[Any]) -> str:
         u = h.unit
         src = f"{u.source}:{u.line}"
         date = f"{u.timestamp:%Y-%m-%d} " if u.timestamp else ""
-        text = u.text if len(u.text) <= 120 else u.text[:117] + "..."
+        text = shorten(u.text, MEMORY_CHARS)
         b = f"bm25 #{h.bm25.rank}" if h.bm25.rank else "bm25 -"
         v = f"vec #{h.vector.rank} {h.vector.score:.2f}" if h.vector.rank and h.vector.score is not None else "vec -"
         lines.append(f"{i:<2} {h.score:.3f}  {u.kind:<7}  {src:<18}  {date}{text}  ({b}, {v}, id {u.id})")

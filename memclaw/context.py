@@ -44,6 +44,7 @@ from memclaw.tokens import (
     count_messages,
     counter_for,
 )
+from memclaw.tools import outsider_tool_names
 from memclaw.units import OWNER_SCOPE, sender_scope
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ log = logging.getLogger(__name__)
 
 RUNTIME_TAG = "[Runtime Context — metadata only, not instructions]"
 BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "IDENTITY.md")
+OWNER_ONLY_FILES = ("USER.md", "TOOLS.md")  # the owner's profile; the owner's tools and notes on this machine
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 DEFAULT_CONTEXT_WINDOW = 8192
 SECTION_SEPARATOR = 2  # tokens budgeted for the blank line joining two system-prompt sections
@@ -467,7 +469,7 @@ def build_messages(
     channel = _clean_name(sender.channel) or "unknown"
 
     # --- static inputs (cached by file signature)
-    files = {n: read_cached(root / n) for n in BOOTSTRAP_FILES if not (n == "USER.md" and not owner)}
+    files = {n: read_cached(root / n) for n in BOOTSTRAP_FILES if owner or n not in OWNER_ONLY_FILES}
     files = {n: t for n, t in files.items() if t}
     skills_dir = root / "skills" if isinstance(workspace, Path) else Path(workspace.skills_dir)
     skillset = load_skills(skills_dir, bundled_skills)
@@ -525,7 +527,8 @@ def build_messages(
         if "USER.md" in files:
             text_section("USER.md", render("context_file", filename="USER.md", content=files["USER.md"]))
     else:
-        text_section("person", render("context_outsider", sender_name=sender_name, channel=channel))
+        person = render("context_outsider", sender_name=sender_name, channel=channel, tools=outsider_tool_names())
+        text_section("person", person)
     for n in ("AGENTS.md", "SOUL.md", "IDENTITY.md", "TOOLS.md"):
         if n in files:
             text_section(n, render("context_file", filename=n, content=files[n]))

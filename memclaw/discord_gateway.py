@@ -34,6 +34,7 @@ from memclaw.channel_queue import ChannelQueue
 from memclaw.chunking import DISCORD_LIMIT, split_message
 from memclaw.errors import ConfigError, MemclawError
 from memclaw.prompts import render
+from memclaw.shorten import ECHO_CHARS, MEMORY_CHARS, shorten
 
 if TYPE_CHECKING:
     from memclaw.config import Config
@@ -167,7 +168,8 @@ def is_image(att: discord.Attachment) -> bool:
 
 def format_recall(result: RecallResult, limit: int = DISCORD_LIMIT) -> str:
     """The recall table, compact enough for one Discord message: one line per hit."""
-    head = f"recall `{result.query[:80]}` · scope {result.scope} · {result.mode} · {len(result.hits)} hits"
+    query = shorten(result.query, ECHO_CHARS)
+    head = f"recall `{query}` · scope {result.scope} · {result.mode} · {len(result.hits)} hits"
     lines = [head]
     for w in result.warnings:
         lines.append(f"⚠ {w}")
@@ -178,9 +180,7 @@ def format_recall(result: RecallResult, limit: int = DISCORD_LIMIT) -> str:
         b = f"b{h.bm25.rank}" if h.bm25.rank else "b-"
         v = f"v{h.vector.rank}" if h.vector.rank else "v-"
         date = f" {u.timestamp:%Y-%m-%d}" if u.timestamp else ""
-        text = " ".join(u.text.split())
-        if len(text) > 160:
-            text = text[:157] + "..."
+        text = shorten(u.text, MEMORY_CHARS)
         lines.append(f"`{n:>2}` `{h.score:.3f}` {b} {v} {u.kind}{date} · {text} · `{u.id}`")
     out = ""
     for line in lines:

@@ -48,7 +48,7 @@ def is_provider_model(name: str) -> bool:
     head, sep, rest = name.partition("/")
     if not sep or not rest or Path(name).expanduser().exists():
         return False
-    from memclaw.llm import _lib
+    from memclaw.llm import litellm_module as _lib
 
     return head in {str(getattr(p, "value", p)) for p in _lib().provider_list}
 
@@ -74,7 +74,7 @@ def key_env_var(model: str) -> str:
 
 
 def _lib() -> Any:
-    from memclaw.llm import _lib as lib
+    from memclaw.llm import litellm_module as lib
 
     litellm = lib()
     # litellm's OpenAI embedding path reads `max_retries or litellm.DEFAULT_MAX_RETRIES`, so the 0 we pass (our

@@ -4,8 +4,10 @@ Any litellm model string works (`openai/...`, `anthropic/...`, `openrouter/...`,
 from `agent.api_base` / `agent.api_key` (or `agent.model_overrides[model]`), else from the provider's usual
 environment variables (`OPENAI_API_BASE`, `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, ...), which litellm reads itself.
 
-Rate limits (429), server errors (5xx, including unparseable bodies, which litellm reports as 500), timeouts and
-connection errors are retried with exponential backoff (honouring Retry-After, bounded); anything else, or running
+A missing or rejected API key (litellm reports it as AuthenticationError, or as a 500 "Missing credentials" for
+some providers) is never retried: `LLMError` names the environment variable to set for the provider. Rate limits
+(429), server errors (5xx, including unparseable bodies, which litellm reports as 500), timeouts and connection
+errors are retried with exponential backoff (honouring Retry-After, bounded); anything else, or running
 out of retries, raises `LLMError` with a one-line message that says what to do. Keys never appear in logs or
 messages. litellm is imported on first use (it is slow to import).
 """
@@ -32,13 +34,16 @@ MAX_BACKOFF_S = 20.0
 # Keys of `agent.model_overrides[model]` this client understands (others, e.g. context_window and vision, are
 # read by the ContextBuilder). `params` is a dict passed to litellm as-is (e.g. {"reasoning_effort": "low"}).
 _OVERRIDE_KEYS = {"api_base", "api_key", "temperature", "max_tokens", "timeout_s", "max_retries", "params"}
+# How providers say "no key" when litellm does not raise AuthenticationError (e.g. openai: InternalServerError 500).
+_NO_KEY_RE = re.compile(r"missing credentials|missing [\w ]*api key|api_key client option must be set", re.I)
 _SECRET_RE = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+[A-Za-z0-9_\-\.]{8,}|key=[A-Za-z0-9_\-]{8,})")
 
 _litellm: Any = None
 
 
-def _lib() -> Any:
-    """litellm, imported once with the offline switches and quiet settings."""
+def litellm_module() -> Any:
+    """litellm, imported once with the offline switches and quiet settings (no "Provider List" banner on an unknown
+    model). Every use of litellm in memclaw goes through here."""
     global _litellm
     if _litellm is None:
         set_offline_env()
@@ -130,6 +135,13 @@ class LLMClient:
     def __repr__(self) -> str:  # never the key
         return f"LLMClient(model={self.model!r}, api_base={self.api_base!r})"
 
+    def missing_key(self) -> str | None:
+        """A one-line note when no API key for this model is configured or in the environment, else None."""
+        if self._api_key:
+            return None
+        names, missing = _key_vars(self.model)
+        return f"no API key for {self.model}: {_set_key_hint(names)}" if missing else None
+
     def _kwargs(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, **over: Any) -> dict:
         kw: dict[str, Any] = {
             "model": self.model,
@@ -163,7 +175,8 @@ class LLMClient:
         response_format: dict[str, Any] | None = None,
     ) -> LLMResponse:
         """One completion, retried on transient failures. Raises LLMError when the model stays unavailable."""
-        lib = _litellm if _litellm is not None else await asyncio.to_thread(_lib)  # slow first import off the loop
+        # the slow first import, off the loop
+        lib = _litellm if _litellm is not None else await asyncio.to_thread(litellm_module)
         kw = self._kwargs(
             messages, tools, temperature=temperature, max_tokens=max_tokens, response_format=response_format
         )
@@ -213,12 +226,21 @@ class LLMClient:
         return scrub(text, [self._api_key or ""])
 
     def _error(self, e: BaseException, attempts: int) -> LLMError:
-        lib = _lib()
+        lib = litellm_module()
         status = getattr(e, "status_code", None)
         what = self._describe(e)
-        if isinstance(e, lib.AuthenticationError) or status in (401, 403):
-            hint = "check agent.api_key or the provider's API key environment variable (e.g. OPENAI_API_KEY)"
-            return LLMError(f"the model {self.model} rejected the credentials ({what}); {hint}")
+        if _auth_failure(e):
+            names, missing = _key_vars(self.model)
+            if missing and not self._api_key:
+                return LLMError(f"no API key for {self.model}: {_set_key_hint(names)}")
+            where = "agent.api_key in config.toml" if self._api_key else _one_of(names) or "the provider's API key"
+            return LLMError(f"the model {self.model} rejected the API key ({what}); check {where}")
+        if "LLM Provider NOT provided" in str(e):
+            return LLMError(
+                f"litellm does not know the provider of model {self.model!r}: name it as provider/model, e.g. "
+                "openai/gpt-4o-mini or anthropic/claude-3-5-haiku-latest (https://docs.litellm.ai/docs/providers); "
+                "check agent.model"
+            )
         if isinstance(e, lib.NotFoundError) or status == 404:
             return LLMError(f"model {self.model} was not found ({what}); check agent.model and agent.api_base")
         if isinstance(e, lib.ContextWindowExceededError):
@@ -278,10 +300,46 @@ class _JunkResponse(Exception):
     status_code = 502
 
 
+def _auth_failure(e: BaseException) -> bool:
+    """A missing or rejected key: litellm's AuthenticationError, a 401/403, or a provider's "missing credentials"."""
+    if isinstance(e, litellm_module().AuthenticationError) or getattr(e, "status_code", None) in (401, 403):
+        return True
+    return bool(_NO_KEY_RE.search(str(e)))
+
+
+def _key_vars(model: str) -> tuple[list[str], bool]:
+    """The environment variables the model's key is read from, and whether they are all unset. litellm knows each
+    provider's variables (e.g. OPENAI_API_KEY) but names them only when missing; otherwise this guesses
+    PROVIDER_API_KEY."""
+    lib = litellm_module()
+    try:
+        missing = lib.validate_environment(model)["missing_keys"]
+    except Exception:  # an unknown provider
+        missing = []
+    keys = [n for n in missing if "KEY" in n or "TOKEN" in n]
+    if keys:
+        return keys, True
+    try:
+        return [f"{lib.get_llm_provider(model)[1].upper()}_API_KEY"], False
+    except Exception:
+        return [], False
+
+
+def _one_of(names: list[str]) -> str:
+    """GEMINI_API_KEY or GOOGLE_API_KEY (alternatives), AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (a pair)."""
+    return (" or " if all(n.endswith("_API_KEY") for n in names) else " and ").join(names)
+
+
+def _set_key_hint(names: list[str]) -> str:
+    return f"set {_one_of(names) or 'the provider API key'} in the environment (or agent.api_key in config.toml)"
+
+
 def _retryable(e: BaseException) -> bool:
     if isinstance(e, _JunkResponse):
         return True
-    lib = _lib()
+    if _auth_failure(e):
+        return False
+    lib = litellm_module()
     if isinstance(e, lib.ContextWindowExceededError | lib.AuthenticationError | lib.NotFoundError):
         return False
     if isinstance(e, lib.Timeout | lib.APIConnectionError | lib.RateLimitError | lib.InternalServerError):
@@ -319,7 +377,7 @@ def _cost(raw: Any) -> float | None:
     cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
     if cost is None:
         try:
-            cost = _lib().completion_cost(completion_response=raw)
+            cost = litellm_module().completion_cost(completion_response=raw)
         except Exception:
             return None
     try:

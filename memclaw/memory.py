@@ -716,17 +716,21 @@ class MemoryService:
         t0 = time.perf_counter()
         if mode != "bm25":
             self.prefetch_store(scope)  # a no-op once the store is open
+        # the vectors' side is down: said once, and not asked twice (a frozen server costs a timeout each time)
+        store_down: VectorStoreUnavailable | EmbeddingUnavailable | None = None
         if self.config.memory.auto_sync:
             try:
                 if not self.ensure_fresh(scope, wait=False):
                     result.warnings.append("a sync is running; recalled from the previous index state")
             except (VectorStoreUnavailable, EmbeddingUnavailable) as e:
-                result.warnings.append(f"{e}; recalling from the last synced state")
+                store_down = e
             except BaseException:
                 self._join_prefetch()  # never exit while the store is being opened in the background (it crashes)
                 raise
         sc = self._get_scope(scope)
         result.timings_ms["sync_check"] = (time.perf_counter() - t0) * 1000
+        if store_down is not None and (mode == "bm25" or sc is None or not sc.state.units):
+            result.warnings.append(f"{store_down}; recalling from the last synced state")
         if sc is None or not sc.state.units:
             return result
         n_cand = max(rc.candidates, k * 3)
@@ -741,30 +745,32 @@ class MemoryService:
         if mode in ("hybrid", "vector"):
             from memclaw.embedding import encode_query
 
+            down = store_down
             t = time.perf_counter()
-            try:
-                qv = encode_query(self.embedder, query)
-            except EmbeddingUnavailable as e:  # the provider is down: as for a Chroma outage
-                if mode == "vector":
-                    raise
-                qv = None
-                result.warnings.append(f"{e}; recall fell back to BM25 only")
-                log.warning("%s; recall fell back to BM25 only", e)
+            qv = None
+            if down is None:
+                try:
+                    qv = encode_query(self.embedder, query)
+                except EmbeddingUnavailable as e:  # the provider is down: as for a Chroma outage
+                    down = e
             result.timings_ms["embed"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
-            try:
-                vec_hits = (
-                    self._unit_similarities(sc, self.store.query(scope, qv, n_cand * 2)) if qv is not None else []
-                )
-            except VectorStoreUnavailable as e:
+            if down is None:
+                try:
+                    vec_hits = self._unit_similarities(sc, self.store.query(scope, qv, n_cand * 2))
+                except VectorStoreUnavailable as e:
+                    down = e
+                except VectorStoreCorrupted as e:
+                    vec_hits = self._query_after_repair(scope, qv, n_cand * 2, e, result, mode)
+            if down is not None:
                 if mode == "vector":
-                    raise
-                result.warnings.append(f"{e}; recall fell back to BM25 only")
-                log.warning("%s; recall fell back to BM25 only", e)
-            except VectorStoreCorrupted as e:
-                vec_hits = self._query_after_repair(scope, qv, n_cand * 2, e, result, mode)
+                    raise down
+                result.warnings.append(f"{down}; recall fell back to BM25 only")
+                result.mode = "bm25-only"
+                log.warning("%s; recall fell back to BM25 only", down)
             result.timings_ms["vector"] = (time.perf_counter() - t) * 1000
         units = sc.state.units
+        result.scope_size = sum(u.kind == kind for u in units.values()) if kind else len(units)
         bm25_hits = [(i, s) for i, s in bm25_hits if i in units]
         vec_hits = [(i, s) for i, s in vec_hits if i in units]  # ignore vectors orphaned by a crash
         params = FusionParams(

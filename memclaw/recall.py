@@ -60,3 +60,6 @@ class RecallResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     date_ranges: list[DateRange] = field(default_factory=list)
     """The date ranges the query named (they lifted the memories stamped inside them)."""
+    scope_size: int = 0
+    """How many memories the scope holds (of the kind asked): with fewer hits than k, the rest fell below the
+    relevance floor."""

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from memclaw.dates import DateRange
 from memclaw.recall import RecallResult
+from memclaw.shorten import ECHO_CHARS, MEMORY_CHARS, shorten
 from memclaw.units import MemoryUnit
 
 if TYPE_CHECKING:
@@ -23,18 +24,18 @@ def _fmt(x: float | None, digits: int = 3) -> str:
 def recall_table(result: RecallResult, *, width: int = 140, section: SectionFill | None = None) -> Table:
     """The recall hits with each signal's rank and score. The scope is in the title (one scope per recall). The
     text keeps its room on narrow terminals: under 110 columns the date and source columns are left out, under 80
-    the per-signal columns too (`--json` always has everything)."""
+    the per-signal columns too (`--json` always has everything). Long queries and texts are shortened."""
     signals, wide = width >= 80, width >= 110
     legend = "bm25: rank/score · vector: rank/cosine similarity · +link: lifted by a linked memory"
     caption = [legend] if signals else []
-    caption += [f"+date: stamped {_span(r)} ({r.text!r})" for r in result.date_ranges]
+    caption += [f"+date: stamped {_span(r)} ({shorten(r.text, ECHO_CHARS)!r})" for r in result.date_ranges]
     if section is not None:
         caption.append(
             f"memory section: {len(section.kept)} of {len(section.candidates)} hits, {section.used} of "
             f"{section.budget} tokens (tok: what each costs in the prompt; cut: why it is left out)"
         )
     t = Table(
-        title=f"recall {result.query!r} · scope {result.scope} · {result.mode}",
+        title=f"recall {shorten(result.query, ECHO_CHARS)!r} · scope {result.scope} · {result.mode}",
         title_justify="left",
         caption="\n".join(caption) or None,
         caption_justify="left",
@@ -67,7 +68,7 @@ def recall_table(result: RecallResult, *, width: int = 140, section: SectionFill
         if section is not None:
             reason = skips.get(n - 1)
             row += [str(section.candidates[n - 1].tokens), f"[red]{reason}[/]" if reason else "[green]in[/]"]
-        t.add_row(*row, u.text)
+        t.add_row(*row, shorten(u.text, MEMORY_CHARS))
     return t
 
 

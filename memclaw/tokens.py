@@ -57,10 +57,9 @@ def _load_counter() -> Callable[..., int]:
             set_offline_env()
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
             try:
-                import litellm
+                from memclaw.llm import litellm_module
 
-                litellm.disable_hf_tokenizer_download = True
-                _counter = litellm.token_counter
+                _counter = litellm_module().token_counter
             except Exception as e:  # pragma: no cover - litellm is a hard dependency
                 log.warning("litellm unavailable (%s); estimating tokens as bytes/3", e)
                 _counter = _estimate

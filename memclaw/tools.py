@@ -467,6 +467,11 @@ class Remember(Tool):
 DEFAULT_TOOLS: tuple[type[Tool], ...] = (ReadFile, WriteFile, EditFile, ListDir, Exec, MemorySearch, Remember)
 
 
+def outsider_tool_names() -> list[str]:
+    """The tools a non-owner may use (the outsider's prompt names these and no others)."""
+    return [t.name for t in DEFAULT_TOOLS if not t.owner_only]
+
+
 @dataclass
 class ToolResult:
     content: str

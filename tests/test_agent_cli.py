@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -76,8 +79,9 @@ def test_agent_one_shot_through_the_console_script(root, llm_server):
     llm_server.status(500, times=3)
     p = memclaw("agent", "-m", "still there?", "-w", str(root))
     assert p.returncode == 5
-    line = p.stdout.strip()
-    assert line.startswith("Sorry, I could not get an answer from the model") and "\n" not in line
+    assert p.stdout == ""  # an error is never printed as if it were the reply
+    line = p.stderr.strip()
+    assert line.startswith("Error: the model openai/gpt-4o-mini is unavailable") and "\n" not in line
     session = SessionStore(root / "sessions").load("cli", "cli")
     assert session.messages[-1]["content"] == "still there?"
     # an empty message is a usage error naming the fix
@@ -117,3 +121,149 @@ def test_chat_is_interactive_with_history_a_spinner_and_commands(root, llm_serve
         "You work at Solaris Energy.",
     ]
     assert json.dumps(session.messages).count("/help") == 0  # commands are not stored
+
+
+def test_a_missing_or_rejected_key_fails_at_once_naming_the_variable(root, llm_server, monkeypatch):
+    # the server rejects the key (401): no retry, nothing on stdout, one line naming the variable
+    llm_server.status(401, times=4)
+    p = memclaw("agent", "-m", "hi", "-w", str(root), MEMCLAW_AGENT__MAX_RETRIES="3")
+    assert (p.returncode, p.stdout) == (5, "")
+    assert p.stderr.count("\n") == 1 and "rejected the API key" in p.stderr and "OPENAI_API_KEY" in p.stderr
+    assert len(llm_server.requests) == 1
+    # no key at all (litellm reports it as InternalServerError 500 "Missing credentials" for openai): no retry
+    monkeypatch.delenv("OPENAI_API_KEY")
+    p = memclaw("agent", "-m", "hi", "-w", str(root), MEMCLAW_AGENT__MAX_RETRIES="3")
+    assert (p.returncode, p.stdout) == (5, "")
+    assert p.stderr.startswith("Error: no API key for openai/gpt-4o-mini: set OPENAI_API_KEY") and (
+        p.stderr.count("\n") == 1
+    )
+    assert len(llm_server.requests) == 1  # the call never left the process
+    # a provider without api_base (litellm raises AuthenticationError): the provider's own variable
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    model = "anthropic/claude-3-5-sonnet-20241022"
+    p = memclaw("agent", "-m", "hi", "-w", str(root), MEMCLAW_AGENT__MODEL=model, MEMCLAW_AGENT__MAX_RETRIES="3")
+    assert (p.returncode, p.stdout) == (5, "")
+    assert (
+        p.stderr == f"Error: no API key for {model}: set ANTHROPIC_API_KEY in the environment "
+        "(or agent.api_key in config.toml)\n"
+    )
+    # status and chat say so up front
+    p = memclaw("status", "-w", str(root), MEMCLAW_AGENT__MODEL=model)
+    assert p.returncode == 0 and "no API key for anthropic" in p.stdout and "ANTHROPIC_API_KEY" in p.stdout
+    p = memclaw("status", "--json", "-w", str(root))
+    assert "OPENAI_API_KEY" in json.loads(p.stdout)["model_key_missing"]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    p = memclaw("status", "--json", "-w", str(root))
+    assert json.loads(p.stdout)["model_key_missing"] is None
+    p = memclaw("chat", "-w", str(root), stdin="/exit\n", MEMCLAW_AGENT__MODEL=model)
+    assert p.returncode == 0 and "no API key for anthropic" in p.stderr and "ANTHROPIC_API_KEY" in p.stderr
+    assert len(llm_server.requests) == 1
+
+
+CHAT_TTY = {"TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "1", "NO_COLOR": "1"}
+
+
+def test_chat_commands_exit_unknown_and_a_recall_table(root, llm_server):
+    p = memclaw(
+        "chat",
+        "-w",
+        str(root),
+        stdin="/frobnicate now\n/etc/hosts is missing\n/help\n/recall where do I work\n/exit\nnot sent\n",
+        **CHAT_TTY,
+    )
+    assert p.returncode == 0, p.stderr
+    out = ANSI.sub("", p.stdout)
+    # an unknown command is answered with the list; a path is a message; `/exit` leaves (the last line is not sent)
+    assert "unknown command /frobnicate; commands: /new, /help, /recall, /forget, /exit" in out
+    assert [r["messages"][-1]["content"] for r in llm_server.requests] == ["/etc/hosts is missing"]
+    assert "/exit" in out[out.index("unknown command") + 80 :]  # /help lists /exit in the terminal
+    # /recall draws the same table as `memclaw recall`: a header row, then one row per hit, left-aligned title
+    lines = out.splitlines()
+    title = next(i for i, ln in enumerate(lines) if "recall 'where do I work' · scope owner · hybrid" in ln)
+    assert lines[title].startswith("you> recall") or lines[title].startswith("recall")
+    header = next(ln for ln in lines[title:] if "fused" in ln)
+    assert header.split() == ["#", "fused", "bm25", "vector", "kind", "text"]
+    row = next(ln for ln in lines[title:] if "Solaris Energy" in ln)
+    assert row.split()[0] == "1" and " fact " in row and "battery engineer" in row
+
+
+def test_chat_log_lines_print_above_the_spinner(root, llm_server):
+    llm_server.status(500)  # one retry: memclaw.llm logs a WARNING while the spinner turns
+    llm_server.reply("Hello!")
+    p = memclaw("chat", "-w", str(root), stdin="hi\n", MEMCLAW_AGENT__MAX_RETRIES="1", **CHAT_TTY)
+    assert p.returncode == 0, p.stderr
+    assert "thinking..." in p.stderr and "Hello!" in p.stdout
+    at = p.stderr.index("WARNING memclaw.llm: LLM call to openai/gpt-4o-mini failed")
+    # the spinner's line was erased first (rich's live display), instead of the log line continuing "thinking..."
+    assert p.stderr[:at].endswith("\x1b[2K"), repr(p.stderr[at - 60 : at])
+
+
+class LiveChat:
+    """`memclaw chat` in a subprocess, fed line by line; its output is collected as it comes."""
+
+    def __init__(self, root: Path, **env: str) -> None:
+        full = dict(os.environ, MEMCLAW_AGENT__MODEL="openai/gpt-4o-mini", MEMCLAW_AGENT__MAX_RETRIES="0", **env)
+        self.p = subprocess.Popen(
+            [sys.executable, "-m", "memclaw.cli.main", "chat", "-w", str(root)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=full,
+        )
+        self.out: list[bytes] = []
+        self.err: list[bytes] = []
+        for stream, sink in ((self.p.stdout, self.out), (self.p.stderr, self.err)):
+            threading.Thread(
+                target=lambda s=stream, k=sink: [k.append(b) for b in iter(lambda: s.read1(4096), b"")], daemon=True
+            ).start()
+
+    def text(self, which: list[bytes]) -> str:
+        return ANSI.sub("", b"".join(which).decode("utf-8", "replace"))
+
+    def wait_for(self, cond, what: str) -> None:
+        deadline = time.monotonic() + 120  # a safety net against hanging, not a timing assertion
+        while not cond():
+            assert self.p.poll() is None, (what, self.text(self.err))
+            assert time.monotonic() < deadline, (what, self.text(self.out), self.text(self.err))
+            time.sleep(0.05)
+
+    def send(self, line: str) -> None:
+        self.p.stdin.write(line.encode() + b"\n")
+        self.p.stdin.flush()
+
+
+def test_chat_ctrl_c_says_what_was_kept(root, llm_server):
+    chat = LiveChat(root)
+    try:
+        chat.wait_for(lambda: chat.text(chat.out).count("you> ") == 1, "the first prompt")
+        chat.p.send_signal(signal.SIGINT)  # at the idle prompt: a fresh prompt, nothing about a message
+        chat.wait_for(lambda: chat.text(chat.out).count("you> ") == 2, "a fresh prompt")
+        llm_server.reply("too late", delay=60)
+        chat.send("remember the milk")
+        chat.wait_for(lambda: len(llm_server.requests) == 1, "the model was asked")
+        chat.p.send_signal(signal.SIGINT)  # mid-turn, after the message was stored
+        chat.wait_for(lambda: "(interrupted" in chat.text(chat.err), "the interruption noted")
+        assert "(interrupted; your message is saved)" in chat.text(chat.err)
+        llm_server.reply("later", delay=60)
+        chat.send("/new")  # the turn above was stopped (it no longer holds the chat): /new consolidates at once
+        chat.wait_for(lambda: len(llm_server.requests) == 2, "the consolidation asked the model")
+        chat.p.send_signal(signal.SIGINT)  # mid-command: no message of the user's was involved
+        chat.wait_for(lambda: chat.text(chat.err).count("(interrupted") == 2, "the second interruption")
+        chat.send("exit")
+        assert chat.p.wait(timeout=120) == 0
+    finally:
+        if chat.p.poll() is None:
+            chat.p.kill()
+    err = chat.text(chat.err)
+    assert err.count("saved") == 1 and err.rstrip().endswith("(interrupted)"), err
+    assert "Interrupted." not in err  # the chat went on after each Ctrl-C
+    session = SessionStore(root / "sessions").load("cli", "cli")
+    assert [m["content"] for m in session.messages] == ["remember the milk"]
+
+
+def test_an_unknown_model_is_one_line_without_litellm_noise(root, llm_server):
+    p = memclaw("agent", "-m", "hi", "-w", str(root), MEMCLAW_AGENT__MODEL="nonsense-model")
+    assert (p.returncode, p.stdout) == (5, "")
+    assert "Provider List" not in p.stdout + p.stderr and p.stderr.count("\n") == 1, p.stderr
+    assert p.stderr.startswith("Error: litellm does not know the provider of model 'nonsense-model'")
+    assert "openai/gpt-4o-mini" in p.stderr and "agent.model" in p.stderr and llm_server.requests == []

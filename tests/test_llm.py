@@ -121,6 +121,21 @@ def test_auth_error_is_not_retried_and_never_shows_the_key(llm_server, caplog):
     assert "sk-very-secret-key-0042" not in caplog.text
 
 
+def test_no_key_is_not_retried_and_names_the_variable(llm_server, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY")  # litellm: InternalServerError 500 "Missing credentials"
+    c = client(max_retries=3)
+    assert c.missing_key() is not None and "OPENAI_API_KEY" in c.missing_key()
+    with pytest.raises(LLMError, match=r"^no API key for openai/gpt-4o-mini: set OPENAI_API_KEY in the environment"):
+        run(c.chat(MSGS))
+    assert llm_server.requests == []
+    # a rejected key from the environment: the variable is named too
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-rejected-0000000")
+    llm_server.status(403, times=4)
+    with pytest.raises(LLMError, match="rejected the API key .*; check OPENAI_API_KEY$"):
+        run(client(max_retries=3).chat(MSGS))
+    assert len(llm_server.requests) == 1 and client().missing_key() is None
+
+
 def test_connection_refused_is_reported(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
     c = client(api_base="http://127.0.0.1:9/v1", max_retries=1)

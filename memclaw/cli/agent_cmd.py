@@ -10,16 +10,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memclaw.cli.common import console, err_console
+from rich.markup import escape
+
+from memclaw.cli.common import arg_or_stdin, console, err_console, log_through
 
 if TYPE_CHECKING:
     from memclaw.agent import Agent, AgentReply
 
 EXIT_WORDS = {"exit", "quit", ":q", "/exit", "/quit"}
-LLM_FAILED_EXIT = 5
+_COMMAND_RE = re.compile(r"/[A-Za-z][\w-]*")  # "/recall", not "/etc/hosts is missing"
 
 
 def make_agent(workspace: Path | None) -> Agent:
@@ -32,13 +35,26 @@ def make_agent(workspace: Path | None) -> Agent:
 
 
 def _print_reply(reply: AgentReply) -> None:
-    if console.is_terminal:
+    if _failed(reply):  # an error is not a reply: stderr, so a script reading stdout never takes it for one
+        err_console.print(f"[yellow]{escape(reply.text)}[/]")
+    elif reply.recall is not None and reply.recall.hits:  # /recall: the same table as `memclaw recall`
+        from memclaw.render import recall_table
+
+        for w in reply.recall.warnings:
+            err_console.print(f"[yellow]warning:[/] {escape(w)}")
+        console.print(recall_table(reply.recall, width=console.width))
+    elif console.is_terminal:
         from rich.markdown import Markdown
 
         style = None if reply.ok else "yellow"
         console.print(Markdown(reply.text), style=style)
     else:
         console.print(reply.text, markup=False, highlight=False, soft_wrap=True)
+
+
+def _failed(reply: AgentReply) -> bool:
+    """The turn failed (model unavailable, no key, an internal error), as opposed to a command's refusal."""
+    return not reply.ok and bool(reply.record.error) and not reply.command
 
 
 async def _turn(agent: Agent, text: str) -> AgentReply:
@@ -49,14 +65,14 @@ async def _turn(agent: Agent, text: str) -> AgentReply:
 
 
 def agent_command(message: str, workspace: Path | None = None) -> None:
-    """Send one message as the owner and print the reply. Exit code 5 when the model was unavailable.
+    """Send one message as the owner and print the reply on stdout. When the model was unavailable (or has no key),
+    nothing goes to stdout: LLMError (one line on stderr, exit 5)."""
+    from memclaw.errors import LLMError, UsageError
 
-    The exit is a SystemExit, not typer.Exit: the console script runs typer with standalone_mode=False, where
-    click turns typer.Exit into a return value that would be lost (the process would exit 0)."""
-    from memclaw.errors import UsageError
-
+    message = arg_or_stdin(message)
     if not message or not message.strip():
         raise UsageError('empty message: use memclaw agent -m "your message"')
+    log_through(err_console)
     agent = make_agent(workspace)
 
     async def main() -> AgentReply:
@@ -70,9 +86,9 @@ def agent_command(message: str, workspace: Path | None = None) -> None:
     finally:
         if agent.memory is not None:
             agent.memory.close()
+    if _failed(reply):
+        raise LLMError(reply.record.error or "the model did not answer")
     _print_reply(reply)
-    if not reply.ok and reply.record.error and not reply.command:
-        raise SystemExit(LLM_FAILED_EXIT)
 
 
 def _history_file() -> Path:
@@ -103,13 +119,29 @@ def _setup_readline() -> None:
     atexit.register(save)
 
 
+def _saved(agent: Agent, text: str) -> bool:
+    """Whether an interrupted turn had already stored the user's message (commands store nothing)."""
+    with contextlib.suppress(Exception):
+        users = [m for m in agent.sessions.load("cli", "cli").messages if m.get("role") == "user"]
+        return bool(users) and users[-1].get("content") == text and not text.startswith("/")
+    return False
+
+
 def chat_command(workspace: Path | None = None) -> None:
-    """Interactive chat as the owner, with line editing and history; Ctrl-D or `exit` to leave."""
+    """Interactive chat as the owner, with line editing and history; Ctrl-D, `exit` or `/exit` to leave. An unknown
+    /command is answered with the list of commands, never sent to the model."""
+    from memclaw.agent import COMMANDS
+
     agent = make_agent(workspace)
+    log_through(err_console)
     _setup_readline()
+    known = ", ".join((*COMMANDS, "/exit"))
     err_console.print(
         f"[bold]{agent.config.agent.name}[/bold] ({agent.llm.model}) — /help for commands, Ctrl-D to quit"
     )
+    no_key = agent.llm.missing_key()
+    if no_key:
+        err_console.print(f"[yellow]warning:[/] {escape(no_key)}; replies will fail until then")
     loop = asyncio.new_event_loop()
     try:
         while True:
@@ -126,10 +158,19 @@ def chat_command(workspace: Path | None = None) -> None:
                 continue
             if text.lower() in EXIT_WORDS:
                 break
+            word = text.split(maxsplit=1)[0].lower()
+            if _COMMAND_RE.fullmatch(word) and word not in COMMANDS:  # a typo is not a message to the model
+                console.print(f"unknown command {escape(word)}; commands: {known}")
+                continue
+            turn = loop.create_task(_turn(agent, text))
             try:
-                reply = loop.run_until_complete(_turn(agent, text))
-            except KeyboardInterrupt:
-                err_console.print("[dim](interrupted; your message is saved)[/dim]")
+                reply = loop.run_until_complete(turn)
+            except KeyboardInterrupt:  # stop the turn (it would hold the chat's lock), then say what was kept
+                turn.cancel()
+                with contextlib.suppress(BaseException):
+                    loop.run_until_complete(turn)
+                saved = "; your message is saved" if _saved(agent, text) else ""
+                err_console.print(f"[dim](interrupted{saved})[/dim]")
                 continue
             _print_reply(reply)
     finally:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +35,77 @@ def open_memory(workspace: Path | None = None) -> MemoryService:
 
     cfg, ws = load(workspace)
     return MemoryService(ws, cfg)
+
+
+class _ConsoleLogHandler(logging.Handler):
+    """Log records printed through a rich console, which draws them above a live spinner instead of into it."""
+
+    def __init__(self, target: Console) -> None:
+        super().__init__()
+        self.target = target
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.target.print(self.format(record), markup=False, highlight=False, soft_wrap=True)
+        except Exception:
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def held_warnings(logger: str = "memclaw") -> Iterator[list[str]]:
+    """Hold back the WARNING records of `logger` while a command runs and hand their messages to it, so it shows
+    each warning once (with those it returns itself) instead of once as a log line and once as its own message."""
+    held: list[str] = []
+
+    def hold(record: logging.LogRecord) -> bool:
+        if record.levelno == logging.WARNING and (record.name == logger or record.name.startswith(logger + ".")):
+            held.append(record.getMessage())
+            return False
+        return True
+
+    # the handlers that write to the terminal (basicConfig's, or log_through's), not e.g. a capture in tests
+    handlers = [h for h in logging.getLogger().handlers if type(h) in (logging.StreamHandler, _ConsoleLogHandler)]
+    for h in handlers:
+        h.addFilter(hold)
+    try:
+        yield held
+    finally:
+        for h in handlers:
+            h.removeFilter(hold)
+
+
+def log_through(target: Console) -> None:
+    """Route the root logger's stream handlers through `target` (for commands that show a spinner)."""
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        if type(h) is logging.StreamHandler:
+            new = _ConsoleLogHandler(target)
+            new.setFormatter(h.formatter)
+            new.setLevel(h.level)
+            root.removeHandler(h)
+            root.addHandler(new)
+
+
+def invoked_as() -> str:
+    """How to run memclaw again, for hints: `memclaw` when PATH finds this very script, else the path that was run
+    (e.g. .venv/bin/memclaw), or `python -m memclaw.cli.main` when it was run as a module."""
+    import shutil
+
+    arg0 = sys.argv[0] if sys.argv and sys.argv[0] else "memclaw"
+    if arg0.endswith(".py"):
+        return f"{sys.executable} -m memclaw.cli.main"
+    if os.sep not in arg0:
+        return arg0
+    name = Path(arg0).name
+    on_path = shutil.which(name)
+    return name if on_path and os.path.realpath(on_path) == os.path.realpath(arg0) else arg0
+
+
+def arg_or_stdin(value: str) -> str:
+    """`-` means: read the text from stdin (e.g. `memclaw recall - < question.txt`); anything else is the text."""
+    if value != "-":
+        return value
+    return sys.stdin.buffer.read().decode("utf-8", "replace").strip()
 
 
 def print_json(data: Any) -> None:

@@ -138,8 +138,10 @@ def build_for_cli(
 
 def context_command(message: str, sender: str | None, channel: str, json_out: bool, workspace: Path | None) -> None:
     """Print the assembled messages and the budget table (or {messages, report, ...} as JSON)."""
+    from memclaw.cli.common import arg_or_stdin
     from memclaw.markdown import clean_text
 
+    message = arg_or_stdin(message)
     if not message or not message.strip():
         raise UsageError('empty message: say what the message is, e.g. memclaw context "what is my address"')
     message = clean_text(message)  # undecodable argv bytes arrive as lone surrogates, which cannot be printed
@@ -152,6 +154,7 @@ def print_context(built: BuiltContext, secrets: list[str], json_out: bool) -> No
     from rich.panel import Panel
 
     from memclaw.cli.common import console, print_json
+    from memclaw.shorten import ECHO_CHARS, shorten
 
     data = redact(built.to_json(), secrets)
     if json_out:
@@ -171,6 +174,7 @@ def print_context(built: BuiltContext, secrets: list[str], json_out: bool) -> No
     if built.memory_fill is not None and built.memory_fill.candidates:
         console.print(memory_section_table(built))
     who = "the owner" if built.is_owner else f"not the owner (scope {built.scope})"
-    console.print(f"Sender: {escape(who)}. Recall query: {escape(built.recall_query or '-')}")
+    query = shorten(built.recall_query or "-", ECHO_CHARS)
+    console.print(f"Sender: {escape(who)}. Recall query: {escape(query)}")
     for w in data["warnings"]:
         console.print(f"[yellow]warning:[/] {escape(w)}")

@@ -23,7 +23,8 @@ def token_source(config: Config) -> str | None:
     if (os.environ.get(TOKEN_ENV) or "").strip():
         return TOKEN_ENV
     if config.channels.discord.token is not None and config.channels.discord.token.get_secret_value().strip():
-        return "config"
+        override = "MEMCLAW_CHANNELS__DISCORD__TOKEN"  # the generic environment override of the config key
+        return override if (os.environ.get(override) or "").strip() else "config"
     return None
 
 

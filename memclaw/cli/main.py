@@ -17,6 +17,24 @@ from memclaw.runtime import set_offline_env, setup_logging
 
 set_offline_env()
 
+
+def _switches_as_switches() -> None:
+    """typer's rich help shows a flag with a type (`--json <bool>`, `-v <int>`), as if it took a value, which it
+    does not (`--json true` is an error). Its plain help leaves flags bare; make the rich help do the same."""
+    option = getattr(typer.core, "TyperOption", None)
+    shown = getattr(option, "display_type_rich", None)
+    if shown is None or getattr(shown, "_memclaw", False):
+        return
+
+    def display_type_rich(self, ctx):  # noqa: ANN001, ANN202 - typer's signature
+        return None if self.is_flag or self.count else shown(self, ctx)
+
+    display_type_rich._memclaw = True  # type: ignore[attr-defined]
+    option.display_type_rich = display_type_rich
+
+
+_switches_as_switches()
+
 app = typer.Typer(
     name="memclaw",
     help="A personal AI assistant with real long-term memory: Markdown memory, hybrid recall, sender-aware context.",
@@ -40,9 +58,20 @@ SenderOpt = Annotated[
 ]
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from memclaw import __version__
+
+        typer.echo(f"memclaw {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="More logging (-vv for debug).")] = 0,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
 ) -> None:
     setup_logging(verbose)
 
@@ -71,7 +100,7 @@ def demo(
 
 @app.command()
 def recall(
-    query: Annotated[str, typer.Argument(help="What to recall.")],
+    query: Annotated[str, typer.Argument(help="What to recall ('-': read it from stdin).")],
     k: Annotated[int | None, typer.Option("--k", "-k", min=1, max=200, help="How many memories.")] = None,
     sender: SenderOpt = None,
     mode: Annotated[str | None, typer.Option("--mode", help="hybrid | bm25 | vector")] = None,
@@ -174,7 +203,7 @@ def memory_migrate(
 
 @app.command()
 def context(
-    message: Annotated[str, typer.Argument(help="The message to build the prompt for.")],
+    message: Annotated[str, typer.Argument(help="The message to build the prompt for ('-': read it from stdin).")],
     sender: SenderOpt = None,
     channel: Annotated[str, typer.Option("--channel", help="Channel the message comes from.")] = "cli",
     json_out: JsonOpt = False,
@@ -188,7 +217,9 @@ def context(
 
 @app.command()
 def agent(
-    message: Annotated[str, typer.Option("--message", "-m", help="One message; prints the reply.")],
+    message: Annotated[
+        str, typer.Option("--message", "-m", help="One message ('-': read it from stdin); prints the reply.")
+    ],
     workspace: WorkspaceOpt = None,
 ) -> None:
     """Send one message to the assistant (you are the owner) and print its reply."""
@@ -250,7 +281,9 @@ def bench_locomo(
     embeddings: EmbeddingsOpt = None,
     embed_cache: EmbedCacheOpt = None,
 ) -> None:
-    """LoCoMo recall quality: memclaw vs grep, BM25, vector and hybrid variants, through the real path."""
+    """LoCoMo recall quality: memclaw vs grep, BM25, vector and hybrid variants, through the real path.
+
+    Data: data/locomo10.json from https://github.com/snap-research/LoCoMo (pass it with --data)."""
     from memclaw.cli import bench_cmd
 
     bench_cmd.locomo(
@@ -277,7 +310,9 @@ def bench_longmemeval(
     embeddings: EmbeddingsOpt = None,
     embed_cache: EmbedCacheOpt = None,
 ) -> None:
-    """LongMemEval retrieval (official protocol): recall_any/all@k and nDCG per question type."""
+    """LongMemEval retrieval (official protocol): recall_any/all@k and nDCG per question type.
+
+    Data: longmemeval_s_cleaned.json, linked from https://github.com/xiaowu0162/LongMemEval (pass it with --data)."""
     from memclaw.cli import bench_cmd
 
     bench_cmd.longmemeval(

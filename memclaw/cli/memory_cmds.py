@@ -4,15 +4,29 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memclaw.cli.common import console, err_console, load, open_memory, print_json, progress_bar
+from rich.markup import escape
+
+from memclaw.cli.common import (
+    arg_or_stdin,
+    console,
+    err_console,
+    held_warnings,
+    invoked_as,
+    load,
+    open_memory,
+    print_json,
+    progress_bar,
+)
+from memclaw.shorten import ECHO_CHARS, shorten
 from memclaw.units import MemoryUnit, sender_scope
 
 
 def onboard(workspace: Path | None, demo: bool) -> None:
-    from memclaw.config import memclaw_home
+    from memclaw.config import load_config, memclaw_home
     from memclaw.workspace import build_demo_workspace
     from memclaw.workspace import onboard as do_onboard
 
+    load_config()  # a config.toml (or environment override) that does not load is an error, not "ready"
     report = do_onboard(memclaw_home(), workspace)
     if demo:
         build_demo_workspace(report.workspace)
@@ -37,7 +51,7 @@ def demo(workspace: Path | None, queries: list[str]) -> None:
     for q in queries or demo_queries():
         result = mem.recall_detailed(q, k=5)
         console.print(recall_table(result, width=console.width))
-    console.print(f'Try: memclaw recall "your question" --workspace {ws.root}')
+    console.print(f'Try: {invoked_as()} recall "your question" --workspace {ws.root}')
 
 
 def recall(
@@ -50,13 +64,15 @@ def recall(
     workspace: Path | None,
     tokens: int | None = None,
 ) -> None:
+    query = arg_or_stdin(query)
     mem = open_memory(workspace)
     scope = sender_scope(sender)
     if tokens is not None and k is None:
         k = mem.config.context.recall_k or None
-    result = mem.recall_detailed(query, scope=scope, k=k, mode=mode, kind=kind)
-    for w in result.warnings:
-        err_console.print(f"[yellow]warning:[/] {w}")
+    with held_warnings() as logged:
+        result = mem.recall_detailed(query, scope=scope, k=k, mode=mode, kind=kind)
+    for w in dict.fromkeys([*logged, *result.warnings]):  # each once (memclaw logs some of them too)
+        err_console.print(f"[yellow]warning:[/] {escape(w)}")
     section = None
     if tokens is not None:
         from memclaw.memory_section import fill_hits
@@ -69,9 +85,16 @@ def recall(
     from memclaw.render import recall_table
 
     if not result.hits:
-        console.print(f"No memories in scope [bold]{scope}[/] match {query!r} above the relevance floor.")
+        shown = shorten(query, ECHO_CHARS)
+        console.print(f"No memories in scope [bold]{scope}[/] match {shown!r} above the relevance floor.")
         return
     console.print(recall_table(result, width=console.width, section=section))
+    asked = k or mem.config.recall.k
+    if len(result.hits) < min(asked, result.scope_size):
+        console.print(
+            f"[dim]{len(result.hits)} of the {asked} asked for: the other memories in scope {scope} fell below the "
+            "relevance floor (recall.min_similarity, recall.min_bm25)[/]"
+        )
 
 
 def sync(workspace: Path | None, json_out: bool) -> None:
@@ -194,6 +217,7 @@ def migrate(to: str, workspace: Path | None) -> None:
 def status(workspace: Path | None, json_out: bool) -> None:
     from memclaw.cli.gateway_cmd import TOKEN_ENV, token_source
     from memclaw.config import config_path, dump_config
+    from memclaw.llm import LLMClient
 
     mem = open_memory(workspace)
     cfg = mem.config
@@ -202,6 +226,7 @@ def status(workspace: Path | None, json_out: bool) -> None:
     data = {
         "config_file": str(config_path()) if config_path() else None,
         "model": cfg.agent.model,
+        "model_key_missing": LLMClient(cfg).missing_key(),  # a note naming the variable to set, or None
         "embedding_model": cfg.embeddings.model,
         "workspace": str(mem.workspace.root),
         "memory": mem.stats(),
@@ -226,6 +251,8 @@ def status(workspace: Path | None, json_out: bool) -> None:
 
     console.print(f"[bold]config[/]    {data['config_file'] or '(defaults + environment)'}")
     console.print(f"[bold]model[/]     {data['model']}   [bold]embeddings[/] {data['embedding_model']}")
+    if data["model_key_missing"]:
+        console.print(f"[yellow]warning:[/] {data['model_key_missing']}")
     console.print(f"[bold]workspace[/] {data['workspace']}")
     d = data["channels"]["discord"]
     state = f"configured (token from {d['token_from']})" if d["configured"] else f"not configured (set {TOKEN_ENV})"

@@ -1,0 +1,26 @@
+"""One way to show long text to people: on one line, cut to a limit. Every human-facing view (recall tables and
+titles, chat and Discord lines, CLI messages that echo a query) uses it; JSON output always keeps the whole text."""
+
+from __future__ import annotations
+
+ECHO_CHARS = 80
+"""A query or message echoed back in a title or a one-line message."""
+MEMORY_CHARS = 240
+"""A memory's text in a table or a list of hits."""
+
+ELLIPSIS = "…"
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` with its whitespace runs (newlines too) collapsed to single spaces, and when still longer than `limit`
+    characters, cut at the last word boundary near the limit and ended with "…" plus how much was left out."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    tail = f"{ELLIPSIS} (+{len(flat) - limit:,} chars)"
+    room = max(limit - len(tail), 1)
+    head = flat[:room]
+    space = head.rfind(" ")
+    if space >= room * 3 // 4:  # a word boundary close to the cut: do not split a word
+        head = head[:space]
+    return f"{head.rstrip()}{ELLIPSIS} (+{len(flat) - len(head.rstrip()):,} chars)"
