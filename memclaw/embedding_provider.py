@@ -58,21 +58,6 @@ def provider_fingerprint(cfg: EmbeddingsConfig) -> str:
     return f"litellm:{cfg.model}" + (f"/d{cfg.dimensions}" if cfg.dimensions else "")
 
 
-def key_env_var(model: str) -> str:
-    """The environment variable that holds the API key litellm uses for `model` (e.g. OPENAI_API_KEY)."""
-    lib = _lib()
-    try:
-        provider = lib.get_llm_provider(model=model)[1]
-    except Exception:
-        provider = model.split("/", 1)[0]
-    usual = f"{str(provider).upper()}_API_KEY"
-    try:
-        missing = [k for k in lib.validate_environment(model=model).get("missing_keys", []) if k.endswith("_API_KEY")]
-    except Exception:
-        missing = []
-    return usual if usual in missing or not missing else missing[0]
-
-
 def _lib() -> Any:
     from memclaw.llm import litellm_module as lib
 
@@ -311,14 +296,14 @@ class ProviderEmbedder:
         return scrub(text, [self._api_key or ""])
 
     def _error(self, e: BaseException, attempts: int) -> EmbeddingProviderError:
-        from memclaw.llm import _retryable
+        from memclaw.llm import _retryable, key_env_names
 
         lib = _lib()
         status = getattr(e, "status_code", None)
         if isinstance(e, lib.AuthenticationError) or status in (401, 403):
             return EmbeddingAuthError(
                 f"the embedding provider rejected the credentials for {self.name} (HTTP {status or 401}); "
-                f"set {key_env_var(self.name)} (or embeddings.api_key)"
+                f"set {key_env_names(self.name) or 'the provider API key'} (or embeddings.api_key)"
             )
         if _retryable(e):
             self._down_until = time.monotonic() + COOLDOWN_S

@@ -325,6 +325,12 @@ def _key_vars(model: str) -> tuple[list[str], bool]:
         return [], False
 
 
+def key_env_names(model: str) -> str:
+    """The environment variable(s) that hold `model`'s API key, as a message names them ("OPENAI_API_KEY",
+    "GEMINI_API_KEY or GOOGLE_API_KEY"); "" when the provider is unknown."""
+    return _one_of(_key_vars(model)[0])
+
+
 def _one_of(names: list[str]) -> str:
     """GEMINI_API_KEY or GOOGLE_API_KEY (alternatives), AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (a pair)."""
     return (" or " if all(n.endswith("_API_KEY") for n in names) else " and ").join(names)
