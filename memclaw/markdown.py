@@ -124,9 +124,17 @@ def _strip_comments(line: str, in_comment: bool) -> tuple[str, bool]:
         line = out  # removing a comment joined "<!" and "--" into a new opener: strip again
 
 
-def _date_of(text: str) -> datetime | None:
+def split_trailing_date(text: str) -> tuple[str, str | None]:
+    """`text` without the date it ends in, `... (2023-05-08)` or `... [2023-05-08]`, and that date as written
+    (YYYY-MM-DD); `(text, None)` when it ends in none. The one reading of a fact's trailing date."""
     m = _TRAILING_DATE.search(text)
-    raw = (m.group(1) or m.group(2)) if m else None
+    if m is None:
+        return text, None
+    return text[: m.start()].rstrip(), m.group(1) or m.group(2)
+
+
+def _date_of(text: str) -> datetime | None:
+    raw = split_trailing_date(text)[1]
     if raw is None:
         m = _LEADING_DATE.match(text)
         raw = m.group(1) if m else None

@@ -19,14 +19,13 @@ reason.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from memclaw.markdown import split_trailing_date
 from memclaw.recall import RecallHit
 from memclaw.units import MemoryUnit
 
-_TRAILING_DATE = re.compile(r"\s*[(\[](\d{4}-\d{2}-\d{2})[)\]]\s*$")
 ITEM_JOIN = 1
 """Tokens budgeted for the newline between two items."""
 
@@ -43,9 +42,9 @@ def render_memory(u: MemoryUnit) -> str:
     date = memory_date(u)
     text = u.text.strip()
     if date and u.kind == "fact":
-        m = _TRAILING_DATE.search(text)
-        if m and m.group(1) == date:
-            text = text[: m.start()]
+        body, written = split_trailing_date(text)
+        if written == date:
+            text = body
     label = ", ".join(x for x in (date, _section_label(u.section, text)) if x)
     body = _escape(text).replace("\n", "\n  ")
     return f"- ({_escape(label)}) {body}" if label else f"- {body}"
