@@ -186,3 +186,31 @@ def test_temp_workspaces_release_only_their_own_chroma_systems(tmp_path, embedde
     # the store outside the temp workspace still works in this process
     assert [h.unit.text for h in keep.recall("library", k=1)] == ["Anna works at the library"]
     keep.close()
+
+
+def test_rankings_make_two_runs_comparable_to_the_last_id(tmp_path, embedder):
+    """`--rankings` records every ranked id and what each budget kept; benchmarks/bench_diff.py finds two runs of
+    the same code identical and names the (question, system) answer that changed."""
+    import gzip
+    import runpy
+
+    from memclaw.bench.longmemeval import run_longmemeval, write_longmemeval_results
+
+    diff = runpy.run_path(str(Path(__file__).resolve().parents[1] / "benchmarks" / "bench_diff.py"))
+    specs = parse_systems("bm25,hybrid")
+    for name in ("a", "b"):
+        res = run_longmemeval(FIXTURE, specs, progress=False, embedder=embedder, rankings=True)
+        write_longmemeval_results(res, tmp_path / name)
+    rk = tmp_path / "b" / "longmemeval-rankings.json.gz"
+    rankings = json.loads(gzip.decompress(rk.read_bytes()))
+    assert set(rankings) and all(set(v) == {"bm25", "hybrid"} for v in rankings.values())
+    one = next(iter(rankings.values()))["hybrid"]
+    assert one["ranked"] and set(one["kept"]) == {str(b) for b in M.BUDGETS}
+    assert "rankings" not in json.loads((tmp_path / "b" / "longmemeval.json").read_text())
+    same, lines = diff["compare"](tmp_path / "a", tmp_path / "b")
+    assert same, lines
+    qid = next(iter(rankings))
+    rankings[qid]["hybrid"]["ranked"].reverse()
+    rk.write_bytes(gzip.compress(json.dumps(rankings).encode()))
+    same, lines = diff["compare"](tmp_path / "a", tmp_path / "b")
+    assert not same and any(f"{qid} / hybrid" in line for line in lines)

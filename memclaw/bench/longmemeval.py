@@ -153,9 +153,11 @@ def run_longmemeval(
     progress: bool = True,
     embedder: Embedder | None = None,
     base: Config | None = None,
+    rankings: bool = False,
 ) -> dict[str, Any]:
     """Every requested system on every kept question (one workspace each); results dict with recall_any@k,
-    recall_all@k, ndcg_any@k for k = 1, 5, 10, overall and `by_question_type`."""
+    recall_all@k, ndcg_any@k for k = 1, 5, 10, overall and `by_question_type` (and `rankings`, as
+    memclaw.bench.runner.ranking_record gives them per question and system, when asked)."""
     from memclaw.bench.locomo import coverage_path
     from memclaw.bench.runner import (
         Progress,
@@ -165,6 +167,7 @@ def run_longmemeval(
         load_embedder_once,
         machine_info,
         prepare_corpus,
+        ranking_record,
         sha256_file,
         temp_workspace,
     )
@@ -176,6 +179,7 @@ def run_longmemeval(
     embedder = embedder or load_embedder_once(base, specs)
     scores: dict[str, list[M.LMEScore]] = {s.name: [] for s in specs}
     skipped = {"abstention": 0, "no_has_answer": 0}
+    ranked_by_q: dict[str, dict[str, Any]] = {}
     index_s = 0.0
     started = time.time()
     k_ranked = fill_k(base)
@@ -200,6 +204,8 @@ def run_longmemeval(
                     index_s += prep.index_seconds
                     for spec in specs:
                         ranked, view, ms = prep.run(spec.name, q.question, k_ranked)
+                        if rankings:
+                            ranked_by_q.setdefault(q.qid, {})[spec.name] = ranking_record(ranked, view)
                         scores[spec.name].append(
                             M.score_lme(
                                 ranked,
@@ -232,6 +238,7 @@ def run_longmemeval(
         "machine": machine_info(),
         "config": _config_summary(base),
         "systems": {s.name: {**M.summarize_lme(scores[s.name]), "description": s.description} for s in specs},
+        **({"rankings": ranked_by_q} if rankings else {}),
     }
 
 
@@ -271,12 +278,15 @@ def longmemeval_markdown(res: dict[str, Any]) -> str:
 
 
 def write_longmemeval_results(res: dict[str, Any], out_dir: Path) -> list[Path]:
-    from memclaw.bench.runner import budget_plot, recall_plot
+    from memclaw.bench.runner import budget_plot, recall_plot, write_rankings
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / "longmemeval.json", out_dir / "longmemeval.md", out_dir / "longmemeval-recall.png"]
-    paths[0].write_text(json.dumps(res, indent=2) + "\n", "utf-8")
+    summary = {k: v for k, v in res.items() if k != "rankings"}
+    paths[0].write_text(json.dumps(summary, indent=2) + "\n", "utf-8")
+    if "rankings" in res:
+        paths.append(write_rankings(res, out_dir / "longmemeval-rankings.json.gz"))
     paths[1].write_text(longmemeval_markdown(res), "utf-8")
     recall_plot(
         res,

@@ -264,10 +264,12 @@ def run_locomo(
     embedder: Embedder | None = None,
     base: Config | None = None,
     details: bool = False,
+    rankings: bool = False,
 ) -> dict[str, Any]:
     """Run `specs` over the LoCoMo conversations (one workspace each) and return the results dict
     (the issue's JSON shape plus provenance keys). `limit_questions` caps the questions per run, in file order.
-    `details` adds `questions`: per question and system, the ranked units (id, kind, text head) and scores."""
+    `details` adds `questions`: per question and system, the ranked units (id, kind, text head) and scores.
+    `rankings` adds `rankings`: per question and system, every ranked id and what each budget kept."""
     from memclaw.bench.locomo import coverage_path, write_conversation
 
     base = base or bench_config()
@@ -284,6 +286,7 @@ def run_locomo(
     embedder = embedder or load_embedder_once(base, specs)
     scores: dict[str, list[M.QuestionScore]] = {s.name: [] for s in specs}
     per_question: list[dict[str, Any]] = []
+    ranked_by_q: dict[str, dict[str, Any]] = {}
     unit_counts = {"fact": 0, "history": 0}
     unmatched = 0
     index_s = 0.0
@@ -321,6 +324,10 @@ def run_locomo(
                                 budgeted=view,
                             )
                             scores[spec.name].append(sc)
+                            if rankings:
+                                ranked_by_q.setdefault(f"{conv.sample_id}/{q.qid}", {})[spec.name] = ranking_record(
+                                    ranked, view
+                                )
                             if details:
                                 row["systems"][spec.name] = {
                                     "recall@5": sc.recall[5],
@@ -361,7 +368,22 @@ def run_locomo(
         "config": _config_summary(base),
         "systems": {s.name: {**M.summarize(scores[s.name]), "description": s.description} for s in specs},
         **({"questions": per_question} if details else {}),
+        **({"rankings": ranked_by_q} if rankings else {}),
     }
+
+
+def ranking_record(ranked: list[str], view: M.Budgeted) -> dict[str, Any]:
+    """What one system answered for one question, for an exact before/after comparison: the ranked ids and the
+    ids each memory-section budget kept."""
+    return {"ranked": list(ranked), "kept": {str(b): list(ids) for b, ids in view.kept.items()}}
+
+
+def write_rankings(res: dict[str, Any], path: Path) -> Path:
+    """The per-question rankings of a run (`rankings=True`) as gzipped JSON (benchmarks/bench_diff.py reads it)."""
+    import gzip
+
+    path.write_bytes(gzip.compress(json.dumps(res["rankings"], sort_keys=True).encode("utf-8"), mtime=0))
+    return path
 
 
 def _unit_brief(u: Any, cover: frozenset[str], evidence: Sequence[str]) -> dict[str, Any]:
@@ -571,8 +593,10 @@ def write_locomo_results(res: dict[str, Any], out_dir: Path) -> list[Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / "locomo.json", out_dir / "locomo.md", out_dir / "locomo-recall.png"]
-    summary = {k: v for k, v in res.items() if k != "questions"}
+    summary = {k: v for k, v in res.items() if k not in ("questions", "rankings")}
     paths[0].write_text(json.dumps(summary, indent=2) + "\n", "utf-8")
+    if "rankings" in res:
+        paths.append(write_rankings(res, out_dir / "locomo-rankings.json.gz"))
     if "questions" in res:
         paths.append(out_dir / "locomo-details.json")
         paths[-1].write_text(json.dumps(res["questions"], indent=1) + "\n", "utf-8")

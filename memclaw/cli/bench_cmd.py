@@ -46,11 +46,13 @@ def locomo(
     progress: bool = True,
     embeddings: str | None = None,
     embed_cache: Path | None = None,
+    rankings: bool = False,
 ) -> dict[str, Any]:
     """`memclaw bench locomo --data PATH [--systems a,b] [--corpus all|facts|sessions] [--out DIR]
-    [--limit-conversations N] [--limit-questions N] [--details] [--embeddings MODEL[,MODEL]]`: writes
+    [--limit-conversations N] [--limit-questions N] [--details] [--rankings] [--embeddings MODEL[,MODEL]]`: writes
     DIR/locomo.json, DIR/locomo.md, DIR/locomo-recall.png (and DIR/locomo-details.json with --details: every
-    question's top 10 per system). Several models: one run each, side by side ("<system> · <model>")."""
+    question's top 10 per system; DIR/locomo-rankings.json.gz with --rankings: every ranked id and what each budget
+    kept). Several models: one run each, side by side ("<system> · <model>")."""
     from memclaw.bench.locomo import CORPORA, load_locomo
     from memclaw.bench.models import run_per_model
     from memclaw.bench.runner import bench_config, print_summary, run_locomo, write_locomo_results
@@ -72,6 +74,7 @@ def locomo(
             limit_conversations=limit_conversations,
             limit_questions=limit_questions,
             details=details,
+            rankings=rankings,
             progress=progress,
             base=base,
             embedder=_embedder(base, embed_cache),
@@ -92,9 +95,11 @@ def longmemeval(
     progress: bool = True,
     embeddings: str | None = None,
     embed_cache: Path | None = None,
+    rankings: bool = False,
 ) -> dict[str, Any]:
-    """`memclaw bench longmemeval --data PATH [--limit N] [--systems a,b] [--out DIR] [--embeddings MODEL[,MODEL]]`:
-    writes DIR/longmemeval.json, DIR/longmemeval.md, DIR/longmemeval-recall.png."""
+    """`memclaw bench longmemeval --data PATH [--limit N] [--systems a,b] [--out DIR] [--rankings]
+    [--embeddings MODEL[,MODEL]]`: writes DIR/longmemeval.json, DIR/longmemeval.md, DIR/longmemeval-recall.png (and
+    DIR/longmemeval-rankings.json.gz with --rankings)."""
     from memclaw.bench.longmemeval import run_longmemeval, write_longmemeval_results
     from memclaw.bench.models import run_per_model
     from memclaw.bench.runner import bench_config, print_summary
@@ -106,7 +111,13 @@ def longmemeval(
         embeddings,
         bench_config(),
         lambda base: run_longmemeval(
-            Path(data), specs, limit=limit, progress=progress, base=base, embedder=_embedder(base, embed_cache)
+            Path(data),
+            specs,
+            limit=limit,
+            progress=progress,
+            base=base,
+            embedder=_embedder(base, embed_cache),
+            rankings=rankings,
         ),
     )
     out = Path(out) if out else Path("bench-results") / "longmemeval"

@@ -266,6 +266,14 @@ EmbedCacheOpt = Annotated[
         "(a bench tool; memclaw's index never reads it).",
     ),
 ]
+RankingsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--rankings",
+        help="Also write every question's ranked ids and what each token budget kept (<name>-rankings.json.gz), "
+        "for an exact comparison of two runs with benchmarks/bench_diff.py.",
+    ),
+]
 
 
 @bench_app.command("locomo")
@@ -280,6 +288,7 @@ def bench_locomo(
     no_progress: QuietOpt = False,
     embeddings: EmbeddingsOpt = None,
     embed_cache: EmbedCacheOpt = None,
+    rankings: RankingsOpt = False,
 ) -> None:
     """LoCoMo recall quality: memclaw vs grep, BM25, vector and hybrid variants, through the real path.
 
@@ -297,6 +306,7 @@ def bench_locomo(
         progress=not no_progress,
         embeddings=embeddings,
         embed_cache=embed_cache,
+        rankings=rankings,
     )
 
 
@@ -309,6 +319,7 @@ def bench_longmemeval(
     no_progress: QuietOpt = False,
     embeddings: EmbeddingsOpt = None,
     embed_cache: EmbedCacheOpt = None,
+    rankings: RankingsOpt = False,
 ) -> None:
     """LongMemEval retrieval (official protocol): recall_any/all@k and nDCG per question type.
 
@@ -316,7 +327,14 @@ def bench_longmemeval(
     from memclaw.cli import bench_cmd
 
     bench_cmd.longmemeval(
-        data, limit, systems, out, progress=not no_progress, embeddings=embeddings, embed_cache=embed_cache
+        data,
+        limit,
+        systems,
+        out,
+        progress=not no_progress,
+        embeddings=embeddings,
+        embed_cache=embed_cache,
+        rankings=rankings,
     )
 
 
