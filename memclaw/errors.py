@@ -56,8 +56,20 @@ class VectorStoreCorrupted(IndexError_):
     exit_code = 3
 
 
-class VectorStoreUnavailable(MemclawError):
+class ServiceUnreachable(MemclawError):
+    """A service memclaw needs cannot be reached over the network (exit 4)."""
+
+    exit_code = 4
+
+
+class VectorStoreUnavailable(ServiceUnreachable):
     """The vector store (e.g. a Chroma server) cannot be reached."""
+
+    exit_code = 4
+
+
+class DiscordUnreachable(ServiceUnreachable):
+    """Discord cannot be reached (no network, DNS, a proxy or firewall in the way): `memclaw gateway` stops."""
 
     exit_code = 4
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memclaw.config import Config, load_config
-from memclaw.errors import InvalidSenderError, WorkspaceError
+from memclaw.errors import InvalidSenderError, MemoryFileError, WorkspaceError
 from memclaw.memfiles import read_units
 from memclaw.units import sender_scope
 from memclaw.workspace import (
@@ -66,7 +66,7 @@ def test_a_symlink_out_of_the_workspace_is_refused(tmp_path):
     ws = Workspace(tmp_path / "ws")
     (ws.root / "memory" / "people").mkdir(parents=True)
     (ws.root / "memory" / "people" / "mallory").symlink_to(outside)
-    with pytest.raises(WorkspaceError, match="outside"):
+    with pytest.raises(MemoryFileError, match="mallory is a symlink"):
         ws.memory_file(sender_scope("mallory"))
 
 

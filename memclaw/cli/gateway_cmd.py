@@ -51,6 +51,9 @@ def gateway_logging() -> None:
         mc.setLevel(logging.INFO)
     if not logging.getLogger().handlers:
         logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+    from memclaw.runtime import redact_logs
+
+    redact_logs()
 
 
 def gateway_command(workspace: Path | None) -> None:

@@ -359,19 +359,20 @@ def status(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) -> None:
 def run() -> None:
     """Console-script entry point: the one place errors become messages and exit codes."""
     from memclaw.errors import MemclawError
+    from memclaw.redact import redact_text
 
     try:
         code = app(standalone_mode=False)  # click returns typer.Exit's code here instead of exiting
         if isinstance(code, int) and code:
             sys.exit(code)
     except MemclawError as e:
-        typer.echo(f"Error: {e}", err=True)
+        typer.echo(f"Error: {redact_text(str(e))}", err=True)
         sys.exit(e.exit_code)
     except PermissionError as e:  # one no code path said in its own words
         from memclaw.errors import from_permission_error
 
         err = from_permission_error(e)
-        typer.echo(f"Error: {err}", err=True)
+        typer.echo(f"Error: {redact_text(str(err))}", err=True)
         sys.exit(err.exit_code)
     except KeyboardInterrupt:
         typer.echo("Interrupted.", err=True)

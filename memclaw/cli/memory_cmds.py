@@ -208,10 +208,11 @@ def stats(workspace: Path | None, json_out: bool) -> None:
 
 def migrate(to: str, workspace: Path | None) -> None:
     from memclaw.migrate import migrate_to_server
+    from memclaw.redact import redact_url
 
     cfg, ws = load(workspace)
     n = migrate_to_server(ws, cfg, to, console=err_console)
-    console.print(f"migrated {n} memories to {to}; set memory.chroma_url = {to!r} to use it")
+    console.print(f"migrated {n} memories to {escape(redact_url(to))}; set memory.chroma_url to this URL to use it")
 
 
 def status(workspace: Path | None, json_out: bool) -> None:
