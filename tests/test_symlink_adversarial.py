@@ -15,7 +15,10 @@ import pytest
 
 from memclaw.config import Config
 from memclaw.errors import MemoryFileError, SessionError
-from tests.test_bad_input import assert_error, cli, user_files, ws  # noqa: F401 - fixtures
+from tests import test_bad_input
+from tests.test_bad_input import assert_error, user_files
+
+cli, ws = test_bad_input.cli, test_bad_input.ws  # the in-process console script and an onboarded workspace
 
 OWNER_FACT = "Porto"  # in the owner's MEMORY.md (tests.test_bad_input.MEMORY)
 OUTSIDER = "discord:6666"

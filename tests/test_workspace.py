@@ -102,7 +102,7 @@ def test_resolve_precedence(tmp_path, memclaw_home):
 
 
 def test_resolve_missing_or_not_a_workspace(tmp_path):
-    with pytest.raises(WorkspaceError, match=r"no workspace at .*nowhere: run `memclaw onboard`"):
+    with pytest.raises(WorkspaceError, match=r"no workspace at .*nowhere: run `memclaw onboard -w .*nowhere`"):
         resolve_workspace(Config(), tmp_path / "nowhere")
     (tmp_path / "plain").mkdir()
     with pytest.raises(WorkspaceError, match=r"no workspace at .*plain.*memclaw onboard"):
