@@ -32,7 +32,8 @@ from discord import app_commands
 from memclaw.access import AccessPolicy, Decision, MessageFacts, decide
 from memclaw.channel_queue import ChannelQueue
 from memclaw.chunking import DISCORD_LIMIT, split_message
-from memclaw.errors import ConfigError, DiscordUnreachable, MemclawError
+from memclaw.discord_errors import quiet_voice_warnings, raise_connect_error, unreachable
+from memclaw.errors import ConfigError, MemclawError
 from memclaw.prompts import render
 from memclaw.shorten import ECHO_CHARS, MEMORY_CHARS, shorten
 
@@ -602,7 +603,7 @@ class DiscordGateway:
                         "or channels.discord.token"
                     ) from None
                 except (OSError, discord.HTTPException) as e:
-                    raise _unreachable(e) from None
+                    raise unreachable(e) from None
                 connect = asyncio.create_task(self.client.connect(reconnect=True), name="discord-connect")
                 stopper = asyncio.create_task(stop.wait(), name="memclaw-stop")
                 done, _ = await asyncio.wait({connect, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -618,42 +619,7 @@ class DiscordGateway:
             if not connect.done():
                 connect.cancel()
             (exc,) = await asyncio.gather(connect, return_exceptions=True)
-            _raise_connect_error(exc)
-
-
-def _raise_connect_error(exc: BaseException | None) -> None:
-    if exc is None or isinstance(exc, asyncio.CancelledError):
-        return
-    if isinstance(exc, discord.PrivilegedIntentsRequired):
-        raise ConfigError(
-            "Discord refused the Message Content intent: enable it for the bot in the Discord developer portal "
-            "(Bot > Privileged Gateway Intents)"
-        ) from None
-    if isinstance(exc, discord.LoginFailure) or (isinstance(exc, discord.ConnectionClosed) and exc.code == 4004):
-        raise ConfigError("the Discord token was rejected: set a valid bot token in MEMCLAW_DISCORD_TOKEN") from None
-    if isinstance(exc, OSError | discord.GatewayNotFound):
-        raise _unreachable(exc) from None
-    if isinstance(exc, Exception):
-        raise MemclawError(f"the Discord connection failed: {type(exc).__name__}: {exc}") from None
-
-
-def _unreachable(e: BaseException) -> MemclawError:
-    """Discord out of reach (exit 4, a service unreachable); a server error of Discord's own stays exit 1."""
-    if isinstance(e, discord.HTTPException) and not isinstance(e, discord.DiscordServerError):
-        return MemclawError(f"Discord refused the login ({type(e).__name__}: HTTP {e.status}); try again later")
-    return DiscordUnreachable(
-        f"cannot reach Discord ({type(e).__name__}); check the network (DNS, proxy, firewall), then start the "
-        "gateway again"
-    )
-
-
-def quiet_voice_warnings() -> None:
-    """discord.py warns at its first client that PyNaCl/davey are missing and voice will not work: memclaw has no
-    voice, so those two lines are only noise at start-up."""
-    from discord.voice_client import VoiceClient
-
-    VoiceClient.warn_nacl = False
-    VoiceClient.warn_dave = False
+            raise_connect_error(exc)
 
 
 def default_intents() -> discord.Intents:

@@ -28,10 +28,10 @@ from memclaw.errors import (
     UsageError,
     VectorStoreCorrupted,
     VectorStoreUnavailable,
-    from_permission_error,
 )
 from memclaw.fusion import FusionParams, apply_floors, date_boost, fuse, link_boost, recency_boost
 from memclaw.passages import is_head, is_long, unit_of, unit_vectors
+from memclaw.permission_errors import from_permission_error
 from memclaw.recall import RecallHit, RecallResult, Signal
 from memclaw.redact import redact_url
 from memclaw.units import OWNER_SCOPE, MemoryUnit

@@ -557,10 +557,10 @@ def test_apology_text_is_short():
     ],
 )
 def test_connect_errors_are_one_line_config_errors(bad):
-    from memclaw.discord_gateway import _raise_connect_error
+    from memclaw.discord_errors import raise_connect_error
 
     with pytest.raises(ConfigError) as e:
-        _raise_connect_error(bad)
+        raise_connect_error(bad)
     assert e.value.exit_code == 2 and "\n" not in str(e.value)
 
 

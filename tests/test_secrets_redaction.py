@@ -11,9 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +26,7 @@ from memclaw.redact import (
 )
 from tests.chroma_server import free_port
 from tests.llm_server import scripted_server
+from tests.test_agent_cli import memclaw as run_memclaw
 
 TOKEN = "TOKEN-url-secret-5521"
 MIGRATE_SECRET = "SECRET-migrate-pass-7734"
@@ -35,22 +34,8 @@ MEMORY = "- My sister Lena lives in Porto\n- I live in Lyon\n"
 
 
 def memclaw(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLAW_")}
-    full.update(
-        MEMCLAW_HOME=str(home),
-        HF_HUB_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
-        LITELLM_LOCAL_MODEL_COST_MAP="True",
-        COLUMNS="200",
-    )
-    full.update(env)
-    return subprocess.run(
-        [str(Path(sys.executable).with_name("memclaw")), *args],
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    """The console script's entry point in a fresh process (tests.test_agent_cli's runner), on this MEMCLAW_HOME."""
+    return run_memclaw(*args, MEMCLAW_HOME=str(home), COLUMNS="200", **env)
 
 
 @pytest.fixture
