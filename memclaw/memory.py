@@ -982,8 +982,8 @@ class MemoryService:
             "workspace": str(self.workspace.root),
             "index_dir": str(self.layout.root),
             "store": redact_url(url) if url else str(self.layout.chroma_dir),
-            "index_store": manifest.get("store"),
-            "rebuild": rebuild,
+            "index_store": redact_url(manifest["store"]) if manifest.get("store") else None,  # an older manifest's
+            "rebuild": redact_url(rebuild) if rebuild else None,  # URL may hold credentials
             "model": self.config.embeddings.model,
             "embedder_fingerprint": manifest.get("embedder"),
             "tokenizer_fingerprint": manifest.get("tokenizer"),

@@ -98,6 +98,24 @@ def test_chroma_url_credentials_in_the_environment_are_masked_too(home):
     assert json.loads(p.stdout)["config"]["memory"]["chroma_url"] == f"https://***@127.0.0.1:{port}/"
 
 
+def test_a_manifest_written_before_the_fix_does_not_show_its_credentials(home, embedder):
+    """An index built by an older memclaw recorded the server's URL with its credentials: stats mask them too."""
+    from memclaw import index as ix
+    from memclaw.memory import MemoryService
+    from memclaw.workspace import Workspace
+
+    mem = MemoryService(Workspace(home / "workspace"), Config(), embedder=embedder)
+    mem.sync()
+    manifest = ix.read_manifest(mem.layout)
+    manifest["store"] = f"server http://user:{TOKEN}@127.0.0.1:1"
+    ix.write_manifest(mem.layout, manifest)
+    fresh = MemoryService(Workspace(home / "workspace"), Config(), embedder=embedder)
+    stats = json.dumps(fresh.stats())
+    assert TOKEN not in stats and "server http://***@127.0.0.1:1" in stats
+    mem.close()
+    fresh.close()
+
+
 # ----- (b) the exec tool's environment -------------------------------------------------------------------------
 HEADER = "Bearer hdr-SECRET-token-9911"
 API_KEY = "sk-proj-agent-SECRET-4455"
