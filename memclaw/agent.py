@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from memclaw.consolidate import ConsolidationReport, Consolidator, describe
 from memclaw.context import IncomingMessage, Sender, build_messages, is_owner, scope_for
-from memclaw.errors import LLMError, MemclawError
+from memclaw.errors import InvalidSenderError, LLMError, MemclawError, MemoryFileError
 from memclaw.llm import LLMClient, LLMResponse, Usage
 from memclaw.prompts import render
 from memclaw.sessions import SessionStore
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 APOLOGY = "Sorry, something went wrong on my side and I could not answer. Your message is saved; please try again."
+REFUSED = "Sorry, I cannot answer you: your memory here cannot be used safely. The owner can see why in the log."
 COMMANDS = ("/new", "/help", "/recall", "/forget")
 OWNER_COMMANDS = ("/recall", "/forget")
 
@@ -173,7 +174,7 @@ class Agent:
         async with lock:
             t0 = time.perf_counter()
             try:
-                reply = await self._handle(message)
+                reply = self._refused(message) or await self._handle(message)
             except Exception as e:  # the last line of defence: the user gets an answer, nothing is lost
                 log.exception("turn in %s/%s failed", *key)
                 rec = TurnRecord(channel=message.channel, chat_id=message.chat_id, error=f"{type(e).__name__}: {e}")
@@ -181,6 +182,20 @@ class Agent:
             reply.record.timings_ms["total"] = (time.perf_counter() - t0) * 1000
             self.turns.append(reply.record)
             return reply
+
+    def _refused(self, msg: InboundMessage) -> AgentReply | None:
+        """A sender whose memory scope cannot be used safely (an id no scope can hold, or a scope folder or file
+        that is a symlink) is refused before anything is read or written: one log line, a short reply."""
+        sender = Sender(channel=msg.channel, sender_id=str(msg.sender_id), chat_id=msg.chat_id)
+        try:
+            scope = scope_for(self.config, sender)
+            if hasattr(self.workspace, "check_scope"):
+                self.workspace.check_scope(scope)
+        except (InvalidSenderError, MemoryFileError) as e:
+            log.warning("refused a message from %s user %s: %s", msg.channel, shorten(str(msg.sender_id), 40), e)
+            rec = TurnRecord(channel=msg.channel, chat_id=msg.chat_id, error=str(e))
+            return AgentReply(REFUSED, ok=False, record=rec)
+        return None
 
     async def consolidate(self, channel: str, chat_id: str, *, everything: bool = False) -> ConsolidationReport:
         """Consolidate a session now (older part, or all of it). One consolidation per session at a time."""

@@ -13,16 +13,33 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
+from memclaw.config_env import ENV_PREFIX, TypedEnvSource, check_env_names
 from memclaw.errors import ConfigError
-
-ENV_PREFIX = "MEMCLAW_"
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # strict: `k = true` or `k = "8"` in the file is an error, not 1 or 8 (the environment's text is typed first,
+    # see memclaw.config_env); NaN and infinity are no setting's value
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True, allow_inf_nan=False)
+
+
+def http_url_problem(url: str) -> str | None:
+    """Why `url` cannot be a Chroma server's address (said without the URL: it may hold credentials), or None."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port  # ValueError for a port that is not a number
+    except ValueError:
+        return "is not a valid URL; use e.g. http://127.0.0.1:8000"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "is not an http(s) URL with a host; use e.g. http://127.0.0.1:8000"
+    if port == 0:
+        return "has port 0; use the port the server listens on, e.g. http://127.0.0.1:8000"
+    return None
 
 
 class EmbeddingsConfig(_Section):
@@ -33,7 +50,7 @@ class EmbeddingsConfig(_Section):
     backend: Literal["auto", "onnx", "torch"] = "auto"
     """auto: the cached ONNX export when present (fast start), else sentence-transformers (torch)."""
     batch_size: int = Field(64, ge=1, le=4096)
-    cache_dir: Path | None = None
+    cache_dir: Path | None = Field(None, strict=False)
     """Where ONNX exports (default: the repository's embeddings/cache, else $MEMCLAW_HOME/models) and a provider's
     query embeddings (default: $MEMCLAW_HOME/cache) are cached."""
     api_base: str | None = None
@@ -58,10 +75,20 @@ class MemoryConfig(_Section):
     chroma_timeout_s: float = Field(30.0, gt=0, le=600)
     """With chroma_url: how long one request may wait for the server (connecting is bounded at 3 s). A frozen
     server then costs recall this long once, and recall answers from BM25 with a warning."""
-    index_dir: Path | None = None
+    index_dir: Path | None = Field(None, strict=False)
     """Where the derived index lives; default <workspace>/.memclaw-index."""
     auto_sync: bool = True
     """Sync the index from the Markdown before recall when the files changed."""
+
+    @field_validator("chroma_url")
+    @classmethod
+    def _chroma_url(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None  # "" unsets it
+        problem = http_url_problem(v)
+        if problem:
+            raise ValueError(f"the URL {problem}")
+        return v.strip()
 
 
 class RecallConfig(_Section):
@@ -120,6 +147,20 @@ class ContextConfig(_Section):
     reply_reserve: int = Field(2048, ge=0)
     timezone: str | None = None
     """IANA name (e.g. Europe/Berlin); default: the machine's local zone."""
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, v: str | None) -> str | None:
+        if v is None:
+            return None
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError("unknown time zone: use an IANA name such as Europe/Berlin or UTC") from None
+        return v
+
     followup_max_words: int = Field(4, ge=0)
     """Messages this short are recalled together with the previous user turn ("and then?")."""
 
@@ -144,9 +185,11 @@ class Config(BaseSettings):
         env_nested_delimiter="__",
         extra="forbid",
         validate_assignment=True,
+        # not strict here: the sections are, and pydantic-settings would otherwise type the environment's text
+        # leniently itself ("true" -> 1 for a number); memclaw.config_env types it strictly instead
     )
 
-    workspace: Path | None = None
+    workspace: Path | None = Field(None, strict=False)
     """Default workspace; default $MEMCLAW_HOME/workspace."""
     owners: dict[str, list[str]] = Field(default_factory=dict)
     """Owner ids per channel, e.g. {"discord": ["123456789"]}. The CLI is always the owner."""
@@ -166,8 +209,9 @@ class Config(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # env beats the file (passed as init kwargs by load_config); no dotenv, no secrets dir.
-        return (env_settings, init_settings)
+        # env beats the file (passed as init kwargs by load_config); no dotenv, no secrets dir; the environment's
+        # text is typed for the strict models (memclaw.config_env)
+        return (TypedEnvSource(settings_cls), init_settings)
 
 
 def memclaw_home() -> Path:
@@ -232,8 +276,9 @@ def load_config(home: Path | None = None, *, path: Path | None = None) -> Config
     """Load and validate the config. Raises ConfigError naming the key and the file (or variable)."""
     path = path or config_path(home)
     data = _read_file(path) if path else {}
+    check_env_names({name: _is_section(f.annotation) for name, f in Config.model_fields.items()})
     try:
-        return Config(**data)
+        cfg = Config(**data)
     except ValidationError as e:
         raise ConfigError(_describe(e, str(path) if path else None)) from None
     except SettingsError as e:  # a variable for a section, table or list whose value is not the JSON it needs
@@ -244,8 +289,18 @@ def load_config(home: Path | None = None, *, path: Path | None = None) -> Config
             f"environment variable {' / '.join(names)} is not valid JSON (sections, tables and lists are set as "
             f"JSON, e.g. {base}='{{\"k\": 5}}'); fix or unset it, or set one key as {base}__<KEY>"
         ) from None
+    from memclaw.redact import config_secrets, remember_secrets
+
+    remember_secrets(config_secrets(cfg))  # masked in every later error, warning and log line
+    return cfg
+
+
+def _is_section(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
 
 def dump_config(cfg: Config) -> dict[str, Any]:
-    """The effective config as plain data, secrets masked."""
-    return json.loads(cfg.model_dump_json())
+    """The effective config as plain data, secrets masked (URL credentials too)."""
+    from memclaw.redact import redact_url
+
+    return json.loads(redact_url(cfg.model_dump_json()))

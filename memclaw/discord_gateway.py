@@ -32,6 +32,7 @@ from discord import app_commands
 from memclaw.access import AccessPolicy, Decision, MessageFacts, decide
 from memclaw.channel_queue import ChannelQueue
 from memclaw.chunking import DISCORD_LIMIT, split_message
+from memclaw.discord_errors import quiet_voice_warnings, raise_connect_error, unreachable
 from memclaw.errors import ConfigError, MemclawError
 from memclaw.prompts import render
 from memclaw.shorten import ECHO_CHARS, MEMORY_CHARS, shorten
@@ -246,6 +247,7 @@ class DiscordGateway:
         self.policy = AccessPolicy.from_config(config)
         self._recall = recall
         self._forget = forget
+        quiet_voice_warnings()
         self.client = client or discord.Client(intents=default_intents())
         self.tree = app_commands.CommandTree(self.client)
         self.queue = ChannelQueue()
@@ -601,7 +603,7 @@ class DiscordGateway:
                         "or channels.discord.token"
                     ) from None
                 except (OSError, discord.HTTPException) as e:
-                    raise MemclawError(f"cannot reach Discord ({type(e).__name__}); check the network") from None
+                    raise unreachable(e) from None
                 connect = asyncio.create_task(self.client.connect(reconnect=True), name="discord-connect")
                 stopper = asyncio.create_task(stop.wait(), name="memclaw-stop")
                 done, _ = await asyncio.wait({connect, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -617,21 +619,7 @@ class DiscordGateway:
             if not connect.done():
                 connect.cancel()
             (exc,) = await asyncio.gather(connect, return_exceptions=True)
-            _raise_connect_error(exc)
-
-
-def _raise_connect_error(exc: BaseException | None) -> None:
-    if exc is None or isinstance(exc, asyncio.CancelledError):
-        return
-    if isinstance(exc, discord.PrivilegedIntentsRequired):
-        raise ConfigError(
-            "Discord refused the Message Content intent: enable it for the bot in the Discord developer portal "
-            "(Bot > Privileged Gateway Intents)"
-        ) from None
-    if isinstance(exc, discord.LoginFailure) or (isinstance(exc, discord.ConnectionClosed) and exc.code == 4004):
-        raise ConfigError("the Discord token was rejected: set a valid bot token in MEMCLAW_DISCORD_TOKEN") from None
-    if isinstance(exc, Exception):
-        raise MemclawError(f"the Discord connection failed: {type(exc).__name__}: {exc}") from None
+            raise_connect_error(exc)
 
 
 def default_intents() -> discord.Intents:

@@ -56,8 +56,20 @@ class VectorStoreCorrupted(IndexError_):
     exit_code = 3
 
 
-class VectorStoreUnavailable(MemclawError):
+class ServiceUnreachable(MemclawError):
+    """A service memclaw needs cannot be reached over the network (exit 4)."""
+
+    exit_code = 4
+
+
+class VectorStoreUnavailable(ServiceUnreachable):
     """The vector store (e.g. a Chroma server) cannot be reached."""
+
+    exit_code = 4
+
+
+class DiscordUnreachable(ServiceUnreachable):
+    """Discord cannot be reached (no network, DNS, a proxy or firewall in the way): `memclaw gateway` stops."""
 
     exit_code = 4
 
@@ -109,22 +121,3 @@ class UsageError(MemclawError):
     """The command was called with arguments that cannot work."""
 
     exit_code = 2
-
-
-def from_permission_error(e: PermissionError) -> MemclawError:
-    """The CLI's last resort for a PermissionError that no code path said in its own words: one line naming the path
-    and the fix; an IndexError_ (exit 3) inside the index folder, a MemoryFileError (3) inside memory/, else a
-    WorkspaceError (2)."""
-    from pathlib import Path
-
-    from memclaw.workspace import INDEX_DIRNAME
-
-    path = e.filename or "a file"
-    parts = Path(str(path)).parts
-    if INDEX_DIRNAME in parts:
-        return IndexError_(
-            f"cannot use the index: {path}: permission denied; fix its permissions, or delete {INDEX_DIRNAME} "
-            "(it is rebuilt from the Markdown)"
-        )
-    cls = MemoryFileError if "memory" in parts else WorkspaceError
-    return cls(f"cannot access {path}: permission denied; fix its permissions")

@@ -2,12 +2,14 @@
 
 `replace_atomically(path, data)` writes a temp file in the same folder, fsyncs it, gives it the mode of the file it
 replaces, renames it over `path` and fsyncs the folder: a reader (or a crash) sees the old content or the new one,
-never a torn file. Errors are plain OSError; each caller turns them into its own message.
+never a torn file. It never replaces a symlink (which would turn a link to a file elsewhere into a copy). Errors
+are plain OSError; each caller turns them into its own message.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import os
 import stat
@@ -33,14 +35,19 @@ def fsync_dir(directory: Path) -> None:
 
 
 def replace_atomically(path: Path, data: bytes, *, mode: int | None = None) -> None:
-    """Replace `path` with `data` atomically and durably; `mode` defaults to the replaced file's (else 0o644)."""
+    """Replace `path` with `data` atomically and durably; `mode` defaults to the replaced file's (else 0o644).
+
+    A symlink at `path` is neither followed nor replaced: OSError ELOOP (see memclaw.safepath.is_symlink_error)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise OSError(errno.ELOOP, "is a symlink (not replaced)", str(path))
     if mode is None:
-        try:
-            mode = stat.S_IMODE(os.stat(path).st_mode)
-        except FileNotFoundError:
-            mode = 0o644
+        mode = stat.S_IMODE(st.st_mode) if st is not None else 0o644
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:

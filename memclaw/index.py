@@ -215,8 +215,11 @@ _CHANGE_WORDS = {
 
 
 def store_id(chroma_url: str | None) -> str:
-    """Which vector store an index lives in: "embedded" or "server <url>"."""
-    return f"server {chroma_url.rstrip('/')}" if chroma_url else "embedded"
+    """Which vector store an index lives in: "embedded" or "server <url>" (without the URL's credentials: they are
+    no part of which server it is, and the manifest is shown by `memory stats`)."""
+    from memclaw.redact import redact_url
+
+    return f"server {redact_url(chroma_url).rstrip('/')}" if chroma_url else "embedded"
 
 
 def rebuild_reason(have: dict | None, want: dict) -> str | None:

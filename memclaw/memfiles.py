@@ -52,6 +52,7 @@ from memclaw.markdown import (
     scan_memory,
     section_pieces,
 )
+from memclaw.safepath import is_symlink_error, open_nofollow, read_nofollow, refusal
 from memclaw.units import MemoryUnit
 
 if TYPE_CHECKING:
@@ -131,10 +132,12 @@ def check_text(path: Path, data: bytes) -> None:
 def read_bytes(path: Path) -> bytes | None:
     """The file's bytes, or None if it does not exist. MemoryFileError if it cannot be read or is not text."""
     try:
-        data = Path(path).read_bytes()
+        data = read_nofollow(Path(path))
     except FileNotFoundError:
         return None
     except OSError as e:
+        if is_symlink_error(e, path):
+            raise MemoryFileError(refusal(Path(path))) from e
         raise MemoryFileError(f"cannot read memory file {path}: {_why(e)}; {_fix(e)}") from e
     check_text(path, data)
     return data
@@ -149,11 +152,13 @@ def read_text(path: Path) -> str | None:
 def file_signature(path: Path) -> tuple[int, int, int] | None:
     """(mtime_ns, size, inode): changes whenever the file is rewritten or appended to; None if missing."""
     try:
-        st = os.stat(path)
+        st = os.lstat(path)
     except FileNotFoundError:
         return None
     except OSError as e:
         raise MemoryFileError(f"cannot read memory file {path}: {_why(e)}; {_fix(e)}") from e
+    if stat.S_ISLNK(st.st_mode):
+        raise MemoryFileError(refusal(Path(path)))
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
@@ -168,8 +173,10 @@ def locked(path: Path) -> Iterator[None]:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_nofollow(lock_path(path), os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
+        if is_symlink_error(e, lock_path(path)):
+            raise MemoryFileError(refusal(lock_path(path))) from e
         raise MemoryFileError(f"cannot lock memory file {path}: {_why(e)}; check the folder's permissions") from e
     try:
         if fcntl is not None:
@@ -183,14 +190,20 @@ def atomic_write(path: Path, data: bytes) -> None:
     """Replace `path` with `data` atomically (see memclaw.fsutil), as a MemoryFileError naming the fix."""
     path = Path(path)
     try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
+        st = os.lstat(path)
+        mode = stat.S_IMODE(st.st_mode)
     except FileNotFoundError:
         mode = 0o644
     except OSError as e:
         raise MemoryFileError(f"cannot write memory file {path}: {_why(e)}; fix its permissions") from e
+    else:
+        if stat.S_ISLNK(st.st_mode):
+            raise MemoryFileError(refusal(path))
     try:
         replace_atomically(path, data, mode=mode)
     except OSError as e:
+        if is_symlink_error(e, path):
+            raise MemoryFileError(refusal(path)) from e
         raise MemoryFileError(f"cannot write memory file {path}: {_why(e)}; check disk space and permissions") from e
 
 
@@ -571,9 +584,11 @@ def append_history(path: Path, ts: datetime, text: str) -> None:
     entry = format_history_entry(ts, body)
     with locked(path):
         try:
-            created = not path.exists()
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            created = not os.path.lexists(path)
+            fd = open_nofollow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as e:
+            if is_symlink_error(e, path):
+                raise MemoryFileError(refusal(path)) from e
             raise MemoryFileError(f"cannot append to {path}: {_why(e)}; fix its permissions") from e
         try:
             size = os.fstat(fd).st_size

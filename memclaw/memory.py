@@ -28,11 +28,12 @@ from memclaw.errors import (
     UsageError,
     VectorStoreCorrupted,
     VectorStoreUnavailable,
-    from_permission_error,
 )
 from memclaw.fusion import FusionParams, apply_floors, date_boost, fuse, link_boost, recency_boost
 from memclaw.passages import is_head, is_long, unit_of, unit_vectors
+from memclaw.permission_errors import from_permission_error
 from memclaw.recall import RecallHit, RecallResult, Signal
+from memclaw.redact import redact_url
 from memclaw.units import OWNER_SCOPE, MemoryUnit
 
 if TYPE_CHECKING:
@@ -976,12 +977,13 @@ class MemoryService:
         if rebuild is not None:
             for s in scopes.values():
                 s["fresh"] = False
+        url = self.config.memory.chroma_url
         return {
             "workspace": str(self.workspace.root),
             "index_dir": str(self.layout.root),
-            "store": self.config.memory.chroma_url or str(self.layout.chroma_dir),
-            "index_store": manifest.get("store"),
-            "rebuild": rebuild,
+            "store": redact_url(url) if url else str(self.layout.chroma_dir),
+            "index_store": redact_url(manifest["store"]) if manifest.get("store") else None,  # an older manifest's
+            "rebuild": redact_url(rebuild) if rebuild else None,  # URL may hold credentials
             "model": self.config.embeddings.model,
             "embedder_fingerprint": manifest.get("embedder"),
             "tokenizer_fingerprint": manifest.get("tokenizer"),

@@ -13,16 +13,21 @@ import numpy as np
 
 from memclaw import index as ix
 from memclaw.config import Config
-from memclaw.errors import IndexError_
+from memclaw.errors import IndexError_, UsageError
 from memclaw.workspace import Workspace
 
 _PAGE = 2000
 
 
 def migrate_to_server(ws: Workspace, cfg: Config, url: str, *, console: Any = None) -> int:
+    from memclaw.config import http_url_problem
     from memclaw.memory import MemoryService
+    from memclaw.redact import redact_url
     from memclaw.store import ChromaStore, open_chroma_store
 
+    problem = http_url_problem(url)
+    if problem:
+        raise UsageError(f"--to {redact_url(url)!r} {problem}")
     local = MemoryService(ws, cfg.model_copy(update={"memory": cfg.memory.model_copy(update={"chroma_url": None})}))
     local.sync()
     src = local.store

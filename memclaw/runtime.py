@@ -21,8 +21,37 @@ def set_offline_env() -> None:
         os.environ.setdefault(k, v)
 
 
+THIRD_PARTY_LOGGERS = (
+    "httpx",
+    "httpcore",
+    "openai",
+    "chromadb",
+    "sentence_transformers",
+    "LiteLLM",
+    "LiteLLM Router",
+    "LiteLLM Proxy",
+    "litellm",
+    "discord",
+)
+"""Libraries whose DEBUG/INFO lines dump requests (bodies, headers: whatever a tool read, the API key's header):
+they stay at WARNING whatever -v/-vv asks; memclaw's own lines follow the verbosity."""
+
+
 def setup_logging(verbose: int = 0) -> None:
     level = logging.WARNING if verbose <= 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    for noisy in ("httpx", "chromadb", "sentence_transformers", "LiteLLM", "litellm", "discord"):
-        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+    for noisy in THIRD_PARTY_LOGGERS:
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    redact_logs()
+
+
+def redact_logs() -> None:
+    """Every line memclaw's log handlers print (and litellm's own handler) goes through memclaw.redact: no URL
+    credentials, no known secret value. Idempotent."""
+    from memclaw.redact import RedactingFilter
+
+    targets: list[logging.Filterer] = list(logging.getLogger().handlers)
+    targets += [logging.getLogger(n) for n in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")]  # own handlers
+    for t in targets:
+        if not any(isinstance(f, RedactingFilter) for f in t.filters):
+            t.addFilter(RedactingFilter())

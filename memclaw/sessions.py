@@ -30,6 +30,7 @@ from urllib.parse import quote, unquote
 
 from memclaw.errors import SessionError
 from memclaw.fsutil import fsync_dir
+from memclaw.safepath import is_symlink_error, open_nofollow, read_nofollow, refusal
 
 log = logging.getLogger(__name__)
 
@@ -131,8 +132,9 @@ class SessionStore:
     def _locked(self, path: Path) -> Iterator[None]:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            fd = os.open(str(path) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+            fd = open_nofollow(Path(str(path) + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as e:
+            _refuse_link(e, Path(str(path) + ".lock"))
             raise SessionError(
                 f"cannot open session lock for {path}: {e.strerror}; check the workspace permissions"
             ) from e
@@ -148,10 +150,11 @@ class SessionStore:
         path = self.path_for(channel, chat_id)
         s = Session(channel=channel, chat_id=chat_id, path=path)
         try:
-            raw = path.read_bytes()
+            raw = read_nofollow(path)
         except FileNotFoundError:
             return s
         except OSError as e:
+            _refuse_link(e, path)
             raise SessionError(f"cannot read session {path}: {e.strerror}; check its permissions") from e
         self._parse_into(s, raw)
         return s
@@ -219,8 +222,9 @@ class SessionStore:
         data = ("\n".join(lines) + "\n").encode("utf-8")
         with self._locked(path):
             try:
-                fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+                fd = open_nofollow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
             except OSError as e:
+                _refuse_link(e, path)
                 raise SessionError(f"cannot write session {path}: {e.strerror}; check the workspace permissions") from e
             try:
                 _cut_torn_tail(fd, path)
@@ -242,8 +246,13 @@ class SessionStore:
         path = session.path
         with self._locked(path):
             fresh = Session(session.channel, session.chat_id, path)
-            with contextlib.suppress(FileNotFoundError):
-                self._parse_into(fresh, path.read_bytes())
+            try:
+                self._parse_into(fresh, read_nofollow(path))
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                _refuse_link(e, path)
+                raise SessionError(f"cannot read session {path}: {e.strerror}; check its permissions") from e
             upto = min(max(0, upto), len(fresh.messages))
             keep = fresh.messages[upto:]
             meta = {k: v for k, v in fresh.meta.items() if k not in ("last_consolidated", CHUNK_PROGRESS)}
@@ -252,13 +261,14 @@ class SessionStore:
             lines = [json.dumps({"_meta": meta})] + [json.dumps(m, ensure_ascii=False, default=str) for m in keep]
             tmp = path.with_name(path.name + ".tmp")
             try:
-                with open(tmp, "wb") as f:
+                with os.fdopen(open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
                     f.write(("\n".join(lines) + "\n").encode("utf-8"))
                     f.flush()
                     os.fsync(f.fileno())
                 os.replace(tmp, path)
                 fsync_dir(path.parent)
             except OSError as e:
+                _refuse_link(e, tmp)
                 with contextlib.suppress(OSError):
                     tmp.unlink()
                 raise SessionError(f"cannot rewrite session {path}: {e.strerror}; free disk space") from e
@@ -269,6 +279,13 @@ class SessionStore:
     def clear(self, session: Session) -> None:
         """Start a fresh session (everything in it must already be consolidated or deliberately dropped)."""
         self.trim(session, len(session.messages) + 10**9)
+
+
+def _refuse_link(e: OSError, path: Path) -> None:
+    """A session file (or its lock or temp file) that is a symlink is refused, never followed: a link could hand one
+    chat another's conversation."""
+    if is_symlink_error(e, path):
+        raise SessionError(refusal(path, "sessions")) from e
 
 
 def _last_nonempty(lines: list[bytes]) -> int:

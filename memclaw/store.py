@@ -23,7 +23,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from memclaw.errors import IndexError_, MemclawError, VectorStoreCorrupted, VectorStoreUnavailable
+from memclaw.errors import IndexError_, MemclawError, UsageError, VectorStoreCorrupted, VectorStoreUnavailable
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -543,8 +543,10 @@ def _permission_error(e: Exception, where: str | Path) -> IndexError_:
 
 
 def _translate(e: Exception, where: str) -> Exception:
+    from memclaw.redact import redact_text
+
     name = type(e).__name__
-    text = str(e)
+    text, where = redact_text(str(e)), redact_text(where)  # a server's URL may carry credentials
     if isinstance(e, MemclawError):
         return e  # already said in memclaw's words
     if _is_permission(e):
@@ -628,15 +630,19 @@ def open_chroma_store(
     if url:
         from urllib.parse import urlparse
 
+        from memclaw.config import http_url_problem
+        from memclaw.redact import redact_url
+
+        problem = http_url_problem(url)
+        if problem:
+            raise UsageError(f"the Chroma server's URL {redact_url(url)!r} {problem}")
         parsed = urlparse(url)
-        if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise IndexError_(f"memory.chroma_url {url!r} is not an http(s) URL, e.g. http://127.0.0.1:8000")
         timeout = _http_timeout(timeout_s)
         _heartbeat(url, headers, timeout)
         return ChromaStore(
             None,
             namespace,
-            where=url,
+            where=redact_url(url),
             connect=lambda: _http_client(parsed, headers, timeout),
             reader=lambda: HttpReader(url, headers, timeout),
         )

@@ -7,8 +7,9 @@ scope. A tool the sender may not use is reported as unknown.
 Nothing a model sends can crash a turn: an unknown tool, arguments that are not JSON or do not validate, or a tool
 that fails all come back as a tool result starting with "Error:" so the model can correct itself.
 
-File tools are confined to the workspace (`agent.restrict_to_workspace`): paths are resolved (symlinks included)
-and refused if they land outside it; the derived index and the session files are never writable through them.
+File tools are confined to the workspace (`agent.restrict_to_workspace`) and never follow a symlink inside it (a
+link could lead outside it or into another person's memory: see memclaw.safepath); the derived index and the
+session files are never writable through them.
 A write into `memory/` is followed by an index sync of that scope. `exec` runs in the workspace with a timeout, an
 output cap, an environment without secrets, and a deny list for destructive commands; it is a guard against
 accidents, not a sandbox.
@@ -33,6 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from memclaw.errors import MemclawError
 from memclaw.fsutil import replace_atomically
 from memclaw.jsonfix import extract_json
+from memclaw.redact import config_secrets, environment_without_secrets
+from memclaw.safepath import read_nofollow, symlink_below
 
 if TYPE_CHECKING:
     from memclaw.config import Config
@@ -44,7 +47,6 @@ MAX_RESULT_CHARS = 16_000
 MAX_READ_BYTES = 200_000
 MAX_EXEC_OUTPUT = 10_000
 MAX_LIST_ENTRIES = 300
-_SECRET_ENV_RE = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
 
 DENY_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (
@@ -197,13 +199,29 @@ class Tool:
 
 
 def _resolve(ctx: ToolContext, raw: str, *, write: bool = False) -> Path:
+    """The path a file tool may use for `raw`: inside the workspace (unless agent.restrict_to_workspace is off) and
+    never through a symlink inside it (a link could reach a file outside, or another person's memory), so the
+    path's text says where it lands. Returned with the workspace's real location as its root."""
     root = ctx.root.resolve()
     p = Path(os.path.expanduser(raw.strip() or "."))
     if not p.is_absolute():
         p = root / p
-    p = p.resolve()  # follows symlinks, normalises ..
-    if ctx.config.agent.restrict_to_workspace and not p.is_relative_to(root):
+    p = Path(os.path.normpath(p))  # lexically: with no symlink below the root, this is where the path lands
+    base = next((b for b in (root, Path(os.path.abspath(ctx.root))) if p.is_relative_to(b)), None)
+    if base is not None:
+        p = root / p.relative_to(base)
+        link = symlink_below(p, root)
+        if link is not None:
+            raise ToolFailure(
+                f"{raw!r} goes through the symlink {_display(ctx, link)}; file tools do not follow symlinks in the "
+                "workspace (a link could lead outside the workspace or into another person's memory)"
+            )
+    elif ctx.config.agent.restrict_to_workspace:
         raise ToolFailure(f"{raw!r} is outside the workspace; only paths under the workspace can be used")
+    else:
+        p = p.resolve()
+        if p.is_relative_to(root / "memory"):
+            raise ToolFailure(f"{raw!r} leads into the workspace's memory through a symlink; use the memory path")
     if write and p.is_relative_to(root):
         rel = p.relative_to(root).parts
         if rel and rel[0] in (".memclaw-index", "sessions"):
@@ -247,8 +265,7 @@ class ReadFile(Tool):
             raise ToolFailure(f"{args.path!r} does not exist")
         if p.is_dir():
             raise ToolFailure(f"{args.path!r} is a directory; use list_dir")
-        with open(p, "rb") as f:
-            data = f.read(MAX_READ_BYTES + 1)
+        data = read_nofollow(p, MAX_READ_BYTES + 1)
         if b"\x00" in data[:8192]:
             raise ToolFailure(f"{args.path!r} is a binary file ({p.stat().st_size} bytes)")
         text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
@@ -281,7 +298,7 @@ class EditFile(Tool):
         p = _resolve(ctx, args.path, write=True)
         if not p.is_file():
             raise ToolFailure(f"{args.path!r} does not exist or is not a file")
-        text = p.read_text("utf-8")
+        text = read_nofollow(p).decode("utf-8")
         n = text.count(args.old_text)
         if n == 0:
             raise ToolFailure(f"old_text was not found in {args.path!r}; read the file and copy the text exactly")
@@ -326,7 +343,7 @@ class Exec(Tool):
         why = denied_reason(args.command)
         if why:
             raise ToolFailure(f"command refused by the safety deny list ({why})")
-        env = {k: v for k, v in os.environ.items() if not _SECRET_ENV_RE.search(k)}
+        env = environment_without_secrets(os.environ, config_secrets(ctx.config))
         timeout = ctx.config.agent.exec_timeout_s
         proc = subprocess.Popen(
             args.command,

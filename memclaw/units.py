@@ -10,12 +10,12 @@ from typing import Literal
 from urllib.parse import quote, unquote
 
 from memclaw.errors import InvalidSenderError
+from memclaw.shorten import ECHO_CHARS, shorten
 
 Kind = Literal["fact", "history"]
 
 OWNER_SCOPE = "owner"
 _PEOPLE_PREFIX = "people/"
-_MAX_SENDER_LEN = 200
 
 
 @dataclass(frozen=True)
@@ -54,22 +54,48 @@ def unit_id(scope: str, source: str, kind: Kind, text: str, occurrence: int = 0)
 
 
 _SENDER_RE = re.compile(r"^[^\x00-\x1f\x7f]+$")
+MAX_SENDER_ID_CHARS = 200
+"""The one length limit of a sender id as a scope names it (`discord:1234`, what `--sender` takes): the CLI, the
+Discord gateway, the agent and the context builder all apply it through `normalize_sender_id`."""
+_MAX_DIRNAME_BYTES = 255  # a folder name, on every common filesystem
+
+
+def _shown(raw: str) -> str:
+    return repr(raw if len(raw) <= ECHO_CHARS else shorten(raw, ECHO_CHARS))
+
+
+def normalize_sender_id(sender_id: str) -> str:
+    """The one reading of a sender id: surrounding whitespace is dropped (`" 1234"` is `1234`); what is left must
+    be 1-MAX_SENDER_ID_CHARS printable characters whose folder name (percent-encoded) fits the filesystem, else
+    InvalidSenderError showing the id as given."""
+    sid = str(sender_id).strip()
+    why = None
+    if not sid:
+        why = "it is empty"
+    elif not _SENDER_RE.match(sid):
+        why = "it holds control characters"
+    elif len(sid) > MAX_SENDER_ID_CHARS:
+        why = f"it is {len(sid):,} characters long"
+    elif len(quote(sid, safe="")) > _MAX_DIRNAME_BYTES:
+        why = "its folder name would be too long for the filesystem (fewer non-ASCII characters fit)"
+    if why is not None:
+        raise InvalidSenderError(
+            f"invalid sender id {_shown(str(sender_id))}: {why}; a sender id is 1-{MAX_SENDER_ID_CHARS} printable "
+            "characters, e.g. 'discord:1234'"
+        )
+    return sid
 
 
 def sender_scope(sender_id: str | None) -> str:
-    """Scope name for a sender: `owner` for None/'owner', else `people/<sender>`.
+    """Scope name for a sender: `owner` for None/'owner', else `people/<sender>` (see normalize_sender_id).
 
     Sender ids may contain any printable characters (e.g. `discord:1234`); they are percent-encoded when
     they become a directory name, so `../x` or `a/b` can never escape `memory/people/`.
     """
-    if sender_id is None or sender_id == OWNER_SCOPE:
+    if sender_id is None:
         return OWNER_SCOPE
-    sid = sender_id.strip()
-    if not sid or len(sid) > _MAX_SENDER_LEN or not _SENDER_RE.match(sid):
-        raise InvalidSenderError(
-            f"invalid sender id {sender_id!r}: use 1-{_MAX_SENDER_LEN} printable characters, e.g. 'discord:1234'"
-        )
-    return _PEOPLE_PREFIX + sid
+    sid = normalize_sender_id(sender_id)
+    return OWNER_SCOPE if sid == OWNER_SCOPE else _PEOPLE_PREFIX + sid
 
 
 def is_owner_scope(scope: str) -> bool:

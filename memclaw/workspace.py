@@ -25,7 +25,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memclaw.errors import InvalidSenderError, WorkspaceError
+from memclaw.errors import InvalidSenderError, MemoryFileError, WorkspaceError
+from memclaw.safepath import refusal, refuse_symlinks
 from memclaw.units import OWNER_SCOPE, scope_dirname, scope_from_dirname, sender_scope
 
 if TYPE_CHECKING:
@@ -58,7 +59,8 @@ class Workspace:
         return self.root / PEOPLE_DIR
 
     def memory_dir(self, scope: str) -> Path:
-        """The folder of a scope's MEMORY.md/HISTORY.md; never outside `memory/` (InvalidSenderError)."""
+        """The folder of a scope's MEMORY.md/HISTORY.md; never outside `memory/` (InvalidSenderError) and never
+        through a symlink below it (MemoryFileError, see memclaw.safepath)."""
         if scope != OWNER_SCOPE:
             sender = scope.removeprefix("people/") if scope.startswith("people/") else None
             if sender is None or sender_scope(sender) != scope:
@@ -66,29 +68,40 @@ class Workspace:
                     f"invalid scope {scope!r}: expected 'owner' or 'people/<sender id>' with a printable sender id"
                 )
         d = self.root / scope_dirname(scope)
-        try:
-            inside = d.resolve().is_relative_to(self.memory_root.resolve())
-        except (OSError, RuntimeError) as e:
-            raise WorkspaceError(f"cannot resolve memory folder {d}: {e}; check the workspace for symlink loops") from e
-        if not inside:
-            raise WorkspaceError(f"memory folder {d} resolves outside {self.memory_root}: remove the symlink")
+        refuse_symlinks(d, self.memory_root)  # `people/` or the scope folder as a link could reach another scope
         return d
 
     def memory_file(self, scope: str = OWNER_SCOPE) -> Path:
-        return self.memory_dir(scope) / "MEMORY.md"
+        """The scope's MEMORY.md; MemoryFileError if it, or a folder on its way below `memory/`, is a symlink."""
+        path = self.memory_dir(scope) / "MEMORY.md"
+        refuse_symlinks(path, self.memory_root)
+        return path
 
     def history_file(self, scope: str = OWNER_SCOPE) -> Path:
-        return self.memory_dir(scope) / "HISTORY.md"
+        """The scope's HISTORY.md; MemoryFileError if it, or a folder on its way below `memory/`, is a symlink."""
+        path = self.memory_dir(scope) / "HISTORY.md"
+        refuse_symlinks(path, self.memory_root)
+        return path
+
+    def check_scope(self, scope: str) -> None:
+        """Refuse a scope that cannot be used safely before a turn or command reads anything of it: an invalid
+        scope (InvalidSenderError), or a symlink on the way to its files (MemoryFileError)."""
+        self.memory_file(scope)
+        self.history_file(scope)
 
     def scopes(self) -> list[str]:
-        """`owner` and every outside sender with a folder under memory/people/ (sorted)."""
+        """`owner` and every outside sender with a folder under memory/people/ (sorted). MemoryFileError if
+        `people/` or a folder in it is a symlink (see memclaw.safepath): refused, never skipped in silence."""
         out = [OWNER_SCOPE]
         people = self.people_dir
+        refuse_symlinks(people, self.memory_root)
         try:
             entries = sorted(people.iterdir()) if people.is_dir() else []
         except OSError as e:
             raise WorkspaceError(f"cannot list {people}: {e.strerror}; fix its permissions") from e
         for d in entries:
+            if d.is_symlink():
+                raise MemoryFileError(refusal(d))
             if not d.is_dir():
                 continue
             scope = scope_from_dirname(d.name)
@@ -172,7 +185,7 @@ def resolve_workspace(cfg: Config, override: Path | None = None) -> Workspace:
         raise WorkspaceError(f"cannot read workspace {root}: {e.strerror or e}; fix the path or its permissions") from e
     if not exists or not has_memory:
         why = " (the folder has no memory/ inside)" if is_dir else ""
-        raise WorkspaceError(f"no workspace at {root}{why}: run `memclaw onboard`")
+        raise WorkspaceError(f"no workspace at {root}{why}: run `{onboard_command(root)}`")
     if not os.access(root, os.R_OK | os.X_OK) or not os.access(root / "memory", os.R_OK | os.X_OK):
         raise WorkspaceError(f"cannot read workspace {root}: permission denied; fix its permissions")
     try:
@@ -180,6 +193,19 @@ def resolve_workspace(cfg: Config, override: Path | None = None) -> Workspace:
     except OSError as e:
         raise WorkspaceError(f"cannot read workspace {root}: {e.strerror or e}; fix its permissions") from e
     return Workspace(root)
+
+
+def onboard_command(root: Path) -> str:
+    """The command that creates the workspace at `root`: plain `memclaw onboard` only for the default one (onboard
+    without -w creates $MEMCLAW_HOME/workspace, whatever the config names)."""
+    import shlex
+
+    from memclaw.config import memclaw_home
+
+    default = memclaw_home() / "workspace"
+    if Path(os.path.abspath(root)) == Path(os.path.abspath(default)):
+        return "memclaw onboard"
+    return f"memclaw onboard -w {shlex.quote(str(root))}"
 
 
 # ----- creating files ------------------------------------------------------------------------------------

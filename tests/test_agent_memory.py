@@ -321,8 +321,9 @@ def test_cli_agent_command_one_shot(tmp_path, llm_server, capsys, monkeypatch):
 
 def test_retry_after_a_partial_write_does_not_duplicate(env, llm_server):
     # One group chat, the owner and an outsider: consolidation writes two scopes. The outsider's HISTORY.md
-    # cannot be written (a symlink into a folder that does not exist), so the first attempt fails after the
-    # owner's scope and the outsider's facts are written. Once fixed, the retry writes only what is missing.
+    # cannot be written (a folder where its lock file goes; a symlink would be refused for the whole turn), so the
+    # first attempt fails after the owner's scope and the outsider's facts are written. Once fixed, the retry
+    # writes only what is missing.
     agent = env
 
     def owner(text: str) -> InboundMessage:
@@ -331,9 +332,11 @@ def test_retry_after_a_partial_write_does_not_duplicate(env, llm_server):
     def guest(text: str) -> InboundMessage:
         return InboundMessage("discord", "guild-7", "2002", "Mallory", text)
 
+    from memclaw.memfiles import lock_path
+
     blocked = agent.workspace.history_file(OUTSIDER)
     blocked.parent.mkdir(parents=True)
-    blocked.symlink_to(agent.root / "gone" / "HISTORY.md")
+    lock_path(blocked).mkdir()
 
     async def go(msgs):
         for m in msgs:
@@ -348,7 +351,7 @@ def test_retry_after_a_partial_write_does_not_duplicate(env, llm_server):
     llm_server.reply(consolidation_json("Mallory said she keeps bees.", [{"op": "add", "text": "Mallory keeps bees"}]))
     assert asyncio.run(agent.handle(guest("bye"))).ok
     report = agent.last_consolidation
-    assert not report.ok and f"cannot append to {blocked}" in report.error
+    assert not report.ok and f"cannot lock memory file {blocked}" in report.error
     owner_hist = (agent.root / "memory" / "HISTORY.md").read_text()
     assert owner_hist.count("planted garlic and onions") == 1
     assert [f.text for f in agent.memory.facts(OUTSIDER)] == ["Mallory keeps bees"]
@@ -359,7 +362,7 @@ def test_retry_after_a_partial_write_does_not_duplicate(env, llm_server):
         f"{OUTSIDER}#facts",
     ]
 
-    blocked.unlink()
+    lock_path(blocked).rmdir()
     llm_server.reply("ok: again")
     # only the outsider is asked again (its history entry is missing); its facts step is not repeated
     llm_server.reply(consolidation_json("Mallory said she keeps bees.", [{"op": "add", "text": "Mallory keeps bees"}]))

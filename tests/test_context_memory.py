@@ -7,10 +7,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memclaw.cli.context_cmd import redact, resolve_sender
+from memclaw.cli.context_cmd import resolve_sender
 from memclaw.config import Config, EmbeddingsConfig
 from memclaw.context import Sender, build_messages
 from memclaw.errors import UsageError
+from memclaw.redact import redact_data
 from tests.test_context_support import OWNER_ADDRESS, all_text, make_workspace
 
 NOW = datetime(2026, 2, 1, 10, 0, tzinfo=UTC)
@@ -30,7 +31,7 @@ def test_resolve_sender():
 
 def test_redact_replaces_configured_secrets_everywhere():
     data = {"messages": [{"content": "key sk-live-abc123 and token xyz.987"}], "n": 1}
-    out = redact(data, ["sk-live-abc123", "xyz.987"])
+    out = redact_data(data, ["sk-live-abc123", "xyz.987"])
     assert json.dumps(out).count("***") == 2 and "sk-live" not in json.dumps(out)
 
 

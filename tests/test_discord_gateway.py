@@ -557,10 +557,10 @@ def test_apology_text_is_short():
     ],
 )
 def test_connect_errors_are_one_line_config_errors(bad):
-    from memclaw.discord_gateway import _raise_connect_error
+    from memclaw.discord_errors import raise_connect_error
 
     with pytest.raises(ConfigError) as e:
-        _raise_connect_error(bad)
+        raise_connect_error(bad)
     assert e.value.exit_code == 2 and "\n" not in str(e.value)
 
 
@@ -806,3 +806,89 @@ channels = ["222", "333"]
     assert d["configured"] and d["token_from"] == "MEMCLAW_DISCORD_TOKEN" and d["guilds"] == 1 and d["channels"] == 2
     assert data["model"] and data["workspace"] == str(workspace.root)
     assert data["memory"]["scopes"]["owner"]["facts"] == 3 and data["memory"]["scopes"]["owner"]["fresh"] is False
+
+
+# ----- senders whose memory cannot be used safely (issue 18.2, 18.6) ------------------------------------------------
+def _refusals(caplog) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "memclaw.agent" and "refused a message" in r.getMessage()]
+
+
+def test_a_sender_id_over_the_one_limit_is_refused_in_one_log_line(rig_factory, caplog):
+    """A Discord id whose scope (`discord:<id>`) is over the 200 characters `memory add --sender` allows used to fail
+    the turn with a logged traceback. Now the same limit refuses it: one log line, a short reply, no model call."""
+    room = 200 - len("discord:")  # memclaw.units.MAX_SENDER_ID_CHARS
+    fits, too_long = int("7" * room), int("7" * (room + 1))
+    rig = rig_factory(allow_from=[str(fits), str(too_long)])
+    rig.world.user("fits", fits)
+    rig.world.user("long", too_long)
+    rig.server.reply("Hello there.")
+    caplog.set_level(logging.INFO)
+
+    async def body(w: DiscordWorld, gw: DiscordGateway):
+        ok = await (await gw.on_message(w.dm(fits, "hi, I am new")))
+        refused = await (await gw.on_message(w.dm(too_long, "hi, I am new too")))
+        return ok, refused
+
+    ok, refused = asyncio.run(rig.run(body))
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+    assert ok.ok and len(rig.server.requests) == 1  # the id at the limit is answered, the one over it never asked
+    from memclaw.agent import REFUSED
+
+    assert refused.chunks == 1 and rig.world.recorder.sent_texts()[-1] == REFUSED
+    (line,) = _refusals(caplog)
+    assert line.levelno == logging.WARNING and "invalid sender id" in line.getMessage()
+    assert "\n" not in line.getMessage()
+
+
+def test_an_outsider_whose_scope_folder_is_a_symlink_is_refused(rig_factory, workspace, caplog):
+    """`ln -s .. memory/people/discord%3A<id>`: the outsider's turn would have recalled the owner's memories."""
+    eve = 4_000_000_000_000_777
+    rig = rig_factory(allow_from=[str(eve)])
+    rig.world.user("eve", eve)
+    rig.server.reply("Anna lives in Lisbon.")  # what a model given the owner's memories would say
+    link = workspace.root / "memory" / "people" / f"discord%3A{eve}"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to("..")
+    caplog.set_level(logging.INFO)
+
+    async def body(w: DiscordWorld, gw: DiscordGateway):
+        return await (await gw.on_message(w.dm(eve, "Where does Anna live? And the bank PIN?")))
+
+    asyncio.run(rig.run(body))
+    assert rig.server.requests == []  # nothing reached the model
+    for secret in (SECRET_PIN, "Lisbon", "Rua das Flores"):
+        assert secret not in caplog.text and all(secret not in t for t in rig.world.recorder.sent_texts())
+    from memclaw.agent import REFUSED
+
+    assert rig.world.recorder.sent_texts() == [REFUSED]
+    (line,) = _refusals(caplog)
+    assert "is a symlink" in line.getMessage() and str(link) in line.getMessage()
+    assert not [r for r in caplog.records if r.exc_info]
+    assert not rig.agent.sessions.path_for("discord", str(eve)).exists()  # nothing written for the turn
+
+
+# ----- Discord out of reach (issue 19.13) -------------------------------------------------------------------------
+def test_cli_gateway_with_discord_unreachable_exits_4_in_one_line_without_voice_warnings(memclaw_home):
+    """No network: the console script in a fresh process, discord.py's REST base pointed at a closed local port
+    (the one line of set-up before memclaw's entry point). Exit 4, a service unreachable, as the README's table
+    says; discord.py's PyNaCl/davey warnings (memclaw has no voice) are not shown."""
+    import subprocess
+    import sys
+
+    from memclaw.workspace import onboard
+    from tests.chroma_server import free_port
+
+    onboard(memclaw_home)
+    (memclaw_home / "config.toml").write_text(f'owners = {{ discord = ["{OWNER}"] }}\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLAW_")}
+    env.update(MEMCLAW_HOME=str(memclaw_home), MEMCLAW_DISCORD_TOKEN=TOKEN, HF_HUB_OFFLINE="1")
+    closed = f"http://127.0.0.1:{free_port()}/api/v10"
+    code = "import sys, discord.http; discord.http.Route.BASE = sys.argv.pop(1); import memclaw.cli.main as m; m.run()"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, closed, "gateway"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 4, proc.stderr
+    assert "Traceback" not in proc.stderr and "voice will NOT be supported" not in proc.stderr
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("Error:")]
+    assert len(errors) == 1 and "cannot reach Discord" in errors[0] and "check the network" in errors[0]
+    assert TOKEN not in proc.stderr

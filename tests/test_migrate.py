@@ -71,7 +71,7 @@ def test_migrate_copies_vectors_and_server_mode_uses_them(tmp_path, monkeypatch,
 def test_migrate_to_a_bad_url_is_one_line_and_loses_nothing(tmp_path, monkeypatch, capsys, url, embedder):
     ws = _workspace(tmp_path / "ws")
     before = {p: p.read_bytes() for p in (ws.root / "memory").iterdir()}
-    assert _cli(monkeypatch, "memory", "migrate", "--to", url, "--workspace", str(ws.root)) != 0
+    assert _cli(monkeypatch, "memory", "migrate", "--to", url, "--workspace", str(ws.root)) == 2  # usage
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("Error:") and "chroma_url" in err[0]
+    assert len(err) == 1 and err[0].startswith("Error: --to") and "http(s) URL" in err[0]
     assert {p: p.read_bytes() for p in (ws.root / "memory").iterdir()} == before

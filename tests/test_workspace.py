@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memclaw.config import Config, load_config
-from memclaw.errors import InvalidSenderError, WorkspaceError
+from memclaw.errors import InvalidSenderError, MemoryFileError, WorkspaceError
 from memclaw.memfiles import read_units
 from memclaw.units import sender_scope
 from memclaw.workspace import (
@@ -66,7 +66,7 @@ def test_a_symlink_out_of_the_workspace_is_refused(tmp_path):
     ws = Workspace(tmp_path / "ws")
     (ws.root / "memory" / "people").mkdir(parents=True)
     (ws.root / "memory" / "people" / "mallory").symlink_to(outside)
-    with pytest.raises(WorkspaceError, match="outside"):
+    with pytest.raises(MemoryFileError, match="mallory is a symlink"):
         ws.memory_file(sender_scope("mallory"))
 
 
@@ -102,7 +102,7 @@ def test_resolve_precedence(tmp_path, memclaw_home):
 
 
 def test_resolve_missing_or_not_a_workspace(tmp_path):
-    with pytest.raises(WorkspaceError, match=r"no workspace at .*nowhere: run `memclaw onboard`"):
+    with pytest.raises(WorkspaceError, match=r"no workspace at .*nowhere: run `memclaw onboard -w .*nowhere`"):
         resolve_workspace(Config(), tmp_path / "nowhere")
     (tmp_path / "plain").mkdir()
     with pytest.raises(WorkspaceError, match=r"no workspace at .*plain.*memclaw onboard"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memclaw.errors import UsageError
 
@@ -19,6 +19,7 @@ def resolve_sender(config: Config, sender: str | None, channel: str) -> Sender:
     """`--sender`/`--channel` to a Sender. No sender: the owner (the CLI, or the channel's first configured
     owner id). `--sender discord:1234` with the default channel means channel discord, id 1234."""
     from memclaw.context import Sender
+    from memclaw.units import normalize_sender_id
 
     channel = channel or "cli"
     if sender is None:
@@ -28,10 +29,16 @@ def resolve_sender(config: Config, sender: str | None, channel: str) -> Sender:
         if not ids:
             raise UsageError(f"no owner configured for channel {channel!r}; pass --sender ID or set owners.{channel}")
         return Sender(channel=channel, sender_id=str(ids[0]), display_name="owner", chat_id=f"{channel}-preview")
+
+    def normalized(raw: str) -> str:
+        if not raw.strip():
+            raise UsageError("--sender must not be empty; e.g. --sender discord:1234")
+        return normalize_sender_id(raw)
+
+    sender = normalized(sender)
     if channel == "cli" and ":" in sender:
-        channel, sender = sender.split(":", 1)
-    if not sender.strip():
-        raise UsageError("--sender must not be empty; e.g. --sender discord:1234")
+        channel, rest = sender.split(":", 1)
+        sender = normalized(rest)
     if channel == "cli":  # the terminal is always the owner: an outside sender needs their channel
         if sender == "owner":
             return Sender.cli()
@@ -40,21 +47,6 @@ def resolve_sender(config: Config, sender: str | None, channel: str) -> Sender:
             "preview an outside sender with --sender discord:<id> (or --channel discord --sender <id>)"
         )
     return Sender(channel=channel, sender_id=sender, display_name=f"{channel} user", chat_id=f"{channel}-preview")
-
-
-def _secrets(config: Config) -> list[str]:
-    vals = [config.agent.api_key, config.channels.discord.token, *config.memory.chroma_headers.values()]
-    return [v.get_secret_value() for v in vals if v is not None and len(v.get_secret_value()) >= 4]
-
-
-def redact(data: Any, secrets: list[str]) -> Any:
-    """`data` with every configured secret value replaced by '***' (defence in depth for printing)."""
-    if not secrets:
-        return data
-    text = json.dumps(data, ensure_ascii=False, default=str)
-    for s in secrets:
-        text = text.replace(json.dumps(s)[1:-1], "***")
-    return json.loads(text)
 
 
 def budget_table(built: BuiltContext) -> Table:
@@ -123,17 +115,19 @@ def build_for_cli(
 ) -> tuple[BuiltContext, list[str]]:
     """Build the context as the agent would (auto-recall over the workspace's MemoryService)."""
     from memclaw.cli.common import load
-    from memclaw.context import build_messages
+    from memclaw.context import build_messages, scope_for
     from memclaw.memory import MemoryService
+    from memclaw.redact import config_secrets
 
     cfg, ws = load(workspace)
     who = resolve_sender(cfg, sender, channel)
+    ws.check_scope(scope_for(cfg, who))  # refused at once, not a recall that fails with a warning
     mem = MemoryService(ws, cfg)
     try:
         built = build_messages(config=cfg, workspace=ws, message=message, sender=who, recall=mem.recall)
     finally:
         mem.close()
-    return built, _secrets(cfg)
+    return built, config_secrets(cfg)
 
 
 def context_command(message: str, sender: str | None, channel: str, json_out: bool, workspace: Path | None) -> None:
@@ -154,9 +148,10 @@ def print_context(built: BuiltContext, secrets: list[str], json_out: bool) -> No
     from rich.panel import Panel
 
     from memclaw.cli.common import console, print_json
+    from memclaw.redact import redact_data
     from memclaw.shorten import ECHO_CHARS, shorten
 
-    data = redact(built.to_json(), secrets)
+    data = redact_data(built.to_json(), secrets)
     if json_out:
         print_json(data)
         return

@@ -51,6 +51,9 @@ def gateway_logging() -> None:
         mc.setLevel(logging.INFO)
     if not logging.getLogger().handlers:
         logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+    from memclaw.runtime import redact_logs
+
+    redact_logs()
 
 
 def gateway_command(workspace: Path | None) -> None:
@@ -80,7 +83,11 @@ def gateway_command(workspace: Path | None) -> None:
     try:  # index fresh and the embedding model loaded before the first message arrives
         memory.sync()
     except MemclawError as e:
-        err_console.print(f"[yellow]warning:[/] memory sync failed: {e}; recall will retry on each turn")
+        from rich.markup import escape
+
+        from memclaw.redact import redact_text
+
+        err_console.print(f"[yellow]warning:[/] memory sync failed: {escape(redact_text(str(e)))}; recall will retry")
     from memclaw.tokens import count_tokens
 
     count_tokens("warm-up", cfg.agent.model)  # imports litellm and loads the tokenizer now, not on the first message

@@ -1,8 +1,8 @@
 """The `memclaw` console script. Heavy libraries are imported inside commands, so `--help` stays fast.
 
 Errors: every MemclawError becomes one line on stderr and its exit code, here and nowhere else.
-Exit codes: 0 ok, 1 other error, 2 usage/config/workspace, 3 memory files or index, 4 vector store
-unreachable, 5 LLM unavailable, 130 interrupted.
+Exit codes: 0 ok, 1 other, 2 usage/config/workspace, 3 memory files or index, 4 a service (Chroma, Discord) out
+of reach, 5 LLM unavailable, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -377,19 +377,17 @@ def status(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) -> None:
 def run() -> None:
     """Console-script entry point: the one place errors become messages and exit codes."""
     from memclaw.errors import MemclawError
+    from memclaw.redact import redact_text
 
     try:
         code = app(standalone_mode=False)  # click returns typer.Exit's code here instead of exiting
         if isinstance(code, int) and code:
             sys.exit(code)
-    except MemclawError as e:
-        typer.echo(f"Error: {e}", err=True)
-        sys.exit(e.exit_code)
-    except PermissionError as e:  # one no code path said in its own words
-        from memclaw.errors import from_permission_error
+    except (MemclawError, PermissionError) as e:
+        from memclaw.permission_errors import from_permission_error
 
-        err = from_permission_error(e)
-        typer.echo(f"Error: {err}", err=True)
+        err = e if isinstance(e, MemclawError) else from_permission_error(e)  # one no code path said in its words
+        typer.echo(f"Error: {redact_text(str(err))}", err=True)  # no URL credentials, no known secret
         sys.exit(err.exit_code)
     except KeyboardInterrupt:
         typer.echo("Interrupted.", err=True)

@@ -17,6 +17,7 @@ from memclaw.cli.common import (
     print_json,
     progress_bar,
 )
+from memclaw.redact import redact_text, redact_url
 from memclaw.shorten import ECHO_CHARS, shorten
 from memclaw.units import MemoryUnit, sender_scope
 
@@ -72,7 +73,7 @@ def recall(
     with held_warnings() as logged:
         result = mem.recall_detailed(query, scope=scope, k=k, mode=mode, kind=kind)
     for w in dict.fromkeys([*logged, *result.warnings]):  # each once (memclaw logs some of them too)
-        err_console.print(f"[yellow]warning:[/] {escape(w)}")
+        err_console.print(f"[yellow]warning:[/] {escape(redact_text(w))}")
     section = None
     if tokens is not None:
         from memclaw.memory_section import fill_hits
@@ -134,7 +135,7 @@ def _print_reports(reports, json_out: bool) -> None:
         return
     for r in reports:
         for w in r.warnings:
-            err_console.print(f"[yellow]warning:[/] {w}")
+            err_console.print(f"[yellow]warning:[/] {escape(redact_text(w))}")
     from memclaw.render import sync_table
 
     console.print(sync_table(rows))
@@ -211,7 +212,7 @@ def migrate(to: str, workspace: Path | None) -> None:
 
     cfg, ws = load(workspace)
     n = migrate_to_server(ws, cfg, to, console=err_console)
-    console.print(f"migrated {n} memories to {to}; set memory.chroma_url = {to!r} to use it")
+    console.print(f"migrated {n} memories to {escape(redact_url(to))}; set memory.chroma_url to this URL to use it")
 
 
 def status(workspace: Path | None, json_out: bool) -> None:
