@@ -198,12 +198,15 @@ def test_rankings_make_two_runs_comparable_to_the_last_id(tmp_path, embedder):
 
     diff = runpy.run_path(str(Path(__file__).resolve().parents[1] / "benchmarks" / "bench_diff.py"))
     specs = parse_systems("bm25,hybrid")
-    for name in ("a", "b"):
-        res = run_longmemeval(FIXTURE, specs, progress=False, embedder=embedder, rankings=True)
+    kept = tmp_path / "kept"
+    for name in ("a", "b"):  # b reuses a's workspaces and index: nothing to embed again
+        res = run_longmemeval(FIXTURE, specs, progress=False, embedder=embedder, rankings=True, workdir=kept)
         write_longmemeval_results(res, tmp_path / name)
     rk = tmp_path / "b" / "longmemeval-rankings.json.gz"
     rankings = json.loads(gzip.decompress(rk.read_bytes()))
     assert set(rankings) and all(set(v) == {"bm25", "hybrid"} for v in rankings.values())
+    assert sorted(d.name for d in kept.iterdir()) == sorted(f"lme-{q}" for q in rankings)
+    assert all((d / ".bench-written").exists() and (d / "ws" / ".memclaw-index").is_dir() for d in kept.iterdir())
     one = next(iter(rankings.values()))["hybrid"]
     assert one["ranked"] and set(one["kept"]) == {str(b) for b in M.BUDGETS}
     assert "rankings" not in json.loads((tmp_path / "b" / "longmemeval.json").read_text())

@@ -154,22 +154,24 @@ def run_longmemeval(
     embedder: Embedder | None = None,
     base: Config | None = None,
     rankings: bool = False,
+    workdir: Path | None = None,
 ) -> dict[str, Any]:
     """Every requested system on every kept question (one workspace each); results dict with recall_any@k,
     recall_all@k, ndcg_any@k for k = 1, 5, 10, overall and `by_question_type` (and `rankings`, as
-    memclaw.bench.runner.ranking_record gives them per question and system, when asked)."""
+    memclaw.bench.runner.ranking_record gives them per question and system, when asked). `workdir` keeps each
+    question's workspace and index there and reuses them on a later run (memclaw.bench.runner.bench_workspace)."""
     from memclaw.bench.locomo import coverage_path
     from memclaw.bench.runner import (
         Progress,
         _config_summary,
         bench_config,
+        bench_workspace,
         fill_k,
         load_embedder_once,
         machine_info,
         prepare_corpus,
         ranking_record,
         sha256_file,
-        temp_workspace,
     )
 
     raw = load_longmemeval(path)
@@ -197,8 +199,9 @@ def run_longmemeval(
                 skipped["abstention" if str(rq["question_id"]).endswith("_abs") else "no_has_answer"] += 1
                 advance(n_here)
                 continue
-            with temp_workspace("memclaw-lme-") as root:
-                write_question(q, root)
+            with bench_workspace("memclaw-lme-", workdir, f"lme-{q.qid}") as (root, reused):
+                if not reused:
+                    write_question(q, root)
                 prep = prepare_corpus(root, coverage_path(root), specs, base, embedder, now=q.question_date)
                 try:
                     index_s += prep.index_seconds

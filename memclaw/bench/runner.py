@@ -238,6 +238,33 @@ def temp_workspace(prefix: str) -> Iterator[Path]:
         shutil.rmtree(d, ignore_errors=True)
 
 
+KEPT_MARK = ".bench-written"
+
+
+@contextlib.contextmanager
+def bench_workspace(prefix: str, workdir: Path | None, key: str) -> Iterator[tuple[Path, bool]]:
+    """(the workspace root, whether it was written and indexed by an earlier run). Without `workdir`: a temp
+    workspace, removed afterwards. With it: `<workdir>/<key>/ws`, kept, so that a later run (of other code) reuses
+    the same Markdown and the same index (Chroma's HNSW build is not reproducible: two builds of one corpus can
+    differ in their approximate neighbours, so an exact comparison of two versions must query one build)."""
+    if workdir is None:
+        with temp_workspace(prefix) as root:
+            yield root, False
+        return
+    d = Path(workdir) / key
+    reused = (d / KEPT_MARK).exists()
+    if not reused and d.exists():
+        shutil.rmtree(d)  # an interrupted write: start again
+    d.mkdir(parents=True, exist_ok=True)
+    try:
+        yield d / "ws", reused
+        (d / KEPT_MARK).touch()
+    finally:
+        from memclaw.store import release_embedded_below
+
+        release_embedded_below(d)
+
+
 def load_embedder_once(base: Config, specs: Sequence[SystemSpec]) -> Embedder | None:
     if not any(s.kind == "memclaw" for s in specs):
         return None
@@ -265,11 +292,13 @@ def run_locomo(
     base: Config | None = None,
     details: bool = False,
     rankings: bool = False,
+    workdir: Path | None = None,
 ) -> dict[str, Any]:
     """Run `specs` over the LoCoMo conversations (one workspace each) and return the results dict
     (the issue's JSON shape plus provenance keys). `limit_questions` caps the questions per run, in file order.
     `details` adds `questions`: per question and system, the ranked units (id, kind, text head) and scores.
-    `rankings` adds `rankings`: per question and system, every ranked id and what each budget kept."""
+    `rankings` adds `rankings`: per question and system, every ranked id and what each budget kept. `workdir`
+    keeps each conversation's workspace and index there and reuses them on a later run (see bench_workspace)."""
     from memclaw.bench.locomo import coverage_path, write_conversation
 
     base = base or bench_config()
@@ -295,8 +324,9 @@ def run_locomo(
         advance = prog.task(f"LoCoMo {corpus}", n_q * len(specs))
         for conv, qs in plan:
             advance(0, description=f"LoCoMo {corpus}: indexing {conv.sample_id}")
-            with temp_workspace("memclaw-locomo-") as root:
-                write_conversation(conv, root, corpus)  # type: ignore[arg-type]
+            with bench_workspace("memclaw-locomo-", workdir, f"locomo-{corpus}-{conv.sample_id}") as (root, reused):
+                if not reused:
+                    write_conversation(conv, root, corpus)  # type: ignore[arg-type]
                 prep = prepare_corpus(
                     root, coverage_path(root), specs, base, embedder, now=conv.last_date.replace(hour=23, minute=59)
                 )

@@ -47,6 +47,7 @@ def locomo(
     embeddings: str | None = None,
     embed_cache: Path | None = None,
     rankings: bool = False,
+    workdir: Path | None = None,
 ) -> dict[str, Any]:
     """`memclaw bench locomo --data PATH [--systems a,b] [--corpus all|facts|sessions] [--out DIR]
     [--limit-conversations N] [--limit-questions N] [--details] [--rankings] [--embeddings MODEL[,MODEL]]`: writes
@@ -75,6 +76,7 @@ def locomo(
             limit_questions=limit_questions,
             details=details,
             rankings=rankings,
+            workdir=workdir,
             progress=progress,
             base=base,
             embedder=_embedder(base, embed_cache),
@@ -96,6 +98,7 @@ def longmemeval(
     embeddings: str | None = None,
     embed_cache: Path | None = None,
     rankings: bool = False,
+    workdir: Path | None = None,
 ) -> dict[str, Any]:
     """`memclaw bench longmemeval --data PATH [--limit N] [--systems a,b] [--out DIR] [--rankings]
     [--embeddings MODEL[,MODEL]]`: writes DIR/longmemeval.json, DIR/longmemeval.md, DIR/longmemeval-recall.png (and
@@ -118,6 +121,7 @@ def longmemeval(
             base=base,
             embedder=_embedder(base, embed_cache),
             rankings=rankings,
+            workdir=workdir,
         ),
     )
     out = Path(out) if out else Path("bench-results") / "longmemeval"

@@ -266,6 +266,14 @@ EmbedCacheOpt = Annotated[
         "(a bench tool; memclaw's index never reads it).",
     ),
 ]
+WorkdirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--workdir",
+        help="Keep each converted workspace and its index in this folder and reuse them on a later run: two "
+        "versions of memclaw then query the same index (an HNSW build is not reproducible).",
+    ),
+]
 RankingsOpt = Annotated[
     bool,
     typer.Option(
@@ -289,6 +297,7 @@ def bench_locomo(
     embeddings: EmbeddingsOpt = None,
     embed_cache: EmbedCacheOpt = None,
     rankings: RankingsOpt = False,
+    workdir: WorkdirOpt = None,
 ) -> None:
     """LoCoMo recall quality: memclaw vs grep, BM25, vector and hybrid variants, through the real path.
 
@@ -307,6 +316,7 @@ def bench_locomo(
         embeddings=embeddings,
         embed_cache=embed_cache,
         rankings=rankings,
+        workdir=workdir,
     )
 
 
@@ -320,6 +330,7 @@ def bench_longmemeval(
     embeddings: EmbeddingsOpt = None,
     embed_cache: EmbedCacheOpt = None,
     rankings: RankingsOpt = False,
+    workdir: WorkdirOpt = None,
 ) -> None:
     """LongMemEval retrieval (official protocol): recall_any/all@k and nDCG per question type.
 
@@ -335,6 +346,7 @@ def bench_longmemeval(
         embeddings=embeddings,
         embed_cache=embed_cache,
         rankings=rankings,
+        workdir=workdir,
     )
 
 
