@@ -18,8 +18,9 @@ if TYPE_CHECKING:
     from memclaw.memory import MemoryService
     from memclaw.workspace import Workspace
 
-console = Console()
-err_console = Console(stderr=True)
+# Markup and emoji codes off: whatever reaches these consoles is shown as written (see memclaw.richtext).
+console = Console(markup=False, emoji=False, highlight=False)
+err_console = Console(stderr=True, markup=False, emoji=False, highlight=False)
 
 
 def load(workspace: Path | None = None) -> tuple[Config, Workspace]:
@@ -117,7 +118,7 @@ def progress_bar(description: str, total: int):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     prog = Progress(
-        TextColumn("[bold]{task.description}"),
+        TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
