@@ -111,6 +111,17 @@ class UsageError(MemclawError):
     exit_code = 2
 
 
+class NothingToRecall(UsageError):
+    """A recall query with nothing to search for: empty, or only stop words ("the and of"). Auto-recall recalls
+    nothing for it, silently; a command says so (exit 2)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            'empty query: nothing to search for (only words like "the" and "of" count as none); say what to '
+            'recall, e.g. memclaw recall "where does Anna work"'
+        )
+
+
 def from_permission_error(e: PermissionError) -> MemclawError:
     """The CLI's last resort for a PermissionError that no code path said in its own words: one line naming the path
     and the fix; an IndexError_ (exit 3) inside the index folder, a MemoryFileError (3) inside memory/, else a

@@ -25,6 +25,7 @@ from memclaw.dates import DateRange, find_date_ranges
 from memclaw.errors import (
     EmbeddingUnavailable,
     IndexError_,
+    NothingToRecall,
     UsageError,
     VectorStoreCorrupted,
     VectorStoreUnavailable,
@@ -708,8 +709,8 @@ class MemoryService:
             raise UsageError(f"unknown recall mode {mode!r}: use hybrid, bm25 or vector")
         if kind not in (None, "fact", "history"):
             raise UsageError(f"unknown memory kind {kind!r}: use fact or history")
-        if not query or not query.strip():
-            raise UsageError('empty query: say what to recall, e.g. memclaw recall "where does Anna work"')
+        if not query or not query.strip() or not self.tokenizer.tokenize(query):
+            raise NothingToRecall()  # a vector of "the and of" would only bring back an arbitrary memory
         result = RecallResult(query, scope, mode, [])
         if self._never_written(scope):  # e.g. an unknown sender: nothing to recall, and a read writes nothing
             return result

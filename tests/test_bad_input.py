@@ -313,12 +313,20 @@ def test_empty_input_is_a_usage_error(cli, ws, memclaw_home, args, needles):
     assert user_files(memclaw_home) == before
 
 
-def test_query_of_only_stop_words(cli, ws):
-    r = cli("recall", "the of and to", "--json")
-    assert r.code == 0 and r.err == ""
-    assert all(h["bm25"]["rank"] is None for h in json.loads(r.out))  # BM25 has nothing to say
-    r = cli("recall", "the of and to", "--mode", "bm25")
-    assert r.code == 0 and "No memories" in r.out
+def test_query_of_only_stop_words_is_an_empty_query(cli, ws):
+    """Issue 19.14: "the and of" brought back an arbitrary memory at cosine 0.15. It names nothing to search for,
+    as an empty query does: the same message and exit code, in every mode; auto-recall recalls nothing for it,
+    without a warning."""
+    empty = assert_error(cli("recall", ""), 2, "empty query")
+    for args in (["--json"], ["--mode", "bm25"], ["--mode", "vector"], []):
+        assert assert_error(cli("recall", "the of and to", *args), 2) == empty
+    assert assert_error(cli("recall", "The AND... of?!"), 2) == empty
+    r = cli("recall", "the sister", "--json")  # one word that is not a stop word is enough
+    assert r.code == 0 and "Porto" in json.loads(r.out)[0]["text"], r.err
+    r = cli("context", "and the, of it", "--json")
+    assert r.code == 0 and r.err == "", r.err
+    data = json.loads(r.out)
+    assert data["warnings"] == [] and data["memories"] == [], data
 
 
 def test_a_1mb_query_and_a_long_message(cli, ws, memclaw_home):
