@@ -953,8 +953,22 @@ class MemoryService:
         if history:
             path = self.workspace.history_file(scope)
             delete_history_entries(path, scope, self.workspace.source_of(path), history)
+        gone = [current[i] for i in ids]
+        self._remember_forgotten(gone)
         self.sync([scope])
-        return [current[i] for i in ids]
+        return gone
+
+    def _remember_forgotten(self, gone: list[MemoryUnit]) -> None:
+        """Note what was forgotten, so that consolidating a conversation that said it does not write it back
+        (memclaw.forgotten). The memories are deleted already: a note that cannot be written is a warning."""
+        from memclaw.forgotten import FORGOTTEN_FILE, record
+
+        path = self.workspace.sessions_dir / FORGOTTEN_FILE
+        try:
+            record(path, gone)
+        except OSError as e:
+            log.warning("cannot note the forgotten memories in %s (%s): a chat that said them may write them back "
+                        "when it is consolidated", path, e.strerror or e)  # fmt: skip
 
     # ----- stats -----------------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
