@@ -88,6 +88,17 @@ def record(path: Path, units: Iterable[MemoryUnit], now: datetime | None = None)
     replace_atomically(Path(path), ("\n".join(lines) + "\n").encode("utf-8"), mode=0o600)
 
 
+def note_forgotten(sessions_dir: Path, gone: Sequence[MemoryUnit]) -> None:
+    """`record` the memories just forgotten in `sessions_dir`. They are deleted already: a note that cannot be
+    written is a warning, not a failure of the forget."""
+    path = Path(sessions_dir) / FORGOTTEN_FILE
+    try:
+        record(path, gone)
+    except OSError as e:
+        log.warning("cannot note the forgotten memories in %s (%s): a chat that said them may write them back "
+                    "when it is consolidated", path, e.strerror or e)  # fmt: skip
+
+
 def _content_text(m: dict[str, Any]) -> str:
     content = m.get("content")
     if isinstance(content, list):

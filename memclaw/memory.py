@@ -506,6 +506,7 @@ class MemoryService:
         (memclaw.incremental, exact); any other file is parsed in full."""
         from memclaw.incremental import parse_appended, parse_file
         from memclaw.memfiles import read_bytes
+        from memclaw.memory_md import ParseNote, describe_notes
         from memclaw.unittable import FewLookups
 
         out = _ScopeRead()
@@ -527,16 +528,20 @@ class MemoryService:
                     out.reread_old.update(seg.ids)
                 continue
             tail = None
+            notes: list[ParseNote] = []
             if seg is not None and mark is not None:
-                tail = parse_appended(data, mark, kind=kind, scope=scope, source=src, known=FewLookups(seg.ids))
+                tail = parse_appended(data, mark, kind=kind, scope=scope, source=src, known=FewLookups(seg.ids),
+                                      notes=notes)  # fmt: skip
             if tail is not None:
                 units, out.marks[src] = tail
                 out.add(seg, [], None)
             else:
-                units, out.marks[src] = parse_file(data, kind=kind, scope=scope, source=src)
+                units, out.marks[src] = parse_file(data, kind=kind, scope=scope, source=src, notes=notes)
                 out.full_parse = True
                 if seg is not None:
                     out.reread_old.update(seg.ids)
+            for warning in describe_notes(src, notes):  # said when the file is read after a change, not on each recall
+                log.warning("%s", warning)
             if units:
                 out.add(None, units, [u.content_hash for u in units])
         return out
@@ -935,6 +940,7 @@ class MemoryService:
     def forget(self, ids: Sequence[str], *, scope: str = OWNER_SCOPE) -> list[MemoryUnit]:
         """Remove these memories (ids as `list_units` and recall give them) from the Markdown, then from the index.
         Every id is checked before anything is written. Returns the forgotten memories."""
+        from memclaw.forgotten import note_forgotten
         from memclaw.memfiles import FactOp, apply_fact_ops, delete_history_entries
 
         current = {u.id: u for u in self._parse(scope)}
@@ -954,21 +960,9 @@ class MemoryService:
             path = self.workspace.history_file(scope)
             delete_history_entries(path, scope, self.workspace.source_of(path), history)
         gone = [current[i] for i in ids]
-        self._remember_forgotten(gone)
+        note_forgotten(self.workspace.sessions_dir, gone)  # so that no chat that said them writes them back
         self.sync([scope])
         return gone
-
-    def _remember_forgotten(self, gone: list[MemoryUnit]) -> None:
-        """Note what was forgotten, so that consolidating a conversation that said it does not write it back
-        (memclaw.forgotten). The memories are deleted already: a note that cannot be written is a warning."""
-        from memclaw.forgotten import FORGOTTEN_FILE, record
-
-        path = self.workspace.sessions_dir / FORGOTTEN_FILE
-        try:
-            record(path, gone)
-        except OSError as e:
-            log.warning("cannot note the forgotten memories in %s (%s): a chat that said them may write them back "
-                        "when it is consolidated", path, e.strerror or e)  # fmt: skip
 
     # ----- stats -----------------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:

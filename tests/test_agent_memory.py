@@ -261,7 +261,7 @@ def test_memory_tools_in_the_loop(env, llm_server):
 def test_remember_files_a_fact_under_the_default_section_or_the_given_one(env, llm_server):
     """Issue 13.3: the remember tool without a section files the fact under "Notes", not under "Work" (the last
     heading); with a section, under it."""
-    from memclaw.markdown import parse_memory
+    from memclaw.memory_md import parse_memory
 
     agent = env
     llm_server.tool_call("remember", {"text": "My neighbour Omar has a dog"})

@@ -30,7 +30,7 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from memclaw.agent import AgentReply, recall_text
-from memclaw.cli import agent_cmd, context_cmd, main, memory_cmds
+from memclaw.cli import agent_cmd, common, context_cmd, memory_cmds
 from memclaw.config import Config
 from memclaw.context import Sender, build_messages
 from memclaw.errors import UsageError
@@ -237,7 +237,7 @@ def test_status_warnings_and_error_lines_show_any_text_literally(value, scope, m
     assert shows(c.text, f"warning: {msg}")
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
-        main._error_line(UsageError(msg))
+        common.error_line(UsageError(msg))
     assert err.getvalue().startswith("Error: ") and shows(err.getvalue(), msg), err.getvalue()
     assert not any(ch in err.getvalue() for ch in "\x1b\x9b\r\x00"), repr(err.getvalue())
 

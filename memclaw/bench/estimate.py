@@ -10,6 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Known costs on the reference machine (2 cores, bundled model, no embedding cache): only first estimates use them.
+SECONDS_PER_SESSION = 1.0
+"""LongMemEval: one haystack session (indexing its long text dominates): measured 0.8-1.1 s (141 sessions in
+116 s; 5 questions, 240 sessions, in 260 s)."""
+SECONDS_PER_MEMORY = 1 / 200
+"""`bench perf` ingest: 201-291 memories/s measured on a quiet machine (45/s on a busy one)."""
+SECONDS_PER_SIZE = 15.0
+"""`bench perf`, per size besides the ingest: 300 warm recalls, 5 added facts, 3 cold CLI recalls (15-20 s)."""
+
 
 def format_duration(seconds: float) -> str:
     """`~40 s`, `~1.5 min`, `~12 min`, `~1 h 20 min`: seconds under a minute, tenths of a minute under ten."""

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memclaw.bench import metrics as M
-from memclaw.bench.estimate import Estimate, format_duration
+from memclaw.bench.estimate import SECONDS_PER_SESSION, Estimate, format_duration
 from memclaw.errors import UsageError
 
 if TYPE_CHECKING:
@@ -32,10 +32,6 @@ if TYPE_CHECKING:
     from memclaw.config import Config
     from memclaw.embedding import Embedder
 
-SECONDS_PER_SESSION = 1.0
-"""What a haystack session costs on 2 cores with the bundled model and no embedding cache (indexing its long text
-dominates): measured 0.8-1.1 s (141 sessions in 116 s; 5 questions, 240 sessions, in 260 s). Only the first
-estimate uses it; after the first question the run's own rate does."""
 _DATE = re.compile(r"(\d{4})[/-](\d{1,2})[/-](\d{1,2})(?:\s*\([A-Za-z]+\))?(?:\s+(\d{1,2}):(\d{2}))?")
 
 

@@ -29,14 +29,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memclaw.bench.estimate import Estimate
+from memclaw.bench.estimate import SECONDS_PER_MEMORY, SECONDS_PER_SIZE, Estimate
 from memclaw.errors import UsageError
-
-SECONDS_PER_MEMORY = 1 / 200
-"""Ingest on 2 cores with the bundled model (201-291 memories/s measured on a quiet machine, 45/s on a busy one):
-the first size's estimate; later sizes use the rate measured on the previous one."""
-SECONDS_PER_SIZE = 15.0
-"""Per size, besides the ingest: 300 warm recalls, 5 added facts, 3 cold CLI recalls (15-20 s measured)."""
 
 PEOPLE = [
     "Anna",

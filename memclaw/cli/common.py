@@ -127,3 +127,23 @@ def progress_bar(description: str, total: int):
     )
     task = prog.add_task(description, total=total)
     return prog, lambda n=1: prog.advance(task, n)
+
+
+def tolerant_streams() -> None:
+    """A character the terminal's encoding cannot show (LANG=C, an ASCII pipe) is written as an escape instead of
+    failing the command: output comes after the work is done (`memory forget` has deleted by then)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+
+
+def error_line(e: Exception) -> None:
+    """`Error: <message>` on stderr, as written (a message may quote a user's text: its control characters are
+    shown, never sent to the terminal)."""
+    import typer
+
+    from memclaw.richtext import visible
+
+    typer.echo(f"Error: {visible(e)}", err=True)

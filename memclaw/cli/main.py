@@ -7,7 +7,6 @@ unreachable, 5 LLM unavailable, 130 interrupted.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -359,21 +358,22 @@ def status(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) -> None:
 
 def run() -> None:
     """Console-script entry point: the one place errors become messages and exit codes."""
+    from memclaw.cli.common import error_line, tolerant_streams
     from memclaw.errors import MemclawError
 
-    _tolerant_streams()
+    tolerant_streams()
     try:
         code = app(standalone_mode=False)  # click returns typer.Exit's code here instead of exiting
         if isinstance(code, int) and code:
             sys.exit(code)
     except MemclawError as e:
-        _error_line(e)
+        error_line(e)
         sys.exit(e.exit_code)
     except PermissionError as e:  # one no code path said in its own words
         from memclaw.errors import from_permission_error
 
         err = from_permission_error(e)
-        _error_line(err)
+        error_line(err)
         sys.exit(err.exit_code)
     except KeyboardInterrupt:
         typer.echo("Interrupted.", err=True)
@@ -383,24 +383,6 @@ def run() -> None:
     except Exception as e:  # usage errors arrive here in non-standalone mode
         _exit_for_click(e)
         raise
-
-
-def _tolerant_streams() -> None:
-    """A character the terminal's encoding cannot show (LANG=C, an ASCII pipe) is written as an escape instead of
-    failing the command: output comes after the work is done (`memory forget` has deleted by then)."""
-    for stream in (sys.stdout, sys.stderr):
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            with contextlib.suppress(ValueError, OSError):
-                reconfigure(errors="backslashreplace")
-
-
-def _error_line(e: Exception) -> None:
-    """`Error: <message>` on stderr, as written (a message may quote a user's text: its control characters are
-    shown, never sent to the terminal)."""
-    from memclaw.richtext import visible
-
-    typer.echo(f"Error: {visible(e)}", err=True)
 
 
 def _exit_for_click(e: Exception) -> None:
