@@ -18,9 +18,10 @@ from rich.text import Text
 
 from memclaw.dates import DateRange
 from memclaw.recall import RecallResult
-from memclaw.richtext import lit, visible
+from memclaw.richtext import lit
 from memclaw.shorten import ECHO_CHARS, MEMORY_CHARS, shorten
 from memclaw.units import MemoryUnit
+from memclaw.visible import visible
 
 if TYPE_CHECKING:
     from memclaw.memory_section import SectionFill

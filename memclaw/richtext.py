@@ -8,9 +8,9 @@ rich such a string: they build `Text` objects, which rich prints as they are.
 * `lit(text, style)`: user text as a Text (a table cell, a title, a caption, a line);
 * `line(*parts)`: a line made of memclaw's own words, styled by name, and user text: every `str` part is
   literal, a `(text, style)` pair is literal text in that style;
-* `visible(text)`: the text as a terminal should show it: control characters (ESC, CSI, a bare carriage
-  return, ...) are drawn as visible symbols, so a memory cannot move the cursor or recolour the terminal; a tab
-  is a space.
+* `visible(text)` (memclaw.visible, which log lines use too): the text as a terminal should show it: control
+  characters (ESC, CSI, a bare carriage return, ...) drawn as visible symbols, so a memory cannot move the
+  cursor or recolour the terminal; a tab as a space.
 
 The consoles memclaw prints through (`memclaw.cli.common`) also have markup and emoji codes switched off, so
 even a plain `str` that slips through is shown as written.
@@ -18,30 +18,9 @@ even a plain `str` that slips through is shown as written.
 
 from __future__ import annotations
 
-import re
-
 from rich.text import Text
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def _picture(m: re.Match[str]) -> str:
-    c = ord(m.group())
-    if c < 0x20:
-        return chr(0x2400 + c)  # the Unicode control pictures: \x1b -> "␛"
-    if c == 0x7F:
-        return "\u2421"  # "␡"
-    return f"\\x{c:02x}"  # C1 controls (0x9b is an 8-bit CSI) have no picture
-
-
-def visible(text: object) -> str:
-    """`text` (any object, as str) as every rich view shows user text: each control character other than newline
-    and tab as a visible symbol (control pictures for C0 and DEL, `\\x9b` for C1), a tab as a space (rich would
-    expand it to up to 8 columns, past the width it measured for a table cell)."""
-    s = text if isinstance(text, str) else str(text)
-    if "\t" in s:
-        s = s.replace("\t", " ")
-    return _CONTROL.sub(_picture, s) if _CONTROL.search(s) else s
+from memclaw.visible import visible
 
 
 def lit(text: object, style: str = "") -> Text:

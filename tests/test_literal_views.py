@@ -37,9 +37,10 @@ from memclaw.errors import UsageError
 from memclaw.memory_section import fill_hits
 from memclaw.recall import RecallHit, RecallResult, Signal
 from memclaw.render import forgot_text, memory_table
-from memclaw.richtext import visible, warning
+from memclaw.richtext import warning
 from memclaw.shorten import ECHO_CHARS, MEMORY_CHARS, shorten
 from memclaw.units import MemoryUnit
+from memclaw.visible import visible
 from tests import test_bad_input
 from tests.test_context_support import make_workspace
 
@@ -278,3 +279,28 @@ def test_forget_says_it_succeeded_even_on_a_terminal_that_cannot_show_the_text(c
     assert p.returncode == 0, p.stderr
     assert f"forgot {uid}".encode() in p.stdout and b"[/b]" in p.stdout
     assert "Café" not in (ws / "memory" / "MEMORY.md").read_text("utf-8")
+
+
+def test_log_lines_show_control_characters_as_symbols():
+    """A warning that quotes a path or a memory with an escape sequence does not send it to the terminal, whether
+    it goes through the plain log handler or the one that prints above a spinner."""
+    import logging
+
+    from memclaw.cli.common import log_through
+    from memclaw.runtime import VisibleFormatter
+
+    record = logging.LogRecord("memclaw.memory", logging.WARNING, __file__, 1, "cannot read %s", ("a\x1b[2Jb",), None)
+    assert VisibleFormatter("%(levelname)s %(name)s: %(message)s").format(record) == (
+        "WARNING memclaw.memory: cannot read a␛[2Jb"
+    )
+    root = logging.getLogger()
+    plain = logging.StreamHandler(io.StringIO())
+    root.addHandler(plain)
+    try:
+        c = Captured()
+        log_through(c.err_console)  # the chat's handler: prints above the spinner
+        logging.getLogger("memclaw.memory").warning("cannot read %s", "a\x1b[2Jb")
+    finally:
+        for h in [h for h in root.handlers if h is plain or type(h).__name__ == "_ConsoleLogHandler"]:
+            root.removeHandler(h)
+    assert "a␛[2Jb" in c.text and "\x1b" not in c.text, repr(c.text)

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
+from memclaw.visible import visible
+
 if TYPE_CHECKING:
     from memclaw.config import Config
     from memclaw.memory import MemoryService
@@ -47,7 +49,7 @@ class _ConsoleLogHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self.target.print(self.format(record), markup=False, highlight=False, soft_wrap=True)
+            self.target.print(visible(self.format(record)), markup=False, highlight=False, soft_wrap=True)
         except Exception:
             self.handleError(record)
 
@@ -144,6 +146,6 @@ def error_line(e: Exception) -> None:
     shown, never sent to the terminal)."""
     import typer
 
-    from memclaw.richtext import visible
+    from memclaw.visible import visible
 
     typer.echo(f"Error: {visible(e)}", err=True)
