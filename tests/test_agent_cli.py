@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from memclaw.sessions import SessionStore
+from memclaw.units import unit_id
 from tests.llm_server import scripted_server
 
 pytestmark = pytest.mark.slow
@@ -194,18 +195,16 @@ def test_chat_shows_markup_in_memories_literally_and_usage_in_full(root, llm_ser
     memory = root / "memory" / "MEMORY.md"
     memory.write_text(MEMORY + "- Forum tip: close tags like [/b] in BBCode, not <b>\n", "utf-8")
     llm_server.reply("Still here.")
-    stdin = "/recall\n/forget\n/recall BBCode tags\nhello\n"
+    uid = unit_id("owner", "memory/MEMORY.md", "fact", "Forum tip: close tags like [/b] in BBCode, not <b>", 0)
+    stdin = f"/recall\n/forget\n/recall BBCode tags\nhello\n/forget {uid}\n"
     p = memclaw("chat", "-w", str(root), stdin=stdin, COLUMNS="160", **CHAT_TTY)
     assert p.returncode == 0, p.stderr
     out = ANSI.sub("", p.stdout)
     assert "Usage: /recall <query>" in out and "Usage: /forget <id> [<id>...] (ids from /recall)" in out
     row = next(ln for ln in out.splitlines() if "Forum tip" in ln)
-    assert "close tags like [/b] in BBCode, not <b>" in row, out
-    uid = re.search(r" (f[0-9a-f]{11}) ", row).group(1)
+    assert "close tags like [/b] in BBCode, not <b>" in row and f" {uid} " in row, out  # with its id
     assert "Still here." in out  # the chat went on after /recall
-    p = memclaw("chat", "-w", str(root), stdin=f"/forget {uid}\n", **CHAT_TTY)
-    assert p.returncode == 0, p.stderr
-    assert f"- {uid} (fact): Forum tip: close tags like [/b] in BBCode, not <b>" in ANSI.sub("", p.stdout)
+    assert f"- {uid} (fact): Forum tip: close tags like [/b] in BBCode, not <b>" in out
     assert "BBCode" not in memory.read_text("utf-8")
 
 

@@ -182,7 +182,7 @@ def context_ws(tmp_path_factory) -> Path:
 
 
 @settings(
-    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
 @given(message=one_line, text=one_line, name=one_line, sender_id=one_line.filter(str.isprintable))
 def test_context_view_shows_any_text_literally(context_ws, message, text, name, sender_id):

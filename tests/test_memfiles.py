@@ -409,7 +409,7 @@ SEEDS = [
 SECTIONS = [None, "S", "Start", "Work", "Start > Sub", "New"]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     st.sampled_from(SEEDS),
     st.lists(st.tuples(st.sampled_from(["add", "update", "delete"]), _words, st.integers(0, 50)), max_size=12),

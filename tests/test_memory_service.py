@@ -260,9 +260,9 @@ def _count_full_parses(monkeypatch) -> list[str]:
     calls: list[str] = []
     real = inc.parse_file
 
-    def spy(data, *, kind, scope, source):
+    def spy(data, *, kind, scope, source, **kw):
         calls.append(source)
-        return real(data, kind=kind, scope=scope, source=source)
+        return real(data, kind=kind, scope=scope, source=source, **kw)
 
     monkeypatch.setattr(inc, "parse_file", spy)
     return calls
