@@ -260,6 +260,18 @@ class Consolidator:
     async def _ask(
         self, scope: str, msgs: list[dict[str, Any]], *, now: datetime | None
     ) -> tuple[ConsolidationOut, Usage]:
+        from memclaw.forgotten import FORGOTTEN_FILE, Guard, load
+
+        forgotten = await asyncio.to_thread(load, self.memory.workspace.sessions_dir / FORGOTTEN_FILE)
+        guard = Guard(forgotten, scope, msgs, self.memory.tokenizer.tokenize)
+        out, usage = await self._ask_model(scope, guard.redact(msgs), guard.texts, now=now)
+        out.facts = [op for op in out.facts if op.op == "delete" or guard.keeps(op.text)]
+        out.history_entry = guard.scrub(out.history_entry)
+        return out, usage
+
+    async def _ask_model(
+        self, scope: str, msgs: list[dict[str, Any]], forgotten: list[str], *, now: datetime | None
+    ) -> tuple[ConsolidationOut, Usage]:
         facts = await asyncio.to_thread(self.memory.facts, scope)
         known = {f.id for f in facts}
         stamps = [t for t in (_parse_ts(m.get("ts")) for m in msgs) if t]
@@ -273,6 +285,7 @@ class Consolidator:
             who_short=who_short,
             now=f"{(now or datetime.now()):%Y-%m-%d %H:%M (%A)}",
             facts=[{"id": f.id, "text": f.text, "section": f.section} for f in facts],
+            forgotten=[" ".join(t.split()) for t in forgotten],
             conversation=format_conversation(msgs, self.config.agent.name),
             first_ts=f"{stamps[0]:%Y-%m-%d %H:%M}" if stamps else "unknown",
             last_ts=f"{stamps[-1]:%Y-%m-%d %H:%M}" if stamps else "unknown",

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from memclaw import memory_section
 from memclaw.budget import Allocation, BudgetItem, BudgetSection, SectionReport, allocate
-from memclaw.errors import ConfigError, MemclawError
+from memclaw.errors import ConfigError, MemclawError, NothingToRecall
 from memclaw.filecache import FileCache
 from memclaw.prompts import render
 from memclaw.recall import RecallHit
@@ -540,6 +540,8 @@ def build_messages(
         query = recall_query(message.text, history, config.context.followup_max_words)
         try:
             hits = list(recall(query, scope=scope, k=config.context.recall_k))[: config.context.recall_k]
+        except NothingToRecall:  # "ok, and?" names nothing to look for: no memories, and nothing to warn about
+            pass
         except MemclawError as e:
             log.warning("auto-recall failed, answering without memories: %s", e)
             warnings.append(f"auto-recall failed: {e}")

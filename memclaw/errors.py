@@ -121,3 +121,15 @@ class UsageError(MemclawError):
     """The command was called with arguments that cannot work."""
 
     exit_code = 2
+
+
+class NothingToRecall(UsageError):
+    """A recall query with nothing to search for: empty, or only stop words ("the and of"). Auto-recall recalls
+    nothing for it, silently; a command says so (exit 2)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            'empty query: nothing to search for (only words like "the" and "of" count as none); say what to '
+            'recall, e.g. memclaw recall "where does Anna work"'
+        )
+

@@ -7,8 +7,9 @@ rules the fast path out) and the appended text begins at a clean boundary, its u
 parse followed by the units of the appended text parsed on its own from that state:
 
 * MEMORY.md: the first non-blank appended line is a list item at column 0 or an ATX heading, with no comment
-  opener. Either closes the open fact exactly where the end of the file closed it, and leaves no open item
-  (so no parent) and no comment or fence: what carries over is the heading stack alone.
+  opener (and not a bare `-`, which could underline a paragraph the earlier text ended in). Either closes the
+  open fact or paragraph exactly where the end of the file closed it, and leaves no open item (so no parent) and
+  no comment or fence: what carries over is the heading stack alone.
 * HISTORY.md: the first non-blank appended line starts with a history stamp; it closes the last entry exactly
   where the end of the file did (blank lines before it are dropped either way).
 
@@ -24,7 +25,9 @@ from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 
-from memclaw.markdown import _bullet, _heading, is_thematic_break, parse_stamp, scan_history_doc, scan_memory
+from memclaw.markdown import parse_stamp, scan_history_doc
+from memclaw.mdsyntax import atx_heading, bullet, is_thematic_break, setext_level
+from memclaw.memory_md import ParseNote, scan_memory
 from memclaw.units import Kind, MemoryUnit, unit_id
 
 ENCODING = "utf-8"
@@ -68,17 +71,28 @@ def decode(data: bytes) -> str:
     return data.decode(ENCODING, ERRORS)
 
 
-def parse_file(data: bytes, *, kind: Kind, scope: str, source: str) -> tuple[list[MemoryUnit], FileMark]:
-    """A full parse of one memory file's bytes, and its mark."""
-    return _parse(data, hashlib.sha256(data), kind=kind, scope=scope, source=source, first_line=0, stack=())
+def parse_file(
+    data: bytes, *, kind: Kind, scope: str, source: str, notes: list[ParseNote] | None = None
+) -> tuple[list[MemoryUnit], FileMark]:
+    """A full parse of one memory file's bytes, and its mark. MEMORY.md's parse notes (what is not a fact, dates
+    that are none: memclaw.memory_md) are added to `notes` when it is given."""
+    return _parse(data, hashlib.sha256(data), kind=kind, scope=scope, source=source, first_line=0, stack=(),
+                  notes=notes)  # fmt: skip
 
 
 def parse_appended(
-    data: bytes, mark: FileMark, *, kind: Kind, scope: str, source: str, known: Container[str]
+    data: bytes,
+    mark: FileMark,
+    *,
+    kind: Kind,
+    scope: str,
+    source: str,
+    known: Container[str],
+    notes: list[ParseNote] | None = None,
 ) -> tuple[list[MemoryUnit], FileMark] | None:
     """The units appended since `mark` (with the ids a full parse gives them) and the new mark; None when
     `data` is not the marked bytes plus an append at a clean boundary (then parse the whole file).
-    `known` holds the ids of the units parsed up to the mark."""
+    `known` holds the ids of the units parsed up to the mark; the appended text's parse notes go to `notes`."""
     if not mark.resumable or len(data) < mark.size:
         return None
     view = memoryview(data)
@@ -90,7 +104,7 @@ def parse_appended(
         return None
     h.update(view[mark.size :])
     units, new_mark = _parse(data, h, kind=kind, scope=scope, source=source, first_line=mark.n_lines - 1,
-                             stack=mark.stack, text=tail)  # fmt: skip
+                             stack=mark.stack, text=tail, notes=notes)  # fmt: skip
     return _continue_occurrences(units, known), new_mark
 
 
@@ -107,10 +121,10 @@ def clean_boundary(tail: str, kind: Kind) -> bool:
         if "<!--" in line:
             return False
         if s[0] == "#":
-            return _heading(s) is not None
-        if line[0].isspace() or s[0] in "`~" or is_thematic_break(s):
-            return False
-        return _bullet(s) is not None
+            return atx_heading(s) is not None
+        if line[0].isspace() or s[0] in "`~" or is_thematic_break(s) or setext_level(s, 0) is not None:
+            return False  # (a bare `-` is an item, or the underline of a paragraph the earlier text ended in)
+        return bullet(s) is not None
     return True
 
 
@@ -124,6 +138,7 @@ def _parse(
     first_line: int,
     stack: tuple[tuple[int, str], ...],
     text: str | None = None,
+    notes: list[ParseNote] | None = None,
 ) -> tuple[list[MemoryUnit], FileMark]:
     if text is None:
         text = decode(data)
@@ -131,6 +146,8 @@ def _parse(
     if kind == "fact":
         doc = scan_memory(text, scope=scope, source=source, line_offset=first_line, stack=stack)
         units = [b.unit for b in doc.facts]
+        if notes is not None:
+            notes.extend(doc.notes)
         mark = FileMark(len(data), h.digest(), doc.n_lines, ends_nl and not (doc.open_comment or doc.open_fence),
                         tuple(doc.stack))  # fmt: skip
     else:

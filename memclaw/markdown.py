@@ -1,14 +1,7 @@
-"""The Markdown memory formats, parsed into memory units and rendered back (pure: no I/O).
+"""The Markdown memory formats' shared text rules, and HISTORY.md (pure: no I/O).
 
-MEMORY.md (facts)
-    Markdown with ATX headings (`#` .. `######`). Each list item (`-`, `*`, `+`, `1.`, `1)`) is one fact; its
-    continuation lines (indented under it, or following it directly) belong to it. A nested item is a fact of
-    its own (its parent item's text is kept in `extra["parent"]`). A plain paragraph outside lists is one fact.
-    A fenced code block (``` or ~~~) never splits a unit and is never read as items or headings: directly
-    under an item it belongs to the item, standalone it is one fact. HTML comments are ignored. A fact's
-    `section` is its heading path, "Work > Projects". A fact ending in a date, `... (2023-05-08)` or
-    `... [2023-05-08]` (or starting with `[2023-05-08]`), gets that date as its timestamp; the text is kept
-    as written. Setext headings and thematic breaks are not headings (a break line is ignored).
+MEMORY.md (facts) is parsed and rendered by memclaw.memory_md, line syntax in memclaw.mdsyntax; what both formats
+share is here: clean text, section paths, a fact's trailing date, history stamps.
 
 HISTORY.md (history entries)
     An entry starts at a line beginning `[YYYY-MM-DD HH:MM]` (also `[YYYY-MM-DD]`, `[YYYY-MM-DD HH:MM:SS]`)
@@ -21,17 +14,12 @@ Parsing never raises, whatever the text (control characters, surrogate-escaped b
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import date, datetime
 
 from memclaw.units import MemoryUnit, unit_id
 
-_BULLET = re.compile(r"[-*+]|[0-9]{1,9}[.)]")
-_HEADING = re.compile(r"#{1,6}")
-_THEMATIC = re.compile(r"([-*_])(?:[ \t]*\1){2,}[ \t]*\Z")
-_FENCE = re.compile(r"(`{3,}|~{3,})(.*)\Z", re.S)
-_CLOSING_HASHES = re.compile(r"(?:^| )#+\Z")
 _TRAILING_DATE = re.compile(r"(?:\(([0-9]{4}-[0-9]{2}-[0-9]{2})\)|\[([0-9]{4}-[0-9]{2}-[0-9]{2})\])\s*\Z")
 _LEADING_DATE = re.compile(r"\[([0-9]{4}-[0-9]{2}-[0-9]{2})\]")
 _STAMP = re.compile(r"\[([0-9]{4})-([0-9]{2})-([0-9]{2})(?: ([0-9]{2}):([0-9]{2})(?::([0-9]{2}))?)?\]")
@@ -48,82 +36,6 @@ def clean_text(s: str) -> str:
     return _SURROGATES.sub("\ufffd", s)
 
 
-def _dedent(line: str, n: int) -> str:
-    """Remove up to n leading whitespace characters."""
-    i = 0
-    while i < n and i < len(line) and line[i].isspace():
-        i += 1
-    return line[i:]
-
-
-def _heading(s: str) -> tuple[int, str] | None:
-    """(level, text) if the stripped line `s` is an ATX heading."""
-    m = _HEADING.match(s)
-    if m is None:
-        return None
-    rest = s[m.end() :]
-    if rest and rest[0] not in " \t":
-        return None
-    text = " ".join(rest.split())
-    text = _CLOSING_HASHES.sub("", text).strip()
-    return m.end(), text
-
-
-def _fence_open(s: str) -> tuple[str, int] | None:
-    """(fence char, length) if the stripped line `s` opens a fenced code block."""
-    m = _FENCE.match(s)
-    if m is None:
-        return None
-    run = m.group(1)
-    if run[0] == "`" and "`" in m.group(2):
-        return None
-    return run[0], len(run)
-
-
-def _fence_closes(s: str, fence: tuple[str, int]) -> bool:
-    ch, n = fence
-    return len(s) >= n and s == ch * len(s)
-
-
-def _bullet(s: str) -> int | None:
-    """Length of the list marker if the stripped line `s` is a list item."""
-    m = _BULLET.match(s)
-    if m is None:
-        return None
-    k = m.end()
-    if k < len(s) and s[k] not in " \t":
-        return None
-    return k
-
-
-def _strip_comments(line: str, in_comment: bool) -> tuple[str, bool]:
-    """Remove HTML comments from one line; returns (rest, whether a comment is still open)."""
-    if in_comment:
-        end = line.find("-->")
-        if end < 0:
-            return "", True
-        line = line[end + 3 :]
-    still_open = False
-    while True:
-        parts: list[str] = []
-        pos = 0
-        while True:
-            start = line.find("<!--", pos)
-            if start < 0:
-                parts.append(line[pos:])
-                break
-            parts.append(line[pos:start])
-            end = line.find("-->", start + 4)
-            if end < 0:
-                still_open = True
-                break
-            pos = end + 3
-        out = "".join(parts)
-        if "<!--" not in out:
-            return out, still_open
-        line = out  # removing a comment joined "<!" and "--" into a new opener: strip again
-
-
 def split_trailing_date(text: str) -> tuple[str, str | None]:
     """`text` without the date it ends in, `... (2023-05-08)` or `... [2023-05-08]`, and that date as written
     (YYYY-MM-DD); `(text, None)` when it ends in none. The one reading of a fact's trailing date."""
@@ -133,18 +45,20 @@ def split_trailing_date(text: str) -> tuple[str, str | None]:
     return text[: m.start()].rstrip(), m.group(1) or m.group(2)
 
 
-def _date_of(text: str) -> datetime | None:
+def fact_date(text: str) -> tuple[datetime | None, str | None]:
+    """A fact's date: the date it ends in (or starts with, `[2023-05-08] ...`) and None; (None, the date as
+    written) when that is no real date (`2026-02-30`); (None, None) when it names none."""
     raw = split_trailing_date(text)[1]
     if raw is None:
         m = _LEADING_DATE.match(text)
         raw = m.group(1) if m else None
     if raw is None:
-        return None
+        return None, None
     try:
         d = date.fromisoformat(raw)
     except ValueError:
-        return None
-    return datetime(d.year, d.month, d.day)
+        return None, raw
+    return datetime(d.year, d.month, d.day), None
 
 
 def parse_stamp(line: str) -> tuple[datetime, int] | None:
@@ -172,293 +86,7 @@ def normalize_section(section: str | None) -> str | None:
     return SECTION_SEP.join(section_pieces(section)) or None
 
 
-# ----- MEMORY.md -----------------------------------------------------------------------------------------
-@dataclass
-class FactBlock:
-    """Where one fact sits in the file: 0-based line range [start, end] and how it is written."""
-
-    unit: MemoryUnit
-    start: int
-    end: int
-    style: str  # "bullet" | "paragraph" | "code"
-    indent: int
-    prefix: str  # bullets: the first line up to the text (indent, marker, spacing); else the indent
-    unclosed: bool = False  # an unclosed code fence runs to the end of the file
-    comment_before: bool = False  # an HTML comment was open when its first line began
-
-
-@dataclass
-class HeadingLine:
-    index: int  # 0-based line
-    level: int
-    text: str
-    path: str | None  # the section path in force after this heading
-
-
-@dataclass
-class MemoryDoc:
-    facts: list[FactBlock]
-    headings: list[HeadingLine]
-    n_lines: int
-    open_comment: bool  # the file ends inside an unclosed <!-- comment
-    open_fence: bool  # the file ends inside an unclosed code fence
-    stack: list[tuple[int, str]] = field(default_factory=list)  # the heading stack (level, text) at the end
-
-
-@dataclass
-class _Open:
-    style: str
-    start: int
-    indent: int
-    prefix: str
-    section: str | None
-    lines: list[str] = field(default_factory=list)
-    end: int = 0
-    blank: int = 0
-    lazy: bool = False
-    fence: tuple[str, int] | None = None
-    fence_ws: int = 0
-    fence_first: bool = False
-    parent: str | None = None
-    comment_before: bool = False
-
-
-def scan_memory(
-    text: str, *, scope: str, source: str, line_offset: int = 0, stack: Sequence[tuple[int, str]] = ()
-) -> MemoryDoc:
-    """Parse MEMORY.md text into fact blocks (units with their line ranges) and headings.
-
-    `line_offset` and `stack` resume a parse after a clean boundary (see memclaw.incremental): the text starts
-    at that 0-based line, under that heading stack, with no item, comment or fence open. Occurrence numbers of
-    identical texts then count from 0 within `text` only."""
-    lines = text.split("\n")
-    if not line_offset and lines and lines[0].startswith("\ufeff"):
-        lines[0] = lines[0][1:]
-    facts: list[FactBlock] = []
-    headings: list[HeadingLine] = []
-    counts: dict[str, int] = {}
-    stack = list(stack)
-    section: str | None = SECTION_SEP.join(t for _, t in stack) or None
-    items: list[tuple[int, str]] = []  # open list items (indent, first-line text) for parent lookup
-    cur: _Open | None = None
-    in_comment = False
-
-    def close() -> None:
-        nonlocal cur
-        if cur is None:
-            return
-        o, cur = cur, None
-        body = o.lines
-        while body and not body[-1].strip():
-            body.pop()
-        if not body:
-            return
-        t = clean_text(body[0] if len(body) == 1 else "\n".join(body))
-        norm = " ".join(t.split())
-        if not norm:
-            return
-        occ = counts.get(norm, 0)
-        counts[norm] = occ + 1
-        extra = {"style": o.style}
-        if o.fence_first:
-            extra["fence_first"] = "1"
-        if o.parent:
-            extra["parent"] = clean_text(o.parent)
-        unit = MemoryUnit(
-            id=unit_id(scope, source, "fact", t, occ),
-            kind="fact",
-            scope=scope,
-            source=source,
-            line=o.start + 1,
-            text=t,
-            timestamp=_date_of(t),
-            section=o.section and clean_text(o.section),
-            extra=extra,
-        )
-        facts.append(
-            FactBlock(unit, o.start, o.end, o.style, o.indent, o.prefix, o.fence is not None, o.comment_before)
-        )
-
-    for i, raw in enumerate(lines, line_offset):
-        line = raw.rstrip("\r")
-        if cur is not None and cur.fence is not None:
-            s = line.strip()
-            cur.end = i
-            if _fence_closes(s, cur.fence):
-                cur.lines.append(s)
-                cur.fence = None
-                cur.lazy = False
-                if cur.style == "code":
-                    close()
-            else:
-                cur.lines.append(_dedent(line, cur.fence_ws).rstrip())
-            continue
-        was_in_comment = in_comment
-        if in_comment or "<!--" in line:
-            line, in_comment = _strip_comments(line, in_comment)
-            if not line.strip():
-                continue  # a comment-only line is transparent
-        body = line.lstrip()
-        s = body.rstrip()
-        if not s:
-            if cur is not None:
-                if cur.style == "paragraph":
-                    close()
-                else:
-                    cur.blank += 1
-                    cur.lazy = False
-            continue
-        wsn = len(line) - len(body)  # leading whitespace, in characters
-        indent = wsn if not wsn or "\t" not in line[:wsn] else len(line[:wsn].expandtabs(4))
-        c = s[0]
-        if c == "#":
-            h = _heading(s)
-            if h is not None:
-                close()
-                level, htext = h
-                while stack and stack[-1][0] >= level:
-                    stack.pop()
-                if htext:
-                    stack.append((level, htext))
-                section = SECTION_SEP.join(t for _, t in stack) or None
-                headings.append(HeadingLine(i, level, htext, section))
-                items.clear()
-                continue
-        if c in "`~":
-            f = _fence_open(s)
-            if f is not None:
-                if cur is not None and cur.style == "bullet" and (indent > cur.indent or (cur.lazy and not cur.blank)):
-                    if cur.lines:
-                        cur.lines.extend([""] * cur.blank)
-                    else:
-                        cur.fence_first = True
-                    cur.blank = 0
-                    cur.lines.append(s)
-                else:
-                    close()
-                    while items and items[-1][0] >= indent:
-                        items.pop()
-                    ws = line[:wsn]
-                    cur = _Open("code", i, indent, ws, section, [s], fence_first=True)
-                    cur.comment_before = was_in_comment
-                cur.fence = f
-                cur.fence_ws = wsn
-                cur.end = i
-                continue
-        if c in "-*_" and _THEMATIC.match(s):
-            close()
-            items.clear()
-            continue
-        k = _bullet(s)
-        if k is not None:
-            close()
-            while items and items[-1][0] >= indent:
-                items.pop()
-            parent = items[-1][1] if items else None
-            after = s[k:]
-            content = after.strip()
-            ws = wsn
-            gap = len(after) - len(after.lstrip())
-            prefix = line[: ws + k + gap] if content else line[: ws + k] + " "
-            cur = _Open("bullet", i, indent, prefix, section, [content] if content else [], end=i)
-            cur.lazy = bool(content)
-            cur.comment_before = was_in_comment
-            cur.parent = parent
-            items.append((indent, content))
-            continue
-        # plain text
-        if cur is not None and cur.style == "bullet" and (indent > cur.indent or (cur.lazy and not cur.blank)):
-            if cur.lines:
-                cur.lines.extend([""] * cur.blank)
-            cur.blank = 0
-            cur.lines.append(s)
-            cur.end = i
-            cur.lazy = True
-            continue
-        if cur is not None and cur.style == "paragraph":
-            cur.lines.append(s)
-            cur.end = i
-            continue
-        close()
-        while items and items[-1][0] >= indent:
-            items.pop()
-        cur = _Open("paragraph", i, indent, line[:wsn], section, [s], end=i)
-        cur.comment_before = was_in_comment
-    open_fence = cur is not None and cur.fence is not None
-    close()
-    return MemoryDoc(facts, headings, line_offset + len(lines), in_comment, open_fence, stack)
-
-
-def parse_memory(text: str, *, scope: str, source: str) -> list[MemoryUnit]:
-    """MEMORY.md text -> fact units, in file order."""
-    return [b.unit for b in scan_memory(text, scope=scope, source=source).facts]
-
-
-def heading_line(level: int, text: str) -> str:
-    """An ATX heading that parses back to exactly `text`."""
-    line = "#" * level
-    if text:
-        line += " " + text
-        if _CLOSING_HASHES.search(text):
-            line += " #"
-    return line
-
-
-def is_thematic_break(line: str) -> bool:
-    """A line like `---`, `* * *` or `___` (ignored, never a fact)."""
-    return _THEMATIC.match(line.strip()) is not None
-
-
-def bullet_first_line(text_line: str) -> str:
-    """`- text`, or `* text` where `- text` would read as a thematic break."""
-    line = "- " + text_line
-    return "* " + text_line if _THEMATIC.match(line) else line
-
-
-def _fact_lines(u: MemoryUnit) -> tuple[list[str], bool]:
-    """Markdown lines for one fact and whether it must stand apart (blank lines around it)."""
-    body = u.text.split("\n")
-    style = u.extra.get("style", "bullet")
-    if style in ("code", "paragraph"):
-        return body, True
-    rest = ["  " + x if x else "" for x in body[1:]]
-    if u.extra.get("fence_first"):
-        return ["-", "  " + body[0], *rest], False
-    return [bullet_first_line(body[0]), *rest], False
-
-
-def render_memory(units: Iterable[MemoryUnit]) -> str:
-    """Facts -> MEMORY.md text (headings from sections, one item per fact). History units are skipped."""
-    out: list[str] = []
-    cur: list[str] = []
-    apart = False
-    for u in units:
-        if u.kind != "fact" or not u.text.strip():
-            continue
-        pieces = section_pieces(u.section)
-        if len(pieces) > MAX_HEADING_LEVEL:
-            pieces = pieces[: MAX_HEADING_LEVEL - 1] + [SECTION_SEP.join(pieces[MAX_HEADING_LEVEL - 1 :])]
-        if pieces != cur:
-            p = 0
-            while p < min(len(pieces), len(cur)) and pieces[p] == cur[p]:
-                p += 1
-            if out and out[-1]:
-                out.append("")
-            if p == len(pieces):
-                out.append("#" * (p + 1))  # an empty heading closes the deeper sections
-            for j in range(p, len(pieces)):
-                out.append(heading_line(j + 1, pieces[j]))
-            out.append("")
-            cur = pieces
-        lines, standalone = _fact_lines(u)
-        if (standalone or apart) and out and out[-1]:
-            out.append("")
-        out.extend(lines)
-        apart = standalone
-    return _keep_bom("\n".join(out) + "\n" if out else "")
-
-
-def _keep_bom(text: str) -> str:
+def keep_bom(text: str) -> str:
     """Parsing drops one leading byte-order mark: double a leading U+FEFF that is part of the text."""
     return "\ufeff" + text if text.startswith("\ufeff") else text
 
@@ -591,4 +219,4 @@ def render_history(units: Iterable[MemoryUnit]) -> str:
             blocks.append(format_history_entry(u.timestamp, u.text, seconds=bool(u.timestamp.second)))
     if undated:
         blocks.insert(0, "\n\n".join(undated))
-    return _keep_bom("\n\n".join(blocks) + "\n" if blocks else "")
+    return keep_bom("\n\n".join(blocks) + "\n" if blocks else "")

@@ -38,20 +38,15 @@ from memclaw.fsutil import fsync_dir, replace_atomically
 from memclaw.markdown import (
     MAX_HEADING_LEVEL,
     SECTION_SEP,
-    FactBlock,
-    MemoryDoc,
-    bullet_first_line,
     clean_text,
     format_history_entry,
-    heading_line,
-    is_thematic_break,
     normalize_section,
     parse_history,
-    parse_memory,
     scan_history,
-    scan_memory,
     section_pieces,
 )
+from memclaw.mdsyntax import bullet_first_line, heading_line, is_thematic_break, joins_item_above, underlines
+from memclaw.memory_md import FactBlock, MemoryDoc, parse_memory, scan_memory
 from memclaw.safepath import is_symlink_error, open_nofollow, read_nofollow, refusal
 from memclaw.units import MemoryUnit
 
@@ -315,7 +310,11 @@ def _plan(text: str, path: Path, scope: str, source: str, ops: list[FactOp]) -> 
         residue = [] if b.style == "code" else _comment_residue(lines[b.start : b.end + 1], b.comment_before)
         if kind == "delete":
             deletes.append(op.id)
-            replace[b.start] = (b.end, [x for x in residue if x])
+            kept = [x for x in residue if x]
+            around = lines[b.start - 1] if b.start else "", lines[b.end + 1] if b.end + 1 < len(lines) else ""
+            if not kept and underlines(*around):
+                kept = [nl_r]  # a blank line keeps a paragraph and a break that met from making a heading
+            replace[b.start] = (b.end, kept)
             continue
         assert new_text is not None
         updates.append((op.id, new_text, b.unit.section))
@@ -394,10 +393,12 @@ def _section_slot(
         return eof, bullets  # the file ends in this section: at the very end (what append_fact's fast path does)
     in_section = [b for b in doc.facts if b.unit.section == section]
     if in_section:
-        return max(b.end for b in in_section) + 1, bullets
+        pos = max(b.end for b in in_section) + 1
+        return pos, bullets + ([""] if joins_item_above(lines[pos]) else [])
     heads = [h for h in doc.headings if h.path == section]
     if heads:
-        return heads[-1].index + 1, bullets
+        pos = heads[-1].index + 1
+        return pos, bullets + ([""] if joins_item_above(lines[pos]) else [])
     pieces = section_pieces(section)
     for j in range(len(pieces) - 1, 0, -1):
         prefix = SECTION_SEP.join(pieces[:j])
@@ -410,7 +411,7 @@ def _section_slot(
         pos = eof
         for later in doc.headings:
             if later.index > h.index and later.level <= h.level:
-                pos = later.index
+                pos = later.start
                 break
         new = _heading_block(pieces[j:], h.level + 1, bullets)
         blank_before = pos > 0 and lines[pos - 1].strip() != ""

@@ -25,6 +25,7 @@ from memclaw.dates import DateRange, find_date_ranges
 from memclaw.errors import (
     EmbeddingUnavailable,
     IndexError_,
+    NothingToRecall,
     UsageError,
     VectorStoreCorrupted,
     VectorStoreUnavailable,
@@ -506,6 +507,7 @@ class MemoryService:
         (memclaw.incremental, exact); any other file is parsed in full."""
         from memclaw.incremental import parse_appended, parse_file
         from memclaw.memfiles import read_bytes
+        from memclaw.memory_md import ParseNote, describe_notes
         from memclaw.unittable import FewLookups
 
         out = _ScopeRead()
@@ -527,16 +529,20 @@ class MemoryService:
                     out.reread_old.update(seg.ids)
                 continue
             tail = None
+            notes: list[ParseNote] = []
             if seg is not None and mark is not None:
-                tail = parse_appended(data, mark, kind=kind, scope=scope, source=src, known=FewLookups(seg.ids))
+                tail = parse_appended(data, mark, kind=kind, scope=scope, source=src, known=FewLookups(seg.ids),
+                                      notes=notes)  # fmt: skip
             if tail is not None:
                 units, out.marks[src] = tail
                 out.add(seg, [], None)
             else:
-                units, out.marks[src] = parse_file(data, kind=kind, scope=scope, source=src)
+                units, out.marks[src] = parse_file(data, kind=kind, scope=scope, source=src, notes=notes)
                 out.full_parse = True
                 if seg is not None:
                     out.reread_old.update(seg.ids)
+            for warning in describe_notes(src, notes):  # said when the file is read after a change, not on each recall
+                log.warning("%s", warning)
             if units:
                 out.add(None, units, [u.content_hash for u in units])
         return out
@@ -709,8 +715,8 @@ class MemoryService:
             raise UsageError(f"unknown recall mode {mode!r}: use hybrid, bm25 or vector")
         if kind not in (None, "fact", "history"):
             raise UsageError(f"unknown memory kind {kind!r}: use fact or history")
-        if not query or not query.strip():
-            raise UsageError('empty query: say what to recall, e.g. memclaw recall "where does Anna work"')
+        if not query or not query.strip() or not self.tokenizer.tokenize(query):
+            raise NothingToRecall()  # a vector of "the and of" would only bring back an arbitrary memory
         result = RecallResult(query, scope, mode, [])
         if self._never_written(scope):  # e.g. an unknown sender: nothing to recall, and a read writes nothing
             return result
@@ -935,6 +941,7 @@ class MemoryService:
     def forget(self, ids: Sequence[str], *, scope: str = OWNER_SCOPE) -> list[MemoryUnit]:
         """Remove these memories (ids as `list_units` and recall give them) from the Markdown, then from the index.
         Every id is checked before anything is written. Returns the forgotten memories."""
+        from memclaw.forgotten import note_forgotten
         from memclaw.memfiles import FactOp, apply_fact_ops, delete_history_entries
 
         current = {u.id: u for u in self._parse(scope)}
@@ -953,8 +960,10 @@ class MemoryService:
         if history:
             path = self.workspace.history_file(scope)
             delete_history_entries(path, scope, self.workspace.source_of(path), history)
+        gone = [current[i] for i in ids]
+        note_forgotten(self.workspace.sessions_dir, gone)  # so that no chat that said them writes them back
         self.sync([scope])
-        return [current[i] for i in ids]
+        return gone
 
     # ----- stats -----------------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:

@@ -41,7 +41,9 @@ def migrate_to_server(ws: Workspace, cfg: Config, url: str, *, console: Any = No
             copied += _copy_scope(src, dst, scope)
         except IndexError_:
             if console is not None:
-                console.print(f"[yellow]warning:[/] scope {scope}: embedded copy unreadable; rebuilding on the server")
+                from memclaw.richtext import warning
+
+                console.print(warning(f"scope {scope}: embedded copy unreadable; rebuilding on the server"))
             server_cfg = cfg.model_copy(update={"memory": cfg.memory.model_copy(update={"chroma_url": url})})
             remote = MemoryService(ws, server_cfg, embedder=local.embedder)
             copied += sum(r.added for r in remote.sync([scope], full=False))

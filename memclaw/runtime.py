@@ -37,9 +37,21 @@ THIRD_PARTY_LOGGERS = (
 they stay at WARNING whatever -v/-vv asks; memclaw's own lines follow the verbosity."""
 
 
+class VisibleFormatter(logging.Formatter):
+    """Log lines as a terminal should show them: a control character in a memory, a path or a query is drawn as a
+    symbol, never sent to the terminal (memclaw.visible)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from memclaw.visible import visible
+
+        return visible(super().format(record))
+
+
 def setup_logging(verbose: int = 0) -> None:
     level = logging.WARNING if verbose <= 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(VisibleFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
     for noisy in THIRD_PARTY_LOGGERS:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     redact_logs()

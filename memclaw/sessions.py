@@ -202,7 +202,7 @@ class SessionStore:
         recs = []
         for m in messages:
             rec = dict(m)
-            rec.setdefault("ts", datetime.now().astimezone().isoformat(timespec="seconds"))
+            rec.setdefault("ts", datetime.now().astimezone().isoformat(timespec="milliseconds"))
             recs.append(rec)
         self._write_lines(session.path, [json.dumps(r, ensure_ascii=False, default=str) for r in recs])
         session.messages.extend(recs)

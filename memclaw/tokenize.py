@@ -14,7 +14,8 @@ Rules, in order (one place, so documents and queries always agree):
 - Stop words (the shipped `memclaw/data/stopwords_en.txt`, normalised by the same rules) are dropped before
   stemming; then Snowball stemming (PyStemmer).
 
-A query made only of stop words gives `[]`; recall then relies on vectors. The `fingerprint` changes with
+A query made only of stop words gives `[]`: recall refuses it as it does an empty query (nothing to search
+for; a vector of "the and of" would only bring back an arbitrary memory). The `fingerprint` changes with
 any setting, the stop word list or the stemmer version; the index records it and rebuilds when it changes.
 """
 

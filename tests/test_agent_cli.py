@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from memclaw.sessions import SessionStore
+from memclaw.units import unit_id
 from tests.llm_server import scripted_server
 
 pytestmark = pytest.mark.slow
@@ -182,9 +183,29 @@ def test_chat_commands_exit_unknown_and_a_recall_table(root, llm_server):
     title = next(i for i, ln in enumerate(lines) if "recall 'where do I work' · scope owner · hybrid" in ln)
     assert lines[title].startswith("you> recall") or lines[title].startswith("recall")
     header = next(ln for ln in lines[title:] if "fused" in ln)
-    assert header.split() == ["#", "fused", "bm25", "vector", "kind", "text"]
+    assert header.split() == ["#", "fused", "id", "bm25", "vector", "kind", "text"]  # the ids /forget takes
     row = next(ln for ln in lines[title:] if "Solaris Energy" in ln)
-    assert row.split()[0] == "1" and " fact " in row and "battery engineer" in row
+    assert row.split()[0] == "1" and " fact " in row and "battery" in row  # (the text wraps in its column)
+    assert re.search(r" f[0-9a-f]{11} ", row), row
+
+
+def test_chat_shows_markup_in_memories_literally_and_usage_in_full(root, llm_server):
+    """Issue 19.1/19.8: a memory holding `[/b]` used to end the chat at /recall (MarkupError); the usage lines
+    lost their `<query>` / `<id>` (read as HTML by the Markdown renderer). The chat goes on after each."""
+    memory = root / "memory" / "MEMORY.md"
+    memory.write_text(MEMORY + "- Forum tip: close tags like [/b] in BBCode, not <b>\n", "utf-8")
+    llm_server.reply("Still here.")
+    uid = unit_id("owner", "memory/MEMORY.md", "fact", "Forum tip: close tags like [/b] in BBCode, not <b>", 0)
+    stdin = f"/recall\n/forget\n/recall BBCode tags\nhello\n/forget {uid}\n"
+    p = memclaw("chat", "-w", str(root), stdin=stdin, COLUMNS="160", **CHAT_TTY)
+    assert p.returncode == 0, p.stderr
+    out = ANSI.sub("", p.stdout)
+    assert "Usage: /recall <query>" in out and "Usage: /forget <id> [<id>...] (ids from /recall)" in out
+    row = next(ln for ln in out.splitlines() if "Forum tip" in ln)
+    assert "close tags like [/b] in BBCode, not <b>" in row and f" {uid} " in row, out  # with its id
+    assert "Still here." in out  # the chat went on after /recall
+    assert f"- {uid} (fact): Forum tip: close tags like [/b] in BBCode, not <b>" in out
+    assert "BBCode" not in memory.read_text("utf-8")
 
 
 def test_chat_log_lines_print_above_the_spinner(root, llm_server):

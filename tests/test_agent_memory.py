@@ -261,7 +261,7 @@ def test_memory_tools_in_the_loop(env, llm_server):
 def test_remember_files_a_fact_under_the_default_section_or_the_given_one(env, llm_server):
     """Issue 13.3: the remember tool without a section files the fact under "Notes", not under "Work" (the last
     heading); with a section, under it."""
-    from memclaw.markdown import parse_memory
+    from memclaw.memory_md import parse_memory
 
     agent = env
     llm_server.tool_call("remember", {"text": "My neighbour Omar has a dog"})
@@ -375,3 +375,68 @@ def test_retry_after_a_partial_write_does_not_duplicate(env, llm_server):
     assert "Mallory said she keeps bees." in agent.workspace.history_file(OUTSIDER).read_text()
     s = SessionStore(agent.root / "sessions").load("discord", "guild-7")
     assert s.last_consolidated == 0 and not s.meta.get("consolidating")  # trimmed: the pointer moved past the chunk
+
+
+def test_what_the_owner_forgot_in_a_chat_is_not_written_back_by_consolidation(env, llm_server):
+    """Issue 19.3: after /forget ID, consolidation sent the transcript in which the fact was said, so the model
+    could write it back. The model here tries everything: re-adding it, folding it into an update, telling it in
+    the history entry. After /new it is in no memory file and the model never saw the turns that said it."""
+    agent = env
+    root = agent.root
+
+    async def go():
+        llm_server.tool_call("remember", {"text": "Sister Lena lives in Porto", "section": "Family"})
+        llm_server.reply("Noted: Lena lives in Porto.")
+        assert (await agent.handle(cli("My sister Lena moved to Porto last month"))).ok
+        llm_server.reply("Have fun in the Jura!")
+        assert (await agent.handle(cli("We are hiking in the Jura on Saturday"))).ok
+        lena = fact_id(agent, "Lena")
+        rec = await agent.handle(cli("/recall where does Lena live"))
+        assert lena in rec.text
+        gone = await agent.handle(cli(f"/forget {lena}"))
+        assert gone.ok and "Sister Lena lives in Porto" in gone.text
+        solaris = fact_id(agent, "Solaris")
+        llm_server.reply(
+            consolidation_json(
+                "Ana said her sister Lena moved to Porto last month. She is hiking in the Jura on Saturday.",
+                [
+                    {"op": "add", "text": "Sister Lena lives in Porto", "section": "Family"},
+                    {"op": "add", "text": "Ana's sister Lena moved to Porto, Portugal"},
+                    {"op": "update", "id": solaris, "text": "Works at Solaris Energy; sister Lena lives in Porto"},
+                    {"op": "add", "text": "Goes hiking in the Jura", "section": "Hobbies"},
+                ],
+            )
+        )
+        return await agent.handle(cli("/new"))
+
+    new = asyncio.run(go())
+    assert new.ok, new.text
+    sent = llm_server.requests[-1]["messages"][-1]["content"]
+    conversation = sent[sent.index("<conversation>") : sent.index("</conversation>")]
+    assert "Porto" not in conversation and "hiking in the Jura" in conversation  # the turns that said it: redacted
+    assert "Forgotten on purpose" in sent and "- Sister Lena lives in Porto" in sent[: sent.index("<conversation>")]
+    md = (root / "memory" / "MEMORY.md").read_text("utf-8")
+    hist = (root / "memory" / "HISTORY.md").read_text("utf-8")
+    assert "Porto" not in md and "Porto" not in hist
+    assert "Goes hiking in the Jura" in md and "I work at Solaris Energy" in md  # the rest of the consolidation
+    assert "She is hiking in the Jura on Saturday." in hist
+    assert all("Porto" not in h.unit.text for h in agent.memory.recall("where does Lena live", k=20))
+
+
+def test_said_again_after_forgetting_it_is_remembered(env, llm_server):
+    """The owner changed their mind in the same session: what they say after the /forget is news."""
+    agent = env
+
+    async def go():
+        agent.memory.add_fact("Sister Lena lives in Porto")
+        lena = fact_id(agent, "Lena")
+        llm_server.reply("Noted.")
+        assert (await agent.handle(cli("My sister Lena lives in Porto"))).ok
+        assert (await agent.handle(cli(f"/forget {lena}"))).ok
+        llm_server.reply("Got it.")
+        assert (await agent.handle(cli("Sorry, I was wrong: do remember that my sister Lena lives in Porto"))).ok
+        llm_server.reply(consolidation_json("", [{"op": "add", "text": "Sister Lena lives in Porto"}]))
+        return await agent.handle(cli("/new"))
+
+    assert asyncio.run(go()).ok
+    assert "Sister Lena lives in Porto" in (agent.root / "memory" / "MEMORY.md").read_text("utf-8")

@@ -207,7 +207,7 @@ ODD = (
     b"    continuation of the nested item\n"
     b"<!-- a comment with - a fake bullet -->\n"
     b"\n"
-    b"```\n"  # a standalone code block: one fact, never items or headings
+    b"```\n"  # a code block no item holds: not a fact (a warning names it), never items or headings
     b"- inside code\n"
     b"# not a heading\n"
     b"```\n"
@@ -230,15 +230,55 @@ def test_odd_markdown_is_recalled_and_every_byte_survives(cli, ws, memclaw_home)
     assert json.loads(r.out)[0]["text"] == "caf\ufffd au lait with oat milk, every morning"
     r = cli("recall", "inside code heading fake bullet", "--json", "--mode", "bm25")
     texts = [h["text"] for h in json.loads(r.out)]
-    assert "```\n- inside code\n# not a heading\n```" in texts  # one fact, not an item and a heading
-    assert not any("fake bullet" in t or t == "inside code" for t in texts)
+    assert r.code == 0 and not any("inside code" in t or "fake bullet" in t for t in texts)  # the block: no fact
     assert mem.read_bytes() == ODD  # recall and sync never write the Markdown
     r = cli("memory", "add", "My kayak is blue")
     assert r.code == 0, r.err
     # foreign bytes, control characters, comments, code: all kept; the fact goes under the default section
     assert mem.read_bytes() == ODD + b"\n# Notes\n\n- My kayak is blue\n"
     r = cli("memory", "stats", "--json")
-    assert json.loads(r.out)["scopes"]["owner"]["facts"] == 8
+    assert json.loads(r.out)["scopes"]["owner"]["facts"] == 7
+
+
+MARKDOWN_NOT_FACTS = """# Long-term memory
+This file holds what I want remembered.
+
+Family
+======
+- Lena lives in Porto (2026-02-30)
+
+```
+git push --force
+```
+
+Work
+----
+- I work at Solaris Energy
+"""
+
+
+def test_what_is_not_a_fact_is_said_once_naming_the_file_and_line(cli, ws):
+    """Issue 19.4: a setext heading was a fact, a code block one fact with its fences, a paragraph a fact, an
+    impossible date silently none. Now: headings are headings, the rest is said once (when the file changed),
+    each with its line and what to do."""
+    mem = ws / "memory" / "MEMORY.md"
+    mem.write_text(MARKDOWN_NOT_FACTS, "utf-8")
+    r = cli("recall", "where does Lena live")
+    assert r.code == 0, r.err
+    src = "memory/MEMORY.md"
+    assert f'{src} line 2 is a paragraph, not a fact (only list items are facts): start it with "- "' in r.err
+    assert f"{src} line 8 is a code block outside a list item, not a fact: indent it under the item" in r.err
+    assert f"{src} line 6: 2026-02-30 is not a date, so the fact is undated: write a real date (YYYY-MM-DD)" in r.err
+    units = json.loads(cli("memory", "list", "--json").out)
+    assert [(u["text"], u["section"], u["date"]) for u in units if u["kind"] == "fact"] == [
+        ("Lena lives in Porto (2026-02-30)", "Family", None),  # `===`: level 1, as `#`
+        ("I work at Solaris Energy", "Family > Work", None),
+    ]
+    r = cli("recall", "where do I work")
+    assert r.code == 0 and "not a fact" not in r.err and "not a date" not in r.err, r.err  # said once
+    assert cli("memory", "add", "Mia is 9", "--section", "Family").code == 0
+    text = mem.read_text("utf-8")
+    assert text == MARKDOWN_NOT_FACTS.replace("(2026-02-30)\n", "(2026-02-30)\n- Mia is 9\n")  # every other byte
 
 
 def test_a_5mb_memory_file(cli, ws, memclaw_home):
@@ -313,12 +353,20 @@ def test_empty_input_is_a_usage_error(cli, ws, memclaw_home, args, needles):
     assert user_files(memclaw_home) == before
 
 
-def test_query_of_only_stop_words(cli, ws):
-    r = cli("recall", "the of and to", "--json")
-    assert r.code == 0 and r.err == ""
-    assert all(h["bm25"]["rank"] is None for h in json.loads(r.out))  # BM25 has nothing to say
-    r = cli("recall", "the of and to", "--mode", "bm25")
-    assert r.code == 0 and "No memories" in r.out
+def test_query_of_only_stop_words_is_an_empty_query(cli, ws):
+    """Issue 19.14: "the and of" brought back an arbitrary memory at cosine 0.15. It names nothing to search for,
+    as an empty query does: the same message and exit code, in every mode; auto-recall recalls nothing for it,
+    without a warning."""
+    empty = assert_error(cli("recall", ""), 2, "empty query")
+    for args in (["--json"], ["--mode", "bm25"], ["--mode", "vector"], []):
+        assert assert_error(cli("recall", "the of and to", *args), 2) == empty
+    assert assert_error(cli("recall", "The AND... of?!"), 2) == empty
+    r = cli("recall", "the sister", "--json")  # one word that is not a stop word is enough
+    assert r.code == 0 and "Porto" in json.loads(r.out)[0]["text"], r.err
+    r = cli("context", "and the, of it", "--json")
+    assert r.code == 0 and r.err == "", r.err
+    data = json.loads(r.out)
+    assert data["warnings"] == [] and data["memories"] == [], data
 
 
 def test_a_1mb_query_and_a_long_message(cli, ws, memclaw_home):

@@ -492,6 +492,37 @@ def test_message_event_dispatched_by_discord_state(rig_factory):
     assert rig.world.recorder.sent_texts() == ["via dispatch"]
 
 
+def test_what_the_owner_forgets_on_discord_is_not_written_back_by_consolidation(rig_factory):
+    """Issue 19.3: the owner tells the PIN in a DM, then /forgets the fact; the /new that follows must not learn it
+    again from that DM, whatever the model answers."""
+    rig = rig_factory()
+    pin = next(u.id for u in rig.memory.list_units("owner", "fact") if SECRET_PIN in u.text)
+    rig.server.reply("Noted, I will keep it safe.")
+    rig.server.reply(
+        json.dumps(
+            {
+                "history_entry": f"The owner shared the bank PIN {SECRET_PIN}. They asked about Anna's new job.",
+                "facts": [{"op": "add", "text": f"Bank PIN is {SECRET_PIN}", "section": "Private"}],
+            }
+        )
+    )
+
+    async def body(w: DiscordWorld, gw: DiscordGateway):
+        await (await gw.on_message(w.dm(OWNER, f"My bank PIN is {SECRET_PIN}; and how is Anna's new job going?")))
+        await gw.tree._call(w.interaction(OWNER, "forget", {"ids": pin}))
+        await gw.tree._call(w.interaction(OWNER, "new"))
+
+    asyncio.run(rig.run(body))
+    forgot, new = rig.world.webhooks.texts()
+    assert forgot.startswith("Forgot:") and new.startswith("Saved this conversation"), new
+    prompt = rig.server.requests[-1]["messages"][-1]["content"]
+    assert SECRET_PIN not in prompt[prompt.index("<conversation>") :]  # the DM that said it, redacted
+    ws = rig.memory.workspace
+    assert SECRET_PIN not in ws.memory_file("owner").read_text("utf-8")
+    history = ws.history_file("owner").read_text("utf-8")
+    assert SECRET_PIN not in history and "Anna's new job" in history
+
+
 # ----- slash commands ------------------------------------------------------------------------------------------
 def test_slash_commands(rig_factory):
     rig = rig_factory()

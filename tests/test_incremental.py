@@ -12,13 +12,15 @@ from memclaw.incremental import FileMark, parse_appended, parse_file
 
 SCOPE, SRC = "owner", "memory/MEMORY.md"
 
-# Lines that exercise the parser's state: items (nested, numbered, lazy continuations), headings, comments
-# opening and closing, fences, thematic breaks, paragraphs, dated facts, identical texts, CR line ends.
+# Lines that exercise the parser's state: items (nested, numbered, lazy continuations), headings (ATX, and setext
+# underlines under a paragraph), comments opening and closing, fences, thematic breaks, paragraphs, dated facts
+# (and dates that are none), identical texts, CR line ends.
 MEMORY_LINES = [
     "- tea", "- tea", "* Lena lives in Porto", "1. first", "  - nested tea", "    continuation", "lazy line",
     "# Work", "## Projects", "### Deep", "#NotAHeading", "", "", "<!-- note -->", "<!-- open", "still open -->",
     "```", "~~~", "code line", "---", "* * *", "Plain paragraph text", "- dated fact (2024-05-01)",
     "- [2023-01-02] leading date", "\t- tabbed", "- tea\r", "# About me\r", "- ", "+ plus item",
+    "Setext title", "===", "-", "  ---", "=== not an underline", "- no such day (2026-02-30)", "  ```",
 ]  # fmt: skip
 HISTORY_LINES = [
     "[2026-01-01 10:00] Talked about tea", "[2026-01-01 10:00] Talked about tea", "[2026-02-03] dated only",
@@ -38,15 +40,19 @@ def _same(a, b) -> None:
 
 
 def _check(kind: str, old: bytes, new: bytes) -> bool:
-    """Parse `old`, then `new` both ways; True if the fast path was taken."""
-    old_units, mark = parse_file(old, kind=kind, scope=SCOPE, source=SRC)
-    full_units, full_mark = parse_file(new, kind=kind, scope=SCOPE, source=SRC)
-    res = parse_appended(new, mark, kind=kind, scope=SCOPE, source=SRC, known={u.id for u in old_units})
+    """Parse `old`, then `new` both ways; True if the fast path was taken. The units, the mark and the parse notes
+    (what is not a fact, dates that are none) must be the full parse's."""
+    old_notes, tail_notes, full_notes = [], [], []
+    old_units, mark = parse_file(old, kind=kind, scope=SCOPE, source=SRC, notes=old_notes)
+    full_units, full_mark = parse_file(new, kind=kind, scope=SCOPE, source=SRC, notes=full_notes)
+    known = {u.id for u in old_units}
+    res = parse_appended(new, mark, kind=kind, scope=SCOPE, source=SRC, known=known, notes=tail_notes)
     if res is None:
         return False
     tail, tail_mark = res
     _same(old_units + tail, full_units)
     assert tail_mark == full_mark
+    assert old_notes + tail_notes == full_notes
     return True
 
 
@@ -99,6 +105,12 @@ def test_appends_that_could_change_earlier_units_are_parsed_in_full():
     _, mark = parse_file(old, kind="fact", scope=SCOPE, source=SRC)
     for tail in (b"  continuation of tea\n", b"lazy continuation\n", b"  - nested\n", b"<!-- c -->\n", b"```\n"):
         assert parse_appended(old + tail, mark, kind="fact", scope=SCOPE, source=SRC, known=set()) is None
+    # a bare `-` or `===` could underline a paragraph the earlier text ended in (a setext heading)
+    _, para = parse_file(b"- tea\n\nTitle\n", kind="fact", scope=SCOPE, source=SRC)
+    for tail in (b"-\n- x\n", b"===\n", b"---\n"):
+        assert (
+            parse_appended(b"- tea\n\nTitle\n" + tail, para, kind="fact", scope=SCOPE, source=SRC, known=set()) is None
+        )
     _, open_mark = parse_file(b"- tea\n<!-- open\n", kind="fact", scope=SCOPE, source=SRC)
     assert not open_mark.resumable
     _, no_nl = parse_file(b"- tea", kind="fact", scope=SCOPE, source=SRC)

@@ -7,14 +7,8 @@ from datetime import datetime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memclaw.markdown import (
-    format_history_entry,
-    parse_history,
-    parse_memory,
-    render_history,
-    render_memory,
-    scan_memory,
-)
+from memclaw.markdown import format_history_entry, parse_history, render_history
+from memclaw.memory_md import ParseNote, describe_notes, parse_memory, render_memory, scan_memory
 from memclaw.units import unit_id
 
 SRC = "memory/MEMORY.md"
@@ -26,6 +20,10 @@ def facts(text: str, scope: str = "owner"):
 
 def texts(text: str) -> list[str]:
     return [u.text for u in facts(text)]
+
+
+def notes(text: str) -> list[ParseNote]:
+    return scan_memory(text, scope="owner", source=SRC).notes
 
 
 def history(text: str):
@@ -66,12 +64,8 @@ def test_continuation_lines_belong_to_their_bullet():
         "- first line\n  second line\n    third, deeper\n- lazy\ncontinues here\n"
         "- after blank\n\n  still mine\n\nnot mine\n"
     )
-    assert texts(md) == [
-        "first line\nsecond line\nthird, deeper",
-        "lazy\ncontinues here",
-        "after blank\n\nstill mine",
-        "not mine",
-    ]
+    assert texts(md) == ["first line\nsecond line\nthird, deeper", "lazy\ncontinues here", "after blank\n\nstill mine"]
+    assert notes(md) == [ParseNote(10, "paragraph")]  # "not mine": after a blank line, not indented
 
 
 def test_nested_bullets_are_their_own_facts_under_the_heading_path():
@@ -83,12 +77,45 @@ def test_nested_bullets_are_their_own_facts_under_the_heading_path():
     assert [u.line for u in us] == [3, 4, 5, 6, 7]
 
 
-def test_paragraph_outside_lists_is_one_fact():
-    md = "# Notes\nI moved to Lyon in 2019\nfor a job at Solaris.\n\nSecond paragraph.\n"
+def test_a_paragraph_is_not_a_fact_and_is_named_in_a_note():
+    """Issue 19.4: plain paragraph lines were facts. Only list items are; a paragraph (an intro, a note to
+    yourself) stays in the file and is named, with its line, so the owner can make it an item."""
+    md = "# Notes\nThis file is mine.\nKeep it tidy.\n- a real fact\n\nSecond paragraph.\n"
+    assert texts(md) == ["a real fact"]
+    assert notes(md) == [ParseNote(2, "paragraph"), ParseNote(6, "paragraph")]
+    assert describe_notes(SRC, scan_memory(md, scope="owner", source=SRC).notes) == [
+        f'{SRC} lines 2, 6 are each a paragraph, not a fact (only list items are facts): start it with "- " to '
+        "have it recalled"
+    ]
+
+
+def test_setext_headings_are_headings():
+    """Issue 19.4: `Title` over `====` was indexed as a fact. Both underlines make headings (=== level 1, ---
+    level 2), of a paragraph of one or more lines; under an item or after a blank line they do not."""
+    md = (
+        "Family\n======\n- Lena lives in Porto\n"
+        "\nKids and\n  pets\n  ---\n- Mia\n- Leo\n===\n"  # an underline right under an item continues it
+        "\nWork\n-\n- Solaris\n* * *\n- after a break\n\nno heading\n\n---\n- last\n# Top\nSub\n---\n- deep\n"
+    )
     us = facts(md)
-    assert [u.text for u in us] == ["I moved to Lyon in 2019\nfor a job at Solaris.", "Second paragraph."]
-    assert [u.line for u in us] == [2, 5]
-    assert [u.extra["style"] for u in us] == ["paragraph", "paragraph"]
+    assert [(u.text, u.section) for u in us] == [
+        ("Lena lives in Porto", "Family"),
+        ("Mia", "Family > Kids and pets"),
+        ("Leo\n===", "Family > Kids and pets"),
+        ("Solaris", "Family > Work"),
+        ("after a break", "Family > Work"),
+        ("last", "Family > Work"),
+        ("deep", "Top > Sub"),
+    ]
+    doc = scan_memory(md, scope="owner", source=SRC)
+    assert [(h.start, h.index, h.level, h.text) for h in doc.headings] == [
+        (0, 1, 1, "Family"),
+        (4, 6, 2, "Kids and pets"),
+        (11, 12, 2, "Work"),
+        (21, 21, 1, "Top"),
+        (22, 23, 2, "Sub"),
+    ]
+    assert [(n.line, n.kind) for n in doc.notes] == [(18, "paragraph")]  # "no heading": a blank line came between
 
 
 def test_fenced_code_never_splits_and_is_not_parsed():
@@ -113,16 +140,24 @@ def test_fenced_code_never_splits_and_is_not_parsed():
     assert [u.text for u in us] == [
         "My backup script:\n```bash\n# not a heading\n- not a bullet\n\n  indented()\n```",
         "next",
-        "~~~\n# standalone\n- code\n~~~",
         "last",
     ]
     assert all(u.section == "Setup" for u in us)
-    assert us[2].extra["style"] == "code" and us[2].line == 11
+    # a block no item holds is not a fact (issue 19.4: it was one, fences and all): named with its line
+    assert notes(md) == [ParseNote(11, "code")]
+    assert describe_notes(SRC, notes(md)) == [
+        f"{SRC} line 11 is a code block outside a list item, not a fact: indent it under the item it belongs to"
+    ]
+    directly = "- run it with:\n```\nmake\n```\n"  # right under its item, not indented: still the item's
+    assert texts(directly) == ["run it with:\n```\nmake\n```"] and notes(directly) == []
 
 
 def test_unclosed_fence_runs_to_the_end():
     us = facts("- a\n```\n- b\n# c\n")
     assert [u.text for u in us] == ["a\n```\n- b\n# c"]
+    md = "- a\n\n```\n- b\n# c\n"
+    assert texts(md) == ["a"] and notes(md) == [ParseNote(3, "code", "unclosed")]
+    assert "never closed" in describe_notes(SRC, notes(md))[1]
 
 
 def test_html_comments_are_ignored():
@@ -152,6 +187,14 @@ def test_dates_on_facts():
         None,
     ]
     assert us[0].text == "Promoted to senior engineer (2025-03-03)"  # kept as written
+    # issue 19.4: an impossible date was silently left undated; now it is named, with its line
+    md = "# A\n- Bad date (2023-13-45)\n- Leap (2024-02-29)\n- Not leap (2026-02-30)\n- [2025-02-29] leading\n"
+    assert [u.timestamp for u in facts(md)] == [None, datetime(2024, 2, 29), None, None]
+    assert notes(md) == [ParseNote(2, "date", "2023-13-45"), ParseNote(4, "date", "2026-02-30"),
+                         ParseNote(5, "date", "2025-02-29")]  # fmt: skip
+    assert describe_notes(SRC, notes(md))[1] == (
+        f"{SRC} line 4: 2026-02-30 is not a date, so the fact is undated: write a real date (YYYY-MM-DD)"
+    )
 
 
 def test_crlf_tabs_bom_and_control_characters():
@@ -170,8 +213,8 @@ def test_headings_levels_breaks_and_oddities():
         ("b", "Top > Skips a level"),
         ("c", "Top"),
         ("d", "Top"),
-        ("#not a heading\n####### seven", "Top"),
     ]
+    assert notes(md) == [ParseNote(11, "paragraph")]  # "#not a heading" and "####### seven"
 
 
 def test_empty_and_blank_input():
@@ -196,7 +239,8 @@ def test_large_file_and_long_lines_parse():
     big = block * (5_000_000 // len(block) + 1)
     assert len(big) >= 5_000_000
     assert len(facts(big)) == 1000 * (5_000_000 // len(block) + 1)
-    assert texts("x" * 2_000_000) == ["x" * 2_000_000]
+    assert texts("x" * 2_000_000) == [] and notes("x" * 2_000_000) == [ParseNote(1, "paragraph")]
+    assert texts("- " + "x" * 2_000_000) == ["x" * 2_000_000]
     assert facts("<!--" * 100_000) == []
 
 
@@ -271,6 +315,9 @@ _PIECES = [
     "[2023-05-08]",
     "(2023-05-08)",
     "\u2028",
+    "===",
+    "Title\n",
+    "(2026-02-30)",
     "\x1c",
     "\x00",
     "\ufeff",

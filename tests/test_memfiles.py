@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memclaw.errors import MemoryFileError
-from memclaw.markdown import bullet_first_line, parse_memory
+from memclaw.mdsyntax import bullet_first_line
 from memclaw.memfiles import (
     DEFAULT_SECTION,
     FactOp,
@@ -26,6 +26,7 @@ from memclaw.memfiles import (
     lock_path,
     read_units,
 )
+from memclaw.memory_md import parse_memory
 
 SRC = "memory/MEMORY.md"
 
@@ -398,18 +399,35 @@ def test_delete_history_entries_removes_the_entry_and_its_separator_only(tmp_pat
 _words = st.text(alphabet="abcdefgh <>-#`*[]()0123456789\n", min_size=1, max_size=20)
 
 
+SEEDS = [
+    "# Start\n- seed fact\n<!-- a note -->\n\n```\n- code, not a fact\n```\n",
+    # setext headings, paragraphs (not facts) right under headings, a lone block, an item between a paragraph and
+    # a break (its deletion must not make a setext heading)
+    "Start\n=====\nAn intro, not a fact.\n- seed fact\n\n~~~\nnot a fact\n~~~\nS\n-\nnotes, not facts\n\n"
+    "Para\n- between\n---\nWork\n----\n- job\n",
+]
+SECTIONS = [None, "S", "Start", "Work", "Start > Sub", "New"]
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.lists(st.tuples(st.sampled_from(["add", "update", "delete"]), _words, st.integers(0, 50)), max_size=12))
-def test_random_op_sequences_match_a_model(tmp_path_factory, steps):
+@given(
+    st.sampled_from(SEEDS),
+    st.lists(st.tuples(st.sampled_from(["add", "update", "delete"]), _words, st.integers(0, 50)), max_size=12),
+)
+def test_random_op_sequences_match_a_model(tmp_path_factory, seed, steps):
+    """Any sequence of edits leaves exactly the facts a simple model expects, each under its section, and every
+    line that is not a fact (paragraphs, blocks, headings of both kinds) where it was."""
     p = tmp_path_factory.mktemp("ops") / "MEMORY.md"
-    p.write_text("# Start\n- seed fact\n<!-- a note -->\n\n```\n- code, not a fact\n```\n")
+    p.write_text(seed)
     model = Counter(u.text for u in facts(p))
+    not_facts = [ln for ln in seed.splitlines() if "not a fact" in ln or "=====" in ln or ln == "----"]
     for op, text, pick in steps:
         current = facts(p)
         norm = " ".join(text.split())
         if op == "add" or not current:
+            section = SECTIONS[pick % len(SECTIONS)]
             try:
-                apply_fact_ops(p, "owner", SRC, [FactOp("add", text=text, section="S" if pick % 2 else None)])
+                apply_fact_ops(p, "owner", SRC, [FactOp("add", text=text, section=section)])
             except MemoryFileError:
                 assert not norm
                 continue
@@ -428,3 +446,37 @@ def test_random_op_sequences_match_a_model(tmp_path_factory, steps):
             model[target.text] -= 1
             model[parse_memory(bullet_first_line(norm), scope="o", source="s")[0].text] += 1
     assert Counter(u.text for u in facts(p)) == +model
+    lines = p.read_text().splitlines()
+    assert all(ln in lines for ln in not_facts), p.read_text()
+
+
+SETEXT = (
+    "Family\n======\nIntro about my family.\n\n- Lena lives in Porto\n\n"
+    "Work\n====\nJust notes.\n\n```\nnot a fact\n```\n"
+    "Misc\n====\nTitle\n- between\n---\n- last\n"
+)
+
+
+def test_edits_around_setext_headings_paragraphs_and_blocks_keep_every_other_byte(tmp_path):
+    """Issue 19.4: adds land under setext headings (after the underline, before a later heading's text line), never
+    glue a paragraph or a block onto the new item, and a delete never turns a paragraph and a break into a
+    heading. Every other byte is kept."""
+    p = write(tmp_path, SETEXT)
+    apply_fact_ops(p, "owner", SRC, [FactOp("add", text="Mia is 9", section="Family")])
+    assert p.read_text() == SETEXT.replace("- Lena lives in Porto\n", "- Lena lives in Porto\n- Mia is 9\n")
+    p.write_text(SETEXT)
+    apply_fact_ops(p, "owner", SRC, [FactOp("add", text="Solaris", section="Work > Jobs")])
+    assert p.read_text() == SETEXT.replace("```\nMisc\n", "```\n\n## Jobs\n\n- Solaris\n\nMisc\n")  # before "Misc"
+    p.write_text(SETEXT)
+    apply_fact_ops(p, "owner", SRC, [FactOp("add", text="Tandem", section="Work")])
+    assert p.read_text() == SETEXT.replace("Work\n====\n", "Work\n====\n- Tandem\n\n")  # not "Tandem Just notes."
+    p.write_text(SETEXT)
+    apply_fact_ops(p, "owner", SRC, [FactOp("add", text="Leo is 5", section="Family > Kids")])
+    assert p.read_text() == SETEXT.replace("\nWork\n====\n", "\n## Kids\n\n- Leo is 5\n\nWork\n====\n")
+    p.write_text(SETEXT)
+    apply_fact_ops(p, "owner", SRC, [FactOp("delete", id=by_text(p)["between"])])
+    assert p.read_text() == SETEXT.replace("Title\n- between\n---\n", "Title\n\n---\n")  # no "Title" heading
+    assert [(u.text, u.section) for u in facts(p)] == [
+        ("Lena lives in Porto", "Family"),
+        ("last", "Misc"),
+    ]

@@ -186,13 +186,15 @@ def test_date_handling_can_be_turned_off(tmp_path, embedder):
 
 
 def test_empty_and_stopword_queries(service):
-    from memclaw.errors import UsageError
+    from memclaw.errors import NothingToRecall, UsageError
 
-    with pytest.raises(UsageError):
-        service.recall("   ")
-    # Only stop words: BM25 has nothing to say, the vector side still answers (or nothing passes the floor).
-    hits = service.recall_detailed("the of and", k=3).hits
-    assert all(h.bm25.rank is None for h in hits)
+    assert issubclass(NothingToRecall, UsageError)  # exit 2
+    for query in ("   ", "the of and", "To be, or not to be?"):  # only stop words: nothing to search for
+        with pytest.raises(NothingToRecall):
+            service.recall(query)
+    for mode in ("bm25", "vector"):
+        with pytest.raises(NothingToRecall):
+            service.recall_detailed("the of and", mode=mode)
 
 
 def _corrupt_and_check(service, corrupt) -> None:
@@ -258,9 +260,9 @@ def _count_full_parses(monkeypatch) -> list[str]:
     calls: list[str] = []
     real = inc.parse_file
 
-    def spy(data, *, kind, scope, source):
+    def spy(data, *, kind, scope, source, **kw):
         calls.append(source)
-        return real(data, kind=kind, scope=scope, source=source)
+        return real(data, kind=kind, scope=scope, source=source, **kw)
 
     monkeypatch.setattr(inc, "parse_file", spy)
     return calls

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memclaw.bench import metrics as M
+from memclaw.bench.estimate import SECONDS_PER_SESSION, Estimate, format_duration
 from memclaw.errors import UsageError
 
 if TYPE_CHECKING:
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     from memclaw.config import Config
     from memclaw.embedding import Embedder
 
-SESSIONS_PER_SECOND = 10.0  # embedding long sessions on 2 cores, for the up-front estimate
 _DATE = re.compile(r"(\d{4})[/-](\d{1,2})[/-](\d{1,2})(?:\s*\([A-Za-z]+\))?(?:\s+(\d{1,2}):(\d{2}))?")
 
 
@@ -185,20 +185,19 @@ def run_longmemeval(
     index_s = 0.0
     started = time.time()
     k_ranked = fill_k(base)
+    estimate = Estimate(n_sessions, SECONDS_PER_SESSION, "session")
     with Progress(progress) as prog:
-        prog.log(
-            f"LongMemEval: {len(chosen)} questions, {n_sessions} haystack sessions; embedding at about "
-            f"{SESSIONS_PER_SECOND:.0f} sessions/s on 2 cores: estimate "
-            f"~{n_sessions / SESSIONS_PER_SECOND / 60:.0f} min"
-        )
+        prog.log(f"LongMemEval: {len(chosen)} questions, {n_sessions} haystack sessions: {estimate.describe()}")
         advance = prog.task("LongMemEval (sessions)", n_sessions)
         for rq in chosen:
             n_here = len(rq.get("haystack_sessions") or [])
             q = convert_question(rq)
             if q is None:
                 skipped["abstention" if str(rq["question_id"]).endswith("_abs") else "no_has_answer"] += 1
+                estimate.skip(n_here)
                 advance(n_here)
                 continue
+            t_question = time.perf_counter()
             with bench_workspace("memclaw-lme-", workdir, f"lme-{q.qid}") as (root, reused):
                 if not reused:
                     write_question(q, root)
@@ -221,6 +220,11 @@ def run_longmemeval(
                         )
                 finally:
                     prep.close()
+            first = not estimate.measured
+            estimate.record(n_here, time.perf_counter() - t_question)
+            if first and estimate.done < estimate.total:
+                prog.log(f"LongMemEval: the first question took {format_duration(estimate.spent_s)}; the rest: "
+                         f"{estimate.describe()}")  # fmt: skip
             advance(n_here, description=f"LongMemEval: {q.qid}")
     n_scored = len(next(iter(scores.values()))) if scores else 0
     return {

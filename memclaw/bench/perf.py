@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memclaw.bench.estimate import SECONDS_PER_MEMORY, SECONDS_PER_SIZE, Estimate
 from memclaw.errors import UsageError
 
 PEOPLE = [
@@ -492,10 +493,14 @@ def run_perf(
     embedder = load_embedder_once(cfg, [SYSTEMS["hybrid"]])
     preload(embedder)
     results = []
+    per_memory_s, fixed_s = SECONDS_PER_MEMORY, SECONDS_PER_SIZE
+    basis = "on 2 cores; then as measured on each size"
     with Progress(progress) as prog:
         for n in sizes:
-            prog.log(f"perf: {n} memories (embedding at ~300/s: ~{n / 300 / 60:.1f} min)")
+            estimate = Estimate(n, per_memory_s, "memory", fixed_s=fixed_s, basis=basis)
+            prog.log(f"perf: {n} memories: {estimate.describe()}")
             advance = prog.task(f"ingest {n}", n)
+            t = time.perf_counter()
             results.append(
                 run_size(
                     n,
@@ -506,6 +511,11 @@ def run_perf(
                     chroma_url=chroma_url,
                 )
             )
+            # the next size's estimate: this machine's ingest rate and fixed cost, as measured on this size
+            ingest_s = results[-1]["ingest_seconds"]
+            per_memory_s = ingest_s / n if n else per_memory_s
+            fixed_s = max(0.0, time.perf_counter() - t - ingest_s)
+            basis = f"as measured on {n} memories"
     return {
         "benchmark": "perf",
         "date": datetime.now().astimezone().isoformat(timespec="seconds"),

@@ -102,13 +102,13 @@ class Progress:
             )
 
             self._prog = Progress(
-                TextColumn("[bold]{task.description}"),
+                TextColumn("{task.description}", style="bold", markup=False),
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
                 TextColumn("eta"),
                 TimeRemainingColumn(),
-                console=Console(stderr=True),
+                console=Console(stderr=True, markup=False, emoji=False, highlight=False),
             )
             self._prog.__enter__()
         return self
@@ -650,4 +650,4 @@ def print_summary(res: dict[str, Any], keys: Sequence[str]) -> None:
         t.add_column(short, justify="right", no_wrap=True)
     for name, s in res["systems"].items():
         t.add_row(name, *[_fmt(s.get(k, "")) for k in keys])
-    Console(file=sys.stdout, width=200).print(t)
+    Console(file=sys.stdout, width=200, markup=False, emoji=False).print(t)

@@ -14,9 +14,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.markup import escape
-
 from memclaw.cli.common import arg_or_stdin, console, err_console, log_through
+from memclaw.richtext import line, lit, warning
 
 if TYPE_CHECKING:
     from memclaw.agent import Agent, AgentReply
@@ -35,21 +34,23 @@ def make_agent(workspace: Path | None) -> Agent:
 
 
 def _print_reply(reply: AgentReply) -> None:
+    """The model's reply (and /help) as Markdown on a terminal; a command's answer (it quotes memories, queries
+    and ids) and anything on a pipe as written."""
+    style = "" if reply.ok else "yellow"
     if _failed(reply):  # an error is not a reply: stderr, so a script reading stdout never takes it for one
-        err_console.print(f"[yellow]{escape(reply.text)}[/]")
-    elif reply.recall is not None and reply.recall.hits:  # /recall: the same table as `memclaw recall`
+        err_console.print(lit(reply.text, "yellow"))
+    elif reply.recall is not None and reply.recall.hits:  # /recall: the table of `memclaw recall`, with ids
         from memclaw.render import recall_table
 
         for w in reply.recall.warnings:
-            err_console.print(f"[yellow]warning:[/] {escape(w)}")
-        console.print(recall_table(reply.recall, width=console.width))
-    elif console.is_terminal:
+            err_console.print(warning(w))
+        console.print(recall_table(reply.recall, width=console.width, ids=True))
+    elif console.is_terminal and reply.command in (None, "/help"):
         from rich.markdown import Markdown
 
-        style = None if reply.ok else "yellow"
         console.print(Markdown(reply.text), style=style)
     else:
-        console.print(reply.text, markup=False, highlight=False, soft_wrap=True)
+        console.print(lit(reply.text, style), soft_wrap=True)
 
 
 def _failed(reply: AgentReply) -> bool:
@@ -60,7 +61,7 @@ def _failed(reply: AgentReply) -> bool:
 async def _turn(agent: Agent, text: str) -> AgentReply:
     from memclaw.agent import InboundMessage
 
-    with err_console.status("[dim]thinking...[/dim]", spinner="dots"):
+    with err_console.status(line(("thinking...", "dim")), spinner="dots"):
         return await agent.handle(InboundMessage.cli(text))
 
 
@@ -137,11 +138,11 @@ def chat_command(workspace: Path | None = None) -> None:
     _setup_readline()
     known = ", ".join((*COMMANDS, "/exit"))
     err_console.print(
-        f"[bold]{agent.config.agent.name}[/bold] ({agent.llm.model}) — /help for commands, Ctrl-D to quit"
+        line((agent.config.agent.name, "bold"), f" ({agent.llm.model}) — /help for commands, Ctrl-D to quit")
     )
     no_key = agent.llm.missing_key()
     if no_key:
-        err_console.print(f"[yellow]warning:[/] {escape(no_key)}; replies will fail until then")
+        err_console.print(warning(f"{no_key}; replies will fail until then"))
     loop = asyncio.new_event_loop()
     try:
         while True:
@@ -160,7 +161,7 @@ def chat_command(workspace: Path | None = None) -> None:
                 break
             word = text.split(maxsplit=1)[0].lower()
             if _COMMAND_RE.fullmatch(word) and word not in COMMANDS:  # a typo is not a message to the model
-                console.print(f"unknown command {escape(word)}; commands: {known}")
+                console.print(line(f"unknown command {word}; commands: {known}"))
                 continue
             turn = loop.create_task(_turn(agent, text))
             try:
@@ -170,7 +171,7 @@ def chat_command(workspace: Path | None = None) -> None:
                 with contextlib.suppress(BaseException):
                     loop.run_until_complete(turn)
                 saved = "; your message is saved" if _saved(agent, text) else ""
-                err_console.print(f"[dim](interrupted{saved})[/dim]")
+                err_console.print(line((f"(interrupted{saved})", "dim")))
                 continue
             _print_reply(reply)
     finally:

@@ -13,13 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
+from memclaw.visible import visible
+
 if TYPE_CHECKING:
     from memclaw.config import Config
     from memclaw.memory import MemoryService
     from memclaw.workspace import Workspace
 
-console = Console()
-err_console = Console(stderr=True)
+# Markup and emoji codes off: whatever reaches these consoles is shown as written (see memclaw.richtext).
+console = Console(markup=False, emoji=False, highlight=False)
+err_console = Console(stderr=True, markup=False, emoji=False, highlight=False)
 
 
 def load(workspace: Path | None = None) -> tuple[Config, Workspace]:
@@ -46,7 +49,7 @@ class _ConsoleLogHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self.target.print(self.format(record), markup=False, highlight=False, soft_wrap=True)
+            self.target.print(visible(self.format(record)), markup=False, highlight=False, soft_wrap=True)
         except Exception:
             self.handleError(record)
 
@@ -119,7 +122,7 @@ def progress_bar(description: str, total: int):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     prog = Progress(
-        TextColumn("[bold]{task.description}"),
+        TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
@@ -128,3 +131,24 @@ def progress_bar(description: str, total: int):
     )
     task = prog.add_task(description, total=total)
     return prog, lambda n=1: prog.advance(task, n)
+
+
+def tolerant_streams() -> None:
+    """A character the terminal's encoding cannot show (LANG=C, an ASCII pipe) is written as an escape instead of
+    failing the command: output comes after the work is done (`memory forget` has deleted by then)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+
+
+def error_line(e: Exception) -> None:
+    """`Error: <message>` on stderr, as written (a message may quote a user's text: its control characters are
+    shown, never sent to the terminal), with URL credentials and known secrets masked (memclaw.redact)."""
+    import typer
+
+    from memclaw.redact import redact_text
+    from memclaw.visible import visible
+
+    typer.echo(f"Error: {visible(redact_text(str(e)))}", err=True)

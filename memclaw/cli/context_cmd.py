@@ -51,10 +51,15 @@ def resolve_sender(config: Config, sender: str | None, channel: str) -> Sender:
 
 def budget_table(built: BuiltContext) -> Table:
     from rich.table import Table
+    from rich.text import Text
+
+    from memclaw.richtext import lit
 
     t = Table(
-        title=f"Token budget: {built.total_tokens} used of {built.budget} "
-        f"({built.context_window} window - reply reserve), model {built.model}",
+        title=lit(
+            f"Token budget: {built.total_tokens} used of {built.budget} "
+            f"({built.context_window} window - reply reserve), model {built.model}"
+        ),
         title_justify="left",
     )
     for col, kw in (
@@ -71,29 +76,32 @@ def budget_table(built: BuiltContext) -> Table:
     for r in built.report:
         dropped = ", ".join(r.dropped[:6]) + (f" (+{len(r.dropped) - 6} more)" if len(r.dropped) > 6 else "")
         t.add_row(
-            r.name,
+            lit(r.name),
             str(r.priority),
             str(r.requested),
             str(r.allotted),
             str(r.used),
-            f"[{style[r.status]}]{r.status}[/]",
-            dropped,
+            Text(r.status, style=style[r.status]),
+            lit(dropped),
         )
     return t
 
 
 def memory_section_table(built: BuiltContext) -> Table:
     """The recalled memories offered to the memory section: which went in, and why each of the others did not."""
-    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
+    from memclaw.richtext import lit
     from memclaw.shorten import MEMORY_CHARS, shorten
 
     f = built.memory_fill
     assert f is not None
     t = Table(
-        title=f"Memory section: {len(f.kept)} of {len(f.candidates)} recalled memories, {f.used} of {f.budget} "
-        "tokens (context.memory_tokens)",
+        title=Text(
+            f"Memory section: {len(f.kept)} of {len(f.candidates)} recalled memories, {f.used} of {f.budget} "
+            "tokens (context.memory_tokens)"
+        ),
         title_justify="left",
     )
     for col, kw in (("#", {"justify": "right"}), ("tokens", {"justify": "right"}), ("status", {}), ("memory", {})):
@@ -104,8 +112,8 @@ def memory_section_table(built: BuiltContext) -> Table:
         t.add_row(
             str(i + 1),
             str(c.tokens),
-            f"[red]{reason}[/]" if reason else "[green]in[/]",
-            escape(shorten(c.item, MEMORY_CHARS)),
+            lit(reason, "red") if reason else Text("in", style="green"),
+            lit(shorten(c.item, MEMORY_CHARS)),
         )
     return t
 
@@ -144,11 +152,11 @@ def context_command(message: str, sender: str | None, channel: str, json_out: bo
 
 
 def print_context(built: BuiltContext, secrets: list[str], json_out: bool) -> None:
-    from rich.markup import escape
     from rich.panel import Panel
 
     from memclaw.cli.common import console, print_json
     from memclaw.redact import redact_data
+    from memclaw.richtext import line, lit, warning
     from memclaw.shorten import ECHO_CHARS, shorten
 
     data = redact_data(built.to_json(), secrets)
@@ -164,12 +172,12 @@ def print_context(built: BuiltContext, secrets: list[str], json_out: bool) -> No
             )
         if m.get("tool_calls"):
             content = (content or "") + "\n" + json.dumps(m["tool_calls"], ensure_ascii=False)
-        console.print(Panel(escape(str(content or "")), title=f"[{i}] {m.get('role')}", title_align="left"))
+        console.print(Panel(lit(content or ""), title=lit(f"[{i}] {m.get('role')}"), title_align="left"))
     console.print(budget_table(built))
     if built.memory_fill is not None and built.memory_fill.candidates:
         console.print(memory_section_table(built))
     who = "the owner" if built.is_owner else f"not the owner (scope {built.scope})"
     query = shorten(built.recall_query or "-", ECHO_CHARS)
-    console.print(f"Sender: {escape(who)}. Recall query: {escape(query)}")
+    console.print(line(f"Sender: {who}. Recall query: {query}"))
     for w in data["warnings"]:
-        console.print(f"[yellow]warning:[/] {escape(w)}")
+        console.print(warning(w))

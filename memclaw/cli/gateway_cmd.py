@@ -60,6 +60,7 @@ def gateway_command(workspace: Path | None) -> None:
     """Run the Discord gateway until SIGINT/SIGTERM. Missing or rejected token: ConfigError (exit code 2)."""
     from memclaw.cli.common import err_console
     from memclaw.config import load_config
+    from memclaw.richtext import line, warning
 
     cfg = load_config()
     token = discord_token(cfg)  # fail before touching the workspace or loading anything heavy
@@ -70,8 +71,10 @@ def gateway_command(workspace: Path | None) -> None:
     gateway_logging()
     if not cfg.owners.get("discord"):
         err_console.print(
-            '[yellow]warning:[/] no owner configured (owners.discord = ["<your Discord user id>"]): '
-            "nobody will be answered unless allow-lists are set"
+            warning(
+                'no owner configured (owners.discord = ["<your Discord user id>"]): '
+                "nobody will be answered unless allow-lists are set"
+            )
         )
 
     from memclaw.agent import Agent
@@ -83,11 +86,7 @@ def gateway_command(workspace: Path | None) -> None:
     try:  # index fresh and the embedding model loaded before the first message arrives
         memory.sync()
     except MemclawError as e:
-        from rich.markup import escape
-
-        from memclaw.redact import redact_text
-
-        err_console.print(f"[yellow]warning:[/] memory sync failed: {escape(redact_text(str(e)))}; recall will retry")
+        err_console.print(warning(f"memory sync failed: {e}; recall will retry on each turn"))
     from memclaw.tokens import count_tokens
 
     count_tokens("warm-up", cfg.agent.model)  # imports litellm and loads the tokenizer now, not on the first message
@@ -100,7 +99,7 @@ def gateway_command(workspace: Path | None) -> None:
         return memory.forget(ids, scope="owner")
 
     gateway = DiscordGateway(agent, cfg, recall=recall, forget=forget)
-    err_console.print(f"memclaw gateway: workspace {ws.root}, model {cfg.agent.model}; Ctrl-C to stop")
+    err_console.print(line(f"memclaw gateway: workspace {ws.root}, model {cfg.agent.model}; Ctrl-C to stop"))
     try:
         asyncio.run(gateway.serve(token))
     finally:

@@ -278,7 +278,7 @@ RankingsOpt = Annotated[
     bool,
     typer.Option(
         "--rankings",
-        help="Also write every question's ranked ids and what each token budget kept (<name>-rankings.json.gz), "
+        help="Also write every question's ranked ids and what each token budget kept (*-rankings.json.gz), "
         "for an exact comparison of two runs with benchmarks/bench_diff.py.",
     ),
 ]
@@ -388,18 +388,22 @@ def status(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) -> None:
 
 def run() -> None:
     """Console-script entry point: the one place errors become messages and exit codes."""
+    from memclaw.cli.common import error_line, tolerant_streams
     from memclaw.errors import MemclawError
-    from memclaw.redact import redact_text
 
+    tolerant_streams()
     try:
         code = app(standalone_mode=False)  # click returns typer.Exit's code here instead of exiting
         if isinstance(code, int) and code:
             sys.exit(code)
-    except (MemclawError, PermissionError) as e:
+    except MemclawError as e:
+        error_line(e)
+        sys.exit(e.exit_code)
+    except PermissionError as e:  # one no code path said in its own words
         from memclaw.permission_errors import from_permission_error
 
-        err = e if isinstance(e, MemclawError) else from_permission_error(e)  # one no code path said in its words
-        typer.echo(f"Error: {redact_text(str(err))}", err=True)  # no URL credentials, no known secret
+        err = from_permission_error(e)
+        error_line(err)
         sys.exit(err.exit_code)
     except KeyboardInterrupt:
         typer.echo("Interrupted.", err=True)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-from rich.markup import escape
+from typing import TYPE_CHECKING
 
 from memclaw.cli.common import (
     arg_or_stdin,
@@ -17,9 +16,14 @@ from memclaw.cli.common import (
     print_json,
     progress_bar,
 )
-from memclaw.redact import redact_text, redact_url
+from memclaw.redact import redact_url
+from memclaw.richtext import line, warning
 from memclaw.shorten import ECHO_CHARS, shorten
 from memclaw.units import MemoryUnit, sender_scope
+
+if TYPE_CHECKING:
+    from memclaw.memory_section import SectionFill
+    from memclaw.recall import RecallResult
 
 
 def onboard(workspace: Path | None, demo: bool) -> None:
@@ -32,10 +36,10 @@ def onboard(workspace: Path | None, demo: bool) -> None:
     if demo:
         build_demo_workspace(report.workspace)
     for p in report.created:
-        console.print(f"[green]created[/] {p}")
+        console.print(line(("created", "green"), f" {p}"))
     for p in report.kept:
-        console.print(f"[dim]kept   {p}[/]")
-    console.print(f"Workspace ready at [bold]{report.workspace}[/]")
+        console.print(line((f"kept    {p}", "dim")))
+    console.print(line("Workspace ready at ", (str(report.workspace), "bold")))
 
 
 def demo(workspace: Path | None, queries: list[str]) -> None:
@@ -48,11 +52,12 @@ def demo(workspace: Path | None, queries: list[str]) -> None:
     ws = build_demo_workspace(root)
     mem = MemoryService(ws, Config(workspace=root))
     _with_progress(mem, full=False)
-    console.print(f"Demo workspace: [bold]{ws.root}[/] ({sum(len(mem._parse(s)) for s in ws.scopes())} memories)")
+    n = sum(len(mem._parse(s)) for s in ws.scopes())
+    console.print(line("Demo workspace: ", (str(ws.root), "bold"), f" ({n} memories)"))
     for q in queries or demo_queries():
         result = mem.recall_detailed(q, k=5)
         console.print(recall_table(result, width=console.width))
-    console.print(f'Try: {invoked_as()} recall "your question" --workspace {ws.root}')
+    console.print(line(f'Try: {invoked_as()} recall "your question" --workspace {ws.root}'))
 
 
 def recall(
@@ -73,7 +78,7 @@ def recall(
     with held_warnings() as logged:
         result = mem.recall_detailed(query, scope=scope, k=k, mode=mode, kind=kind)
     for w in dict.fromkeys([*logged, *result.warnings]):  # each once (memclaw logs some of them too)
-        err_console.print(f"[yellow]warning:[/] {escape(redact_text(w))}")
+        err_console.print(warning(w))
     section = None
     if tokens is not None:
         from memclaw.memory_section import fill_hits
@@ -83,18 +88,29 @@ def recall(
     if json_out:
         print_json([h.to_json() | (section.hit_json(i) if section else {}) for i, h in enumerate(result.hits)])
         return
+    print_recall(result, section, k or mem.config.recall.k)
+
+
+def print_recall(result: RecallResult, section: SectionFill | None, asked: int) -> None:
+    """The recall view: the table (with the memory-section cut when `section`), or why there is none."""
     from memclaw.render import recall_table
 
     if not result.hits:
-        shown = shorten(query, ECHO_CHARS)
-        console.print(f"No memories in scope [bold]{scope}[/] match {shown!r} above the relevance floor.")
+        shown = shorten(result.query, ECHO_CHARS)
+        console.print(
+            line("No memories in scope ", (result.scope, "bold"), f" match {shown!r} above the relevance floor.")
+        )
         return
     console.print(recall_table(result, width=console.width, section=section))
-    asked = k or mem.config.recall.k
     if len(result.hits) < min(asked, result.scope_size):
         console.print(
-            f"[dim]{len(result.hits)} of the {asked} asked for: the other memories in scope {scope} fell below the "
-            "relevance floor (recall.min_similarity, recall.min_bm25)[/]"
+            line(
+                (
+                    f"{len(result.hits)} of the {asked} asked for: the other memories in scope {result.scope} fell "
+                    "below the relevance floor (recall.min_similarity, recall.min_bm25)",
+                    "dim",
+                )
+            )
         )
 
 
@@ -135,7 +151,7 @@ def _print_reports(reports, json_out: bool) -> None:
         return
     for r in reports:
         for w in r.warnings:
-            err_console.print(f"[yellow]warning:[/] {escape(redact_text(w))}")
+            err_console.print(warning(w))
     from memclaw.render import sync_table
 
     console.print(sync_table(rows))
@@ -157,7 +173,7 @@ def add(text: str, sender: str | None, section: str | None, workspace: Path | No
         )
     else:
         note = " (its vector is pending: the embedding provider is unreachable; the next sync adds it)"
-        console.print(f"remembered [bold]{unit.id}[/] in {unit.source}:{unit.line}{note if pending else ''}")
+        console.print(line("remembered ", (unit.id, "bold"), f" in {unit.source}:{unit.line}{note if pending else ''}"))
 
 
 def unit_json(u: MemoryUnit) -> dict:
@@ -181,7 +197,7 @@ def list_memories(sender: str | None, kind: str | None, json_out: bool, workspac
         return
     from memclaw.render import memory_table
 
-    console.print(memory_table(units, scope))
+    console.print(memory_table(units, scope, width=console.width))
 
 
 def forget(ids: list[str], sender: str | None, json_out: bool, workspace: Path | None) -> None:
@@ -190,10 +206,15 @@ def forget(ids: list[str], sender: str | None, json_out: bool, workspace: Path |
     if json_out:
         print_json([unit_json(u) for u in gone])
         return
-    for u in gone:
-        console.print(
-            f"forgot [bold]{u.id}[/] ({u.kind}, {u.source}:{u.line}): {u.text}", highlight=False, soft_wrap=True
-        )
+    print_forgot(gone)
+
+
+def print_forgot(gone: list[MemoryUnit]) -> None:
+    """What `memory forget` removed, one line each. The memories are gone by now: printing them cannot fail."""
+    from memclaw.render import forgot_lines
+
+    for text in forgot_lines(gone):
+        console.print(text, soft_wrap=True)
 
 
 def stats(workspace: Path | None, json_out: bool) -> None:
@@ -212,11 +233,11 @@ def migrate(to: str, workspace: Path | None) -> None:
 
     cfg, ws = load(workspace)
     n = migrate_to_server(ws, cfg, to, console=err_console)
-    console.print(f"migrated {n} memories to {escape(redact_url(to))}; set memory.chroma_url to this URL to use it")
+    console.print(line(f"migrated {n} memories to {redact_url(to)}; set memory.chroma_url to this URL to use it"))
 
 
 def status(workspace: Path | None, json_out: bool) -> None:
-    from memclaw.cli.gateway_cmd import TOKEN_ENV, token_source
+    from memclaw.cli.gateway_cmd import token_source
     from memclaw.config import config_path, dump_config
     from memclaw.llm import LLMClient
 
@@ -248,18 +269,29 @@ def status(workspace: Path | None, json_out: bool) -> None:
     if json_out:
         print_json(data)
         return
+    print_status(data)
+
+
+def print_status(data: dict) -> None:
+    """`memclaw status` for people (the data is `status --json`'s)."""
+    from memclaw.cli.gateway_cmd import TOKEN_ENV
     from memclaw.render import stats_table
 
-    console.print(f"[bold]config[/]    {data['config_file'] or '(defaults + environment)'}")
-    console.print(f"[bold]model[/]     {data['model']}   [bold]embeddings[/] {data['embedding_model']}")
+    console.print(line(("config", "bold"), f"    {data['config_file'] or '(defaults + environment)'}"))
+    console.print(
+        line(("model", "bold"), f"     {data['model']}   ", ("embeddings", "bold"), f" {data['embedding_model']}")
+    )
     if data["model_key_missing"]:
-        console.print(f"[yellow]warning:[/] {data['model_key_missing']}")
-    console.print(f"[bold]workspace[/] {data['workspace']}")
+        console.print(warning(data["model_key_missing"]))
+    console.print(line(("workspace", "bold"), f" {data['workspace']}"))
     d = data["channels"]["discord"]
     state = f"configured (token from {d['token_from']})" if d["configured"] else f"not configured (set {TOKEN_ENV})"
     console.print(
-        f"[bold]discord[/]   {state}; {d['owners']} owner id(s), {d['allow_from']} allowed user(s), "
-        f"{d['guilds']} guild(s), {d['channels']} channel(s), {d['always_answer_channels']} always-answer channel(s)"
+        line(
+            ("discord", "bold"),
+            f"   {state}; {d['owners']} owner id(s), {d['allow_from']} allowed user(s), {d['guilds']} guild(s), "
+            f"{d['channels']} channel(s), {d['always_answer_channels']} always-answer channel(s)",
+        )
     )
-    console.print("[bold]cli[/]       configured (`memclaw chat`, as the owner)")
+    console.print(line(("cli", "bold"), "       configured (`memclaw chat`, as the owner)"))
     console.print(stats_table(data["memory"]))

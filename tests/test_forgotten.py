@@ -1,0 +1,76 @@
+"""What the owner forgot is not written back by consolidation (issue 19.3): the guard's rules on their own. The
+end-to-end runs (chat over the scripted LLM server, Discord through discord.py's real objects) are in
+test_agent_memory.py and test_discord_gateway.py."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from memclaw.forgotten import REDACTED, ForgottenMemory, Guard, load, record
+from memclaw.tokenize import Tokenizer
+from memclaw.units import MemoryUnit
+
+T0 = datetime(2026, 3, 2, 18, 0).astimezone()
+FORGOT = "Sister Lena lives in Porto (2025-03-01)"
+
+
+def msg(role: str, text: str, minutes: int, **kw) -> dict:
+    return {"role": role, "content": text, "ts": (T0 + timedelta(minutes=minutes)).isoformat(), **kw}
+
+
+def guard(msgs, forgotten_at: int = 10, scope: str = "owner") -> Guard:
+    entry = ForgottenMemory(scope, FORGOT, T0 + timedelta(minutes=forgotten_at))
+    return Guard([entry], "owner", msgs, Tokenizer().tokenize)
+
+
+CHAT = [
+    msg("user", "My sister Lena moved to Porto last month!", 1),
+    msg("assistant", "", 2, tool_calls=[{"id": "c1", "type": "function",
+                                         "function": {"name": "remember", "arguments": '{"text": "Lena lives in Porto, sister"}'}}]),  # noqa: E501
+    msg("tool", "Remembered [f1]: Sister Lena lives in Porto", 2, tool_call_id="c1", name="remember"),
+    msg("assistant", "Noted: Lena lives in Porto now.", 3),
+    msg("user", "We also planned a hike in the Jura on Saturday.", 4),
+]  # fmt: skip
+
+
+def test_messages_before_the_forget_that_restate_it_are_redacted():
+    g = guard(CHAT)
+    out = g.redact(CHAT)
+    assert [m["content"] for m in out] == [REDACTED, REDACTED, REDACTED, REDACTED, CHAT[4]["content"]]
+    assert out[1]["tool_calls"][0]["function"]["arguments"] == "{}"
+    assert CHAT[0]["content"].startswith("My sister")  # the session itself is not changed
+    assert g.texts == [FORGOT]
+
+
+def test_ops_and_history_sentences_that_write_it_back_are_dropped():
+    g = guard(CHAT)
+    assert not g.keeps("Sister Lena lives in Porto")
+    assert not g.keeps("The owner's sister, Lena, now lives in Porto, Portugal")  # reworded, more words
+    assert g.keeps("Lena is a marine biologist")  # shares a word, not the fact
+    assert g.keeps("Planned a hike in the Jura")
+    entry = "Maya said her sister Lena moved to Porto. They planned a hike in the Jura on Saturday."
+    assert g.scrub(entry) == "They planned a hike in the Jura on Saturday."
+
+
+def test_said_again_after_the_forget_it_is_news():
+    again = [*CHAT, msg("user", "Actually, do remember it: my sister Lena lives in Porto.", 20)]
+    g = guard(again)
+    assert g.keeps("Sister Lena lives in Porto") and g.texts == []
+    out = g.redact(again)
+    assert out[0]["content"] == REDACTED and out[-1]["content"] == again[-1]["content"]  # only what came before
+
+
+def test_only_the_scope_and_the_time_of_the_chunk_count():
+    assert guard(CHAT, scope="people/discord:2").texts == []  # another scope's forget
+    assert guard(CHAT, forgotten_at=-5).texts == []  # forgotten before this chunk began: not said in it
+    assert guard(CHAT, forgotten_at=-5).redact(CHAT) == CHAT
+
+
+def test_the_record_keeps_scope_text_and_time(tmp_path):
+    path = tmp_path / "sessions" / "forgotten.jsonl"
+    units = [MemoryUnit("f1", "fact", "owner", "memory/MEMORY.md", 3, FORGOT)]
+    record(path, units, now=T0)
+    path.write_text(path.read_text() + "{torn\n")
+    record(path, [MemoryUnit("h1", "history", "people/x", "h", 1, "line one\nline two")], now=T0)
+    got = load(path)
+    assert [(f.scope, f.text, f.at) for f in got] == [("owner", FORGOT, T0), ("people/x", "line one\nline two", T0)]
