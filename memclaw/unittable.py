@@ -4,12 +4,14 @@ A scope's state holds every unit of its Markdown. Unpickling 100k MemoryUnit dat
 which a cold `memclaw recall` pays before answering; the same table as a few lists and packed arrays loads in
 a few tens of milliseconds. Recall builds units only for the ids it returns; sync needs only ids and hashes.
 
-The table is a read-only Mapping id -> MemoryUnit in file order. `to_columns`/`from_columns` convert it to
-plain builtins (lists, tuples, array.array) for the state file, so that file never names a memclaw class.
+The table is a read-only Mapping id -> MemoryUnit in file order. `to_json`/`from_json` convert it to JSON for
+the index state (memclaw.scope_state): plain lists and strings, checked on the way in, so a hostile state file can
+be refused but never run code.
 """
 
 from __future__ import annotations
 
+import json
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -109,29 +111,64 @@ class UnitTable(Mapping[str, MemoryUnit]):
         return UnitTable(cols)
 
     # ----- persistence -----------------------------------------------------------------------------------
-    def to_columns(self) -> dict[str, Any]:
-        return dict(self._c)
+    def to_json(self) -> bytes:
+        """The columns as JSON (integer arrays as lists, each extra as a list of [key, value] pairs)."""
+        c = self._c
+        cols = {k: (v.tolist() if isinstance(v, array) else v) for k, v in c.items()}
+        cols["extras"] = [[list(kv) for kv in e] for e in c["extras"]]
+        return json.dumps(cols, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
 
     @classmethod
-    def from_columns(cls, cols: Any) -> UnitTable:
-        """The table saved by `to_columns`. Raises ValueError if the columns are inconsistent."""
+    def from_json(cls, data: bytes) -> UnitTable:
+        """The table saved by `to_json`. Raises ValueError if it is not exactly such a table."""
+        cols = json.loads(data.decode("utf-8", "surrogatepass"))
         if not isinstance(cols, dict) or set(cols) != set(_COLUMNS):
             raise ValueError("unexpected columns")
+        for k in ("lines", "kinds", "scope_ix", "source_ix", "extra_ix"):
+            if not isinstance(cols[k], list) or not all(type(x) is int for x in cols[k]):
+                raise ValueError(f"column {k} is not a list of integers")
+        for k in ("ids", "texts", "hashes", "scopes", "sources"):
+            if not isinstance(cols[k], list) or not all(type(x) is str for x in cols[k]):
+                raise ValueError(f"column {k} is not a list of strings")
+        for k in ("timestamps", "sections"):
+            if not isinstance(cols[k], list) or not all(x is None or type(x) is str for x in cols[k]):
+                raise ValueError(f"column {k} is not a list of strings")
+        extras = []
+        for e in cols["extras"] if isinstance(cols["extras"], list) else [None]:
+            if not isinstance(e, list) or not all(
+                isinstance(kv, list) and len(kv) == 2 and type(kv[0]) is str and type(kv[1]) is str for kv in e
+            ):
+                raise ValueError("column extras is not a list of string pairs")
+            extras.append(tuple((k, v) for k, v in e))
+        cols["extras"] = extras
+        try:
+            for ts in cols["timestamps"]:
+                if ts is not None:
+                    datetime.fromisoformat(ts)
+            cols["lines"] = array("q", cols["lines"])
+            cols["kinds"] = array("b", cols["kinds"])
+            for k in ("scope_ix", "source_ix", "extra_ix"):
+                cols[k] = array("l", cols[k])
+        except OverflowError as e:
+            raise ValueError("an integer column is out of range") from e
+        return cls.from_columns(cols)
+
+    @classmethod
+    def from_columns(cls, cols: dict[str, Any]) -> UnitTable:
+        """A table of these columns. Raises ValueError if they are inconsistent."""
         n = len(cols["ids"])
         for k in _ROW_COLUMNS:
             if len(cols[k]) != n:
                 raise ValueError(f"column {k} has {len(cols[k])} rows, expected {n}")
-        for k in ("ids", "texts", "hashes", "timestamps", "sections", "scopes", "sources", "extras"):
-            if not isinstance(cols[k], list):
-                raise ValueError(f"column {k} is not a list")
         for k, vals in (("scope_ix", "scopes"), ("source_ix", "sources"), ("extra_ix", "extras")):
-            if not isinstance(cols[k], array) or (n and (min(cols[k]) < 0 or max(cols[k]) >= len(cols[vals]))):
+            if n and (min(cols[k]) < 0 or max(cols[k]) >= len(cols[vals])):
                 raise ValueError(f"column {k} is out of range")
-        if not isinstance(cols["kinds"], array) or (n and (min(cols["kinds"]) < 0 or max(cols["kinds"]) > 1)):
+        if n and (min(cols["kinds"]) < 0 or max(cols["kinds"]) > 1):
             raise ValueError("column kinds is out of range")
-        if not isinstance(cols["lines"], array):
-            raise ValueError("column lines is not an array")
-        return cls(cols)
+        table = cls(cols)
+        if len(table._rows()) != n:  # (the id -> row map a lookup builds anyway)
+            raise ValueError("duplicate ids")
+        return table
 
     # ----- Mapping ---------------------------------------------------------------------------------------
     def _rows(self) -> dict[str, int]:
@@ -163,6 +200,11 @@ class UnitTable(Mapping[str, MemoryUnit]):
     @property
     def texts(self) -> list[str]:
         return self._c["texts"]
+
+    def sources(self) -> list[str]:
+        """The distinct sources of the rows, in row order."""
+        c = self._c
+        return [c["sources"][i] for i in dict.fromkeys(c["source_ix"])]
 
     def unit(self, row: int) -> MemoryUnit:
         c = self._c

@@ -38,7 +38,7 @@ def _memclaw(home: Path, *args: str) -> subprocess.CompletedProcess:
     """The installed console script, in a child process (as a user runs it)."""
     script = Path(sys.executable).with_name("memclaw")
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "memclaw.cli.main"]
-    env = {**os.environ, "MEMCLAW_HOME": str(home)}
+    env = {**os.environ, "MEMCLAW_HOME": str(home), "COLUMNS": "400"}
     return subprocess.run([*cmd, *args], env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -74,10 +74,13 @@ def _recall_works(home: Path) -> subprocess.CompletedProcess:
 
 
 def test_a_crafted_pickle_state_runs_no_code(synced_home: Path, tmp_path: Path) -> None:
-    """The exact attack of the issue: a pickle that calls os.system, with a valid sha256, at the old state path.
-    `memclaw recall` answers from the Markdown, says once that it rebuilds the index's state, and runs nothing."""
+    """The exact attack of the issue: a pickle that calls os.system, with a valid sha256, at the state path of an
+    index an older memclaw wrote. `memclaw recall` answers from the Markdown, says once that it rebuilds the index's
+    state (keeping the vectors), and runs nothing."""
     marker = tmp_path / "pwned-old-path"
     for d in _scope_dirs(synced_home):
+        for f in d.iterdir():  # the index as an older memclaw left it: its state files only
+            f.unlink()
         (d / "state.pkl").write_bytes(_attack(marker))
         (d / "lexical.bm25").write_bytes(_attack(marker))
     r = _recall_works(synced_home)
@@ -92,13 +95,20 @@ def test_a_crafted_pickle_state_runs_no_code(synced_home: Path, tmp_path: Path) 
 
 
 def test_a_crafted_file_at_the_state_path_runs_no_code(synced_home: Path, tmp_path: Path) -> None:
-    """The same payload written over whatever file holds the state now: it is damage, rebuilt, never executed."""
+    """The same payload written over whatever file holds the state now: it is damage, rebuilt, never executed; and
+    planted beside a current state, under the old names: never read."""
     marker = tmp_path / "pwned-new-path"
     for d in _scope_dirs(synced_home):
         for f in d.iterdir():
             if f.is_file() and f.name != "DIRTY":
                 f.write_bytes(_attack(marker))
-    _recall_works(synced_home)
+    r = _recall_works(synced_home)
+    assert "corrupted" in r.stderr and "rebuilding" in r.stderr
+    assert not marker.exists(), "code from the index ran"
+    for d in _scope_dirs(synced_home):
+        (d / "state.pkl").write_bytes(_attack(marker))
+        (d / "lexical.bm25").write_bytes(_attack(marker))
+    assert _recall_works(synced_home).stderr.strip() == ""
     assert not marker.exists(), "code from the index ran"
 
 

@@ -373,8 +373,9 @@ def run() -> None:
         err = from_permission_error(e)
         typer.echo(f"Error: {err}", err=True)
         sys.exit(err.exit_code)
-    except KeyboardInterrupt:
-        typer.echo("Interrupted.", err=True)
+    except KeyboardInterrupt as e:  # what the interrupt left, when the interrupted work says (e.g. a sync)
+        said = e.args[0] if e.args and isinstance(e.args[0], str) else "Interrupted."
+        typer.echo(said, err=True)
         sys.exit(130)
     except SystemExit:
         raise

@@ -1,0 +1,424 @@
+"""One scope's index state in one SQLite file, `scopes/<key>/state.sqlite3`: its unit table, session links, file
+marks and signatures, the units whose vectors are pending, and its BM25 index.
+
+Nothing read from it can run code: SQLite rows holding JSON and raw little-endian arrays (memclaw.bm25), each
+checked on the way in. (The pickle it replaces ran whatever a crafted file held: issue 18.)
+
+Tables:
+    meta(key, value)          JSON values: format, scope, signatures, marks, pending
+    snapshot(name, data)      "units" (the unit table's columns, JSON), "links" (JSON), "bm25" (memclaw.bm25 bytes)
+    log(seq, part, n, data)   what changed since the snapshot of each part, in order: "units" (rows appended to one
+                              memory file, and the files' order after it), "links" (session links set or dropped),
+                              "bm25" (documents removed, and added with their tokens); `n` counts the rows it holds
+
+Why a log: adding one fact used to rewrite the whole state and BM25 file (0.44 s at 100k memories); now it
+inserts a row or two in one transaction. A part is folded back into its snapshot when its log holds more than
+`compact_after(n)` rows (a cold load replays at most that many), or whenever a sync rewrites it anyway.
+
+Every save is one SQLite transaction (rollback journal, synchronous=FULL): a reader, or a crash, sees the state
+before it or after it. Readers take a consistent snapshot in one read transaction; the sync lock (memclaw.index)
+keeps writers apart. A file that is not a SQLite database of this layout is damage: loading it raises IndexError_
+(the caller rebuilds the scope from the Markdown, replacing the file); a directory or other non-file at the path
+is not memclaw's to replace: IndexError_ naming it and the fix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.request import pathname2url
+
+from memclaw.bm25 import InvertedBM25
+from memclaw.errors import IndexError_, MemclawError
+from memclaw.incremental import FileMark
+from memclaw.index import ScopeState
+from memclaw.unittable import UnitTable
+
+FORMAT = "memclaw-scope-state-3"
+COMPACT_MAX = 1000
+"""A part's log is folded into its snapshot once it holds more rows than this (or than a quarter of the scope)."""
+
+_HEADER = b"SQLite format 3\x00"
+_SCHEMA = (
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE snapshot(name TEXT PRIMARY KEY, data BLOB NOT NULL)",
+    "CREATE TABLE log(seq INTEGER PRIMARY KEY, part TEXT NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL)",
+)
+_OBJECTS = {("table", "meta"), ("table", "snapshot"), ("table", "log"), ("index", "sqlite_autoindex_meta_1"),
+            ("index", "sqlite_autoindex_snapshot_1")}  # fmt: skip
+_BUSY_TIMEOUT_S = 60.0
+
+
+def compact_after(n_units: int) -> int:
+    """How many log rows a part may hold before it is folded into its snapshot."""
+    return min(COMPACT_MAX, max(64, n_units // 4))
+
+
+@dataclass
+class Changes:
+    """What one sync changed, so that a save can append it to the log. A part left None is written whole."""
+
+    appended: list[tuple[str, UnitTable]] | None = None  # (source, rows appended to it), in table order
+    order: list[str] = field(default_factory=list)  # the sources in table order after the append
+    links: dict[str, list[str] | None] | None = None  # session links set (a list) or dropped (None)
+    bm25_removed: list[str] = field(default_factory=list)
+    bm25_added: list[tuple[str, list[str]]] | None = None  # (id, tokens); None: write the BM25 index whole
+
+
+@dataclass
+class Loaded:
+    state: ScopeState
+    lexical: InvertedBM25 | None  # None when the BM25 part is damaged (`lexical_error` says how)
+    lexical_error: str | None = None
+
+
+# ----- the file --------------------------------------------------------------------------------------------------
+def file_sig(path: Path) -> tuple | None:
+    """Changes whenever a save commits (inode, mtime, size and SQLite's file change counter); None if absent."""
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            head = f.read(28) if stat.S_ISREG(st.st_mode) else b""
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return ("unreadable",)
+    return (st.st_ino, st.st_mtime_ns, st.st_size, head[24:28])
+
+
+def _not_a_file(path: Path) -> IndexError_:
+    return IndexError_(
+        f"{path} is not a file (memclaw keeps a scope's index state there): move it out of the way; "
+        "memclaw then rebuilds the index from the Markdown"
+    )
+
+
+def _check_path(path: Path) -> bool:
+    """Whether a state file is there (False: none yet). Raises IndexError_ for a directory or other non-file, and
+    PermissionError as it is (not damage: a rebuild would meet it too)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    except NotADirectoryError as e:
+        raise IndexError_(f"cannot read the index state {path}: a parent of it is a file; {_fix_parent(path)}") from e
+    if not stat.S_ISREG(st.st_mode):
+        raise _not_a_file(path)
+    return True
+
+
+def _fix_parent(path: Path) -> str:
+    for parent in path.parents:
+        if parent.exists() and not parent.is_dir():
+            return f"move {parent} out of the way (memclaw rebuilds the index from the Markdown)"
+    return "fix the index folder"
+
+
+def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
+    uri = f"file:{pathname2url(str(path))}?mode={'rwc' if create else 'rw'}"
+    con = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+    try:
+        con.execute("PRAGMA trusted_schema = OFF")  # nothing in the file's schema may call a function
+        con.execute("PRAGMA synchronous = FULL")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+@contextlib.contextmanager
+def _session(path: Path, *, create: bool) -> Iterator[sqlite3.Connection]:
+    con = _connect(path, create=create)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def _schema_ok(con: sqlite3.Connection) -> bool:
+    return set(con.execute("SELECT type, name FROM sqlite_master")) == _OBJECTS
+
+
+def _damaged(path: Path, why: str) -> IndexError_:
+    return IndexError_(f"index state {path} is corrupted ({why})")
+
+
+# ----- load ------------------------------------------------------------------------------------------------------
+def load(path: Path) -> Loaded | None:
+    """The saved state and BM25 index, None if there is none. Raises IndexError_ if the file is damaged or of
+    another format (the caller rebuilds the scope from the Markdown), PermissionError as it is."""
+    if not _check_path(path):
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_HEADER))
+    except IsADirectoryError as e:
+        raise _not_a_file(path) from e
+    except PermissionError:
+        raise
+    except OSError as e:
+        raise IndexError_(f"cannot read index state {path}: {e.strerror}") from e
+    if head != _HEADER:
+        raise _damaged(path, "not a memclaw index state")
+    try:
+        with _session(path, create=False) as con:
+            con.execute("BEGIN")  # one read transaction: a consistent snapshot while a writer waits
+            if not _schema_ok(con):
+                raise _damaged(path, "unexpected tables")
+            meta = {k: v for k, v in con.execute("SELECT key, value FROM meta")}
+            snaps = {k: bytes(v) for k, v in con.execute("SELECT name, data FROM snapshot")}
+            log = [(p, bytes(d)) for p, d in con.execute("SELECT part, data FROM log ORDER BY seq")]
+            con.execute("COMMIT")
+    except sqlite3.DatabaseError as e:
+        if _permission_denied(e):
+            raise PermissionError(13, "permission denied", str(path)) from e
+        raise _damaged(path, f"{type(e).__name__}: {e}") from e
+    if meta.get("format") != json.dumps(FORMAT):
+        raise IndexError_(f"index state {path} has another format ({meta.get('format')})")
+    try:
+        state = _state_from(meta, snaps, log)
+    except MemclawError:
+        raise
+    except Exception as e:  # anything unexpected in the content is damage, never a traceback
+        raise _damaged(path, f"{type(e).__name__}: {e}") from e
+    try:
+        lexical = _lexical_from(snaps, log, path)
+    except Exception as e:
+        return Loaded(state, None, str(e))
+    return Loaded(state, lexical)
+
+
+def _permission_denied(e: sqlite3.DatabaseError) -> bool:
+    text = str(e).lower()
+    return "readonly" in text or "permission" in text or "unable to open" in text
+
+
+def _json(raw: str | bytes, kind: type) -> Any:
+    v = json.loads(raw)
+    if not isinstance(v, kind):
+        raise ValueError(f"expected a JSON {kind.__name__}")
+    return v
+
+
+def _state_from(meta: dict[str, str], snaps: dict[str, bytes], log: list[tuple[str, bytes]]) -> ScopeState:
+    scope = _json(meta["scope"], str)
+    signatures: dict[str, tuple | None] = {}
+    for src, sig in _json(meta["signatures"], dict).items():
+        if sig is not None and not (isinstance(sig, list) and all(type(x) is int for x in sig)):
+            raise ValueError("bad file signature")
+        signatures[src] = tuple(sig) if sig is not None else None
+    marks = {src: FileMark.from_json(m) for src, m in _json(meta["marks"], dict).items()}
+    pending = _json(meta["pending"], list)
+    if not all(isinstance(i, str) for i in pending):
+        raise ValueError("bad pending ids")
+    table = UnitTable.from_json(snaps["units"])
+    links = _links(_json(snaps["links"], dict))
+    appended: dict[str, list[UnitTable]] = {}
+    order: list[str] | None = None
+    for part, data in log:
+        if part == "units":
+            entry = _json(data, dict)
+            src, order = entry["source"], entry["order"]
+            if not isinstance(src, str) or not isinstance(order, list) or src not in order:
+                raise ValueError("bad log entry")
+            appended.setdefault(src, []).append(UnitTable.from_json(entry["rows"].encode("utf-8", "surrogatepass")))
+        elif part == "links":
+            for uid, targets in _json(data, dict).items():
+                if targets is None:
+                    links.pop(uid, None)
+                else:
+                    links.update(_links({uid: targets}))
+        elif part != "bm25":
+            raise ValueError(f"unknown log part {part!r}")
+    if appended:
+        table = _with_appended(table, appended, order or [])
+    return ScopeState(scope, signatures, table, links, marks, set(pending))
+
+
+def _links(raw: dict[str, Any]) -> dict[str, list[str]]:
+    for uid, targets in raw.items():
+        if not (isinstance(targets, list) and all(isinstance(t, str) for t in targets)):
+            raise ValueError(f"bad session links of {uid}")
+    return raw
+
+
+def _with_appended(table: UnitTable, appended: dict[str, list[UnitTable]], order: list[str]) -> UnitTable:
+    """The snapshot's rows with the logged appends, each file's rows together, files in `order`."""
+    if not all(isinstance(s, str) for s in order) or len(set(order)) != len(order):
+        raise ValueError("bad source order")
+    sources = list(dict.fromkeys([*order, *table.sources()]))
+    parts: list[UnitTable] = []
+    for src in sources:
+        seg = table.segment(src)
+        if seg is None:
+            raise ValueError(f"the rows of {src} are not together")
+        parts += [seg, *appended.pop(src, [])]
+    if appended:
+        raise ValueError("rows appended to an unknown file")
+    return UnitTable.concat([p for p in parts if len(p)] or [UnitTable.from_units([])])
+
+
+def _lexical_from(snaps: dict[str, bytes], log: list[tuple[str, bytes]], path: Path) -> InvertedBM25:
+    where = f"{path} (BM25)"
+    lexical = InvertedBM25.from_bytes(snaps.get("bm25", b""), where)
+    for part, data in log:
+        if part != "bm25":
+            continue
+        entry = _json(data, dict)
+        removed, added = entry["removed"], entry["added"]
+        if not (isinstance(removed, list) and isinstance(added, list)):
+            raise _damaged(path, "bad BM25 log entry")
+        for uid in removed:
+            lexical.remove(str(uid))
+        for item in added:
+            if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
+                    and isinstance(item[1], list) and all(isinstance(t, str) for t in item[1])):  # fmt: skip
+                raise _damaged(path, "bad BM25 log entry")
+            lexical.add(item[0], item[1])
+    return lexical
+
+
+def read_scope_name(path: Path) -> str | None:
+    """The scope a state file belongs to (its metadata alone), None if it cannot be read."""
+    try:
+        if not _check_path(path):
+            return None
+        with _session(path, create=False) as con:
+            row = con.execute("SELECT value FROM meta WHERE key = 'scope'").fetchone()
+        return _json(row[0], str) if row else None
+    except (MemclawError, OSError, sqlite3.Error, ValueError):
+        return None
+
+
+# ----- save ------------------------------------------------------------------------------------------------------
+def save(path: Path, state: ScopeState, lexical_bytes: Callable[[], bytes], changes: Changes | None = None) -> None:
+    """Write the state in one transaction: appended to the log when `changes` says what changed (and the log is
+    short enough), else whole. `lexical_bytes()` gives the whole BM25 index when it is written whole."""
+    meta = {
+        "format": FORMAT,
+        "scope": state.scope,
+        "signatures": {src: list(sig) if sig is not None else None for src, sig in state.signatures.items()},
+        "marks": {src: m.to_json() for src, m in state.marks.items()},
+        "pending": sorted(state.pending),
+    }
+    try:
+        with _writable(path) as con:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                                [(k, json.dumps(v, ensure_ascii=False)) for k, v in meta.items()])  # fmt: skip
+                limit = compact_after(len(state.units))
+                _save_units(con, state, changes, limit)
+                _save_bm25(con, lexical_bytes, changes, limit)
+                con.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    con.execute("ROLLBACK")
+                raise
+    except sqlite3.DatabaseError as e:
+        raise _write_error(path, e) from e
+
+
+def _write_error(path: Path, e: sqlite3.DatabaseError) -> IndexError_:
+    if _permission_denied(e):
+        return IndexError_(f"cannot write the index state {path} ({e}): fix the permissions of {path.parent}")
+    return IndexError_(f"cannot write the index state {path} ({type(e).__name__}: {e}); check the disk")
+
+
+@contextlib.contextmanager
+def _writable(path: Path) -> Iterator[sqlite3.Connection]:
+    """A connection to a state file of this layout: created if absent; a damaged file (not SQLite, or another
+    schema) is replaced, since it is memclaw's own derived data."""
+    exists = _check_path(path)
+    if not exists:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError as e:
+            raise IndexError_(f"cannot create the index state {path}: {_fix_parent(path)}") from e
+        except NotADirectoryError as e:
+            raise IndexError_(f"cannot create the index state {path}: {_fix_parent(path)}") from e
+    elif not _usable(path):
+        _discard(path)
+    con = _connect(path, create=True)
+    try:
+        if not _schema_ok(con):
+            con.execute("BEGIN IMMEDIATE")
+            for sql in _SCHEMA:
+                con.execute(sql)
+            con.execute("COMMIT")
+        yield con
+    finally:
+        con.close()
+
+
+def _usable(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            if f.read(len(_HEADER)) != _HEADER:
+                return False
+        with _session(path, create=False) as con:
+            return _schema_ok(con)
+    except sqlite3.DatabaseError as e:
+        if _permission_denied(e):
+            raise _write_error(path, e) from e
+        return False
+
+
+def _discard(path: Path) -> None:
+    """Remove a damaged state file and its journal (a hot journal would be rolled back into the new file)."""
+    for p in (path, path.with_name(path.name + "-journal")):
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+
+
+def _save_units(con: sqlite3.Connection, state: ScopeState, changes: Changes | None, limit: int) -> None:
+    appended = changes.appended if changes is not None else None
+    if appended is not None:
+        n_log = _log_rows(con, ("units", "links"))
+        n_new = sum(len(t) for _, t in appended) + len(changes.links or {})
+        if n_log + n_new <= limit:
+            for src, rows in appended:
+                entry = {"source": src, "order": changes.order, "rows": rows.to_json().decode("utf-8", "surrogatepass")}
+                _log(con, "units", len(rows), json.dumps(entry, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+            if changes.links:
+                _log(con, "links", len(changes.links), json.dumps(changes.links, ensure_ascii=False).encode())
+            return
+    con.execute("DELETE FROM log WHERE part IN ('units', 'links')")
+    _snapshot(con, "units", state.units.to_json())
+    _snapshot(con, "links", json.dumps(state.links, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
+def _save_bm25(
+    con: sqlite3.Connection, lexical_bytes: Callable[[], bytes], changes: Changes | None, limit: int
+) -> None:
+    added = changes.bm25_added if changes is not None else None
+    if added is not None:
+        if not added and not changes.bm25_removed:
+            return
+        if _log_rows(con, ("bm25",)) + len(added) + len(changes.bm25_removed) <= limit:
+            entry = {"removed": changes.bm25_removed, "added": [[i, t] for i, t in added]}
+            n = len(added) + len(changes.bm25_removed)
+            _log(con, "bm25", n, json.dumps(entry, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+            return
+    con.execute("DELETE FROM log WHERE part = 'bm25'")
+    _snapshot(con, "bm25", lexical_bytes())
+
+
+def _log_rows(con: sqlite3.Connection, parts: tuple[str, ...]) -> int:
+    marks = ",".join("?" * len(parts))
+    return int(con.execute(f"SELECT COALESCE(SUM(n), 0) FROM log WHERE part IN ({marks})", parts).fetchone()[0])
+
+
+def _log(con: sqlite3.Connection, part: str, n: int, data: bytes) -> None:
+    con.execute("INSERT INTO log(part, n, data) VALUES (?, ?, ?)", (part, n, data))
+
+
+def _snapshot(con: sqlite3.Connection, name: str, data: bytes) -> None:
+    con.execute("INSERT OR REPLACE INTO snapshot VALUES (?, ?)", (name, data))
