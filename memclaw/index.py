@@ -122,14 +122,15 @@ class IndexLayout:
     def writer_lock(self, *, wait: bool = True) -> Iterator[bool]:
         """Exclusive across processes (fcntl) for the duration of a sync. Yields whether it was acquired: with
         `wait=False` it yields False at once when another process holds it."""
+        from memclaw.index_paths import check_layout, rebuild_hint
+
+        check_layout(self, embedded=False)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             f = open(self.lock_file, "a+")  # noqa: SIM115 - closed by the with below
         except OSError as e:
-            raise IndexError_(
-                f"cannot write the index at {self.root}: {e.strerror or e}; fix its permissions, or delete the "
-                "folder (it is rebuilt from the Markdown)"
-            ) from e
+            why = f"{e.strerror or e}; fix its permissions{rebuild_hint(self.root)}"
+            raise IndexError_(f"cannot write the index at {self.root}: {why}") from e
         with f:
             try:
                 fcntl.flock(f.fileno(), fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
@@ -145,8 +146,12 @@ class IndexLayout:
 def read_manifest(layout: IndexLayout) -> dict | None:
     try:
         data = json.loads(layout.manifest.read_text("utf-8"))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # (no index folder yet, or a file there: said by check_layout)
         return None
+    except IsADirectoryError as e:
+        from memclaw.index_paths import odd_path_error
+
+        raise odd_path_error(layout.manifest, "file", layout.root) from e
     except PermissionError:
         raise  # not damage: rebuilding would meet it too (said in one line by the CLI)
     except (OSError, ValueError) as e:

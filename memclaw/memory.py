@@ -150,6 +150,7 @@ class MemoryService:
         self._prefetch_error: BaseException | None = None
         self.progress: ProgressFactory | None = None  # shows long embedding work (the CLI: memclaw.progress)
         self._sync_wrote = False  # the running sync has changed the index (an interrupt leaves it incomplete)
+        self._probed: set[tuple[int, str]] = set()  # (store, scope) read once for damage (_probe_store)
 
     # ----- seams -----------------------------------------------------------------------------------------
     @property
@@ -314,6 +315,7 @@ class MemoryService:
         if copied:
             self._join_prefetch()
             self._namespace, self._store = self._path_namespace(), None  # the original keeps its collections
+            self._probed.clear()
         if have is None or reason:
             if reason:
                 n = sum(len(self._parse(s)) for s in self.workspace.scopes())
@@ -356,6 +358,7 @@ class MemoryService:
             self._store = None
             release_embedded(self.layout.chroma_dir)
             ix.remove_tree(self.layout.chroma_dir)
+        self._probed.clear()
         ix.remove_tree(self.layout.root / "scopes")
         manifest = ix.read_manifest(self.layout)
         if manifest is not None and "dimensions" in manifest:  # the next vectors say it again
@@ -432,8 +435,10 @@ class MemoryService:
         return u.text
 
     def _get_scope(self, scope: str) -> _Scope | None:
+        from memclaw.index_paths import check_layout
         from memclaw.scope_state import file_sig
 
+        check_layout(self.layout, scope, embedded=not self.config.memory.chroma_url)
         with self._lock:
             sc = self._scopes.get(scope)
         if sc is not None and sc.state_sig == file_sig(self.layout.state_file(scope)):
@@ -539,13 +544,17 @@ class MemoryService:
         if self.config.memory.chroma_url:
             return
         probe = None
+        store = self.store
         for scope in scopes:
-            if self.store.count(scope):
+            if (id(store), scope) in self._probed:  # once per opening: later damage fails the write that meets it
+                continue
+            if store.count(scope):
                 if probe is None:  # the recorded dimensions: a provider's embedder need not be asked
                     dim = (ix.read_manifest(self.layout) or {}).get("dimensions") or self.embedder.dim
                     probe = np.zeros(int(dim), dtype=np.float32)
                     probe[0] = 1.0
-                self.store.query(scope, probe, 1)
+                store.query(scope, probe, 1)
+            self._probed.add((id(store), scope))
 
     def _read_scope(self, scope: str, old: _Scope | None, signatures: dict[str, tuple | None]) -> _ScopeRead:
         """The scope's units as the Markdown holds them now, reading as little as possible: a file whose
@@ -654,8 +663,8 @@ class MemoryService:
             old_units = old.state.units
             for uid in stale_in_store:
                 stale_passages.update(_passages_of(old_units[uid], self))
-            for u in to_embed:
-                if u.id in old_units:
+            for u in to_embed:  # (only a unit parsed again in full, or pending, can be an old one)
+                if (u.id in old_hashes or u.id in old.state.pending) and u.id in old_units:
                     stale_passages.update(set(_passages_of(old_units[u.id], self)) - new_pids)
 
         def mark_dirty() -> None:  # before the first write: a crash from here on makes the next sync reconcile
@@ -665,9 +674,10 @@ class MemoryService:
 
         pending: set[str] = set()
         if passages:
+            embedder, store = self.embedder, self.store  # (loaded before the progress clock starts)
             with self._embedding_progress(len(to_embed), len(passages), progress) as advance:
                 pending, err = write_vectors(
-                    self.embedder, self.store, scope, passages, batch_size=self.config.embeddings.batch_size,
+                    embedder, store, scope, passages, batch_size=self.config.embeddings.batch_size,
                     progress=advance, before_write=mark_dirty, on_dimensions=self._record_dimensions,
                 )  # fmt: skip
             if err is not None:  # keyword search gets the units now, the vectors come later
@@ -687,7 +697,8 @@ class MemoryService:
             self.store.delete(scope, sorted(stale_passages))
 
         append_only = old is not None and not (read.full_parse or read.full_diff or stale_in_store)
-        changes = scope_state.Changes(order=table.sources()) if old is not None and not old.lexical_unsaved else None
+        order = list(dict.fromkeys(p.source_at(0) for p in read.parts)) if append_only else []  # (each part: one file)
+        changes = scope_state.Changes(order=order) if old is not None and not old.lexical_unsaved else None
         if old is None:
             lexical = self._build_lexical(units)
         else:

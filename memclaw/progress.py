@@ -46,12 +46,12 @@ class _Reporter:
     def advance(self, n: int) -> None:
         self.done += n
         now = self.clock()
-        if now - self.t0 < SHOW_AFTER_S:
-            return
+        if not self.shown and (now - self.t0 < SHOW_AFTER_S or self.done >= self.total):
+            return  # quick so far, or already done: nothing to show
         self.shown = True
         if self.tty:
             self._draw(now)
-        elif not self._last_line or now - self._last_line >= LINE_EVERY_S:
+        elif self.done < self.total and (not self._last_line or now - self._last_line >= LINE_EVERY_S):
             self._last_line = now
             print(f"{self.what}: {self.figures(now)}", file=self.stream, flush=True)
 

@@ -94,10 +94,9 @@ def file_sig(path: Path) -> tuple | None:
 
 
 def _not_a_file(path: Path) -> IndexError_:
-    return IndexError_(
-        f"{path} is not a file (memclaw keeps a scope's index state there): move it out of the way; "
-        "memclaw then rebuilds the index from the Markdown"
-    )
+    from memclaw.index_paths import odd_path_error
+
+    return odd_path_error(path, "file", path.parent.parent.parent)
 
 
 def _check_path(path: Path) -> bool:
@@ -108,17 +107,19 @@ def _check_path(path: Path) -> bool:
     except FileNotFoundError:
         return False
     except NotADirectoryError as e:
-        raise IndexError_(f"cannot read the index state {path}: a parent of it is a file; {_fix_parent(path)}") from e
+        raise _under_a_file(path) from e
     if not stat.S_ISREG(st.st_mode):
         raise _not_a_file(path)
     return True
 
 
-def _fix_parent(path: Path) -> str:
-    for parent in path.parents:
+def _under_a_file(path: Path) -> IndexError_:
+    from memclaw.index_paths import odd_path_error
+
+    for parent in reversed(path.parents):
         if parent.exists() and not parent.is_dir():
-            return f"move {parent} out of the way (memclaw rebuilds the index from the Markdown)"
-    return "fix the index folder"
+            return odd_path_error(parent, "folder", path.parent.parent.parent)
+    return IndexError_(f"cannot use the index state {path}: a folder above it is not a folder")
 
 
 def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
@@ -340,10 +341,8 @@ def _writable(path: Path) -> Iterator[sqlite3.Connection]:
     if not exists:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-        except FileExistsError as e:
-            raise IndexError_(f"cannot create the index state {path}: {_fix_parent(path)}") from e
-        except NotADirectoryError as e:
-            raise IndexError_(f"cannot create the index state {path}: {_fix_parent(path)}") from e
+        except (FileExistsError, NotADirectoryError) as e:
+            raise _under_a_file(path) from e
     elif not _usable(path):
         _discard(path)
     con = _connect(path, create=True)

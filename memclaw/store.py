@@ -677,6 +677,10 @@ def _persistent_client(path: Path) -> Any:
     import chromadb
 
     _forget_readers(path)  # the client's engine keeps its own copy of the index from now on
+    if path.exists() and not path.is_dir():
+        from memclaw.index_paths import odd_path_error
+
+        raise odd_path_error(path, "folder", path.parent)
     try:
         path.mkdir(parents=True, exist_ok=True)
         return chromadb.PersistentClient(path=str(path), settings=_chroma_settings())

@@ -206,6 +206,10 @@ class UnitTable(Mapping[str, MemoryUnit]):
         c = self._c
         return [c["sources"][i] for i in dict.fromkeys(c["source_ix"])]
 
+    def source_at(self, row: int) -> str:
+        c = self._c
+        return c["sources"][c["source_ix"][row]]
+
     def unit(self, row: int) -> MemoryUnit:
         c = self._c
         ts = c["timestamps"][row]

@@ -3,9 +3,9 @@ before (LongMemEval dev100 is ~27k passages: ~10 min of embedding on 2 cores, ev
 
 The vectors are the model's own, keyed by the text's sha1; the file records the model's fingerprint and is
 refused for any other model. It is a numpy `.npz` archive of plain arrays (the fingerprint, the keys, the vectors),
-read with `allow_pickle=False`: nothing in it can run code. Only batches are cached: a single text is a query (recall embeds one at a time) and
-is embedded live, so the latency a benchmark reports still includes the query's embedding. The cache is a bench
-tool: memclaw's index never reads it.
+read with `allow_pickle=False`: nothing in it can run code. Only batches are cached: a single text is a query
+(recall embeds one at a time) and is embedded live, so the latency a benchmark reports still includes the query's
+embedding. The cache is a bench tool: memclaw's index never reads it.
 """
 
 from __future__ import annotations
