@@ -149,6 +149,7 @@ class MemoryService:
         self._prefetch: threading.Thread | None = None
         self._prefetch_error: BaseException | None = None
         self.progress: ProgressFactory | None = None  # shows long embedding work (the CLI: memclaw.progress)
+        self.on_interrupt: Callable[[str], None] | None = None  # told what an interrupted sync left (the CLI says it)
         self._sync_wrote = False  # the running sync has changed the index (an interrupt leaves it incomplete)
         self._probed: set[tuple[int, str]] = set()  # (store, scope) read once for damage (_probe_store)
 
@@ -481,7 +482,8 @@ class MemoryService:
         self, scopes: Sequence[str] | None = None, *, full: bool = False, progress: ix.Progress | None = None
     ) -> list[ix.SyncReport]:
         """Bring the index in line with the Markdown. `full` rebuilds everything from scratch. Interrupted (Ctrl-C)
-        after it changed the index, the KeyboardInterrupt says so (INTERRUPTED_SYNC): the next sync finishes it."""
+        after it changed the index, it tells `on_interrupt` what that left (INTERRUPTED_SYNC: the next sync finishes
+        it) and lets the KeyboardInterrupt go on."""
         with self._write_lock, self.layout.writer_lock(), self._interruptible():
             return self._sync_locked(scopes, full, progress)
 
@@ -500,9 +502,9 @@ class MemoryService:
         self._sync_wrote = False
         try:
             yield
-        except KeyboardInterrupt as e:
-            if self._sync_wrote:
-                raise KeyboardInterrupt(INTERRUPTED_SYNC) from e
+        except KeyboardInterrupt:
+            if self._sync_wrote and self.on_interrupt is not None:
+                self.on_interrupt(INTERRUPTED_SYNC)
             raise
 
     @contextlib.contextmanager

@@ -42,9 +42,23 @@ def memory_service(cfg: Config, ws: Workspace, *, progress: bool = True) -> Memo
     from memclaw.progress import stderr_progress
 
     mem = MemoryService(ws, cfg)
+    mem.on_interrupt = note_interrupt
     if progress:
         mem.progress = stderr_progress
     return mem
+
+
+_interrupt_notes: list[str] = []
+
+
+def note_interrupt(note: str) -> None:
+    """What an interrupted command left, said by the console script as it exits 130 (typer turns a Ctrl-C into a
+    plain exit code before the script sees it)."""
+    _interrupt_notes.append(note)
+
+
+def interrupt_note() -> str:
+    return _interrupt_notes[-1] if _interrupt_notes else "Interrupted."
 
 
 class _ConsoleLogHandler(logging.Handler):

@@ -362,6 +362,10 @@ def run() -> None:
 
     try:
         code = app(standalone_mode=False)  # click returns typer.Exit's code here instead of exiting
+        if code == 130:  # typer's word for a Ctrl-C: say what it left
+            from memclaw.cli.common import interrupt_note
+
+            typer.echo(interrupt_note(), err=True)
         if isinstance(code, int) and code:
             sys.exit(code)
     except MemclawError as e:
@@ -373,9 +377,10 @@ def run() -> None:
         err = from_permission_error(e)
         typer.echo(f"Error: {err}", err=True)
         sys.exit(err.exit_code)
-    except KeyboardInterrupt as e:  # what the interrupt left, when the interrupted work says (e.g. a sync)
-        said = e.args[0] if e.args and isinstance(e.args[0], str) else "Interrupted."
-        typer.echo(said, err=True)
+    except KeyboardInterrupt:  # (outside a command: typer turns one inside into exit code 130, above)
+        from memclaw.cli.common import interrupt_note
+
+        typer.echo(interrupt_note(), err=True)
         sys.exit(130)
     except SystemExit:
         raise
