@@ -34,11 +34,11 @@ class _RunsCode:
         return (os.system, (self.command,))
 
 
-def _memclaw(home: Path, *args: str) -> subprocess.CompletedProcess:
+def _memclaw(home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """The installed console script, in a child process (as a user runs it)."""
     script = Path(sys.executable).with_name("memclaw")
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "memclaw.cli.main"]
-    env = {**os.environ, "MEMCLAW_HOME": str(home), "COLUMNS": "400"}
+    env = {**os.environ, "MEMCLAW_HOME": str(home), "COLUMNS": "400", **(env or {})}
     return subprocess.run([*cmd, *args], env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -112,6 +112,31 @@ def test_a_crafted_file_at_the_state_path_runs_no_code(synced_home: Path, tmp_pa
     assert not marker.exists(), "code from the index ran"
 
 
+def test_a_crafted_pickle_in_chromas_segment_runs_no_code(tmp_path: Path) -> None:
+    """Chroma keeps `index_metadata.pickle` in each HNSW segment folder. Its Rust engine (the one memclaw's chromadb
+    runs) decodes it as data only: a pickle naming os.system is refused as damage, and memclaw rebuilds the
+    vectors from the Markdown. (HNSW segment files appear past 1,000 vectors; memclaw's deterministic hash-test
+    embedder makes 1,100 quickly: the attack is on Chroma's files, not the model.)"""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"MEMCLAW_EMBEDDINGS__MODEL": "hash-test"}
+    assert _memclaw(home, "onboard", env=env).returncode == 0
+    facts = "".join(f"- Shelf {i} in the archive holds box {i * 7}\n" for i in range(1100))
+    (home / "workspace" / "memory" / "MEMORY.md").write_text("# Archive\n" + facts + "- I work at Solaris Energy\n")
+    assert _memclaw(home, "memory", "sync", env=env).returncode == 0
+    marker = tmp_path / "pwned-chroma"
+    chroma = home / "workspace" / ".memclaw-index" / "chroma"
+    planted = [seg / "index_metadata.pickle" for seg in chroma.iterdir() if (seg / "index_metadata.pickle").is_file()]
+    assert planted, "no HNSW segment on disk: Chroma's sync threshold changed?"
+    for f in planted:
+        f.write_bytes(pickle.dumps(_RunsCode(f"touch {marker}")))
+    r = _memclaw(home, "recall", "where do I work", "--json", "-k", "1", env=env)
+    assert r.returncode == 0 and "Solaris" in r.stdout, r.stderr
+    said = " ".join(r.stderr.split())
+    assert "damaged" in said and "rebuilt the index from the Markdown" in said
+    assert not marker.exists(), "code from Chroma's files ran"
+
+
 # ----- no loader can come back to pickle ------------------------------------------------------------------
 _UNSAFE_MODULES = {"pickle", "cPickle", "_pickle", "dill", "cloudpickle", "joblib", "shelve", "marshal", "jsonpickle"}
 
@@ -137,7 +162,7 @@ def _keyword_is(node: ast.Call, name: str, value: object) -> bool:
 
 def test_no_module_of_memclaw_can_unpickle() -> None:
     """No import of pickle (or a pickle-based loader) anywhere in memclaw/ or benchmarks/; np.load only with
-    allow_pickle=False; torch.load only with weights_only=True; no eval/exec of anything."""
+    allow_pickle=False; torch.load only with weights_only=True; yaml only through safe_load; no eval/exec."""
     problems = []
     for path in _sources():
         tree = ast.parse(path.read_text("utf-8"), str(path))
@@ -156,4 +181,6 @@ def test_no_module_of_memclaw_can_unpickle() -> None:
                     problems.append(f"{rel}:{node.lineno} calls {name} without weights_only=True")
                 if name in ("eval", "exec"):
                     problems.append(f"{rel}:{node.lineno} calls {name}")
+                if name in ("yaml.load", "yaml.unsafe_load", "yaml.full_load", "yaml.load_all"):
+                    problems.append(f"{rel}:{node.lineno} calls {name} (use yaml.safe_load)")
     assert not problems, "\n".join(problems)
