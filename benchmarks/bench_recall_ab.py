@@ -7,7 +7,8 @@ Each checkout runs in its own child process (its own `memclaw` package on PYTHON
 synthetic workspace, syncs it and times `recall_detailed` over the same queries after a warm-up (query embedding
 by the real model included), as `memclaw bench perf` does. Embedding the documents is the same work for both
 and is not what is compared: the first child stores every document vector it computes in a cache file, and
-later children read their document vectors from it (queries are always embedded live). The order is
+later children read their document vectors from it (a numpy .npz read with allow_pickle=False; queries are
+always embedded live). The order is
 current, baseline, current, so drift on the machine shows as a difference between the two current runs.
 """
 
@@ -23,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 CHILD = r"""
-import json, pickle, sys, tempfile, time
+import hashlib, io, json, sys, tempfile, time
 from pathlib import Path
 import numpy as np
 from memclaw.runtime import set_offline_env
@@ -36,9 +37,15 @@ from memclaw.memory import MemoryService
 from memclaw.workspace import Workspace
 
 n, cache_file, n_queries = int(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
-cache = pickle.loads(cache_file.read_bytes()) if cache_file.exists() else {}
+cache = {}
+if cache_file.exists():
+    with np.load(io.BytesIO(cache_file.read_bytes()), allow_pickle=False) as data:
+        cache = dict(zip(data["keys"].tolist(), data["vectors"]))
 cfg = bench_config()
 real = load_embedder(cfg.embeddings)
+
+def key(t):
+    return hashlib.sha1(t.encode("utf-8", "surrogatepass")).hexdigest()
 
 class DocCache:
     # The real embedder, but document vectors computed once per A/B run (queries go to the model).
@@ -48,13 +55,13 @@ class DocCache:
         return getattr(self._inner, name)
     def encode(self, texts, *, batch_size=64, progress=None):
         texts = list(texts)
-        if len(texts) == 1 and texts[0] not in cache:
+        if len(texts) == 1 and key(texts[0]) not in cache:
             return self._inner.encode(texts, batch_size=batch_size)
-        todo = [t for t in dict.fromkeys(texts) if t not in cache]
+        todo = [t for t in dict.fromkeys(texts) if key(t) not in cache]
         if todo:
             for t, v in zip(todo, self._inner.encode(todo, batch_size=batch_size, progress=progress)):
-                cache[t] = np.asarray(v, dtype=np.float32)
-        return np.stack([cache[t] for t in texts])
+                cache[key(t)] = np.asarray(v, dtype=np.float32)
+        return np.stack([cache[key(t)] for t in texts])
 
 facts, hist = P.synthetic_memories(n)
 queries = P.synthetic_queries(n_queries)
@@ -63,7 +70,10 @@ P.write_workspace(root, facts, hist)
 svc = MemoryService(Workspace(root), cfg, embedder=DocCache(real))
 svc.sync()
 if not cache_file.exists():
-    cache_file.write_bytes(pickle.dumps(cache))
+    buf = io.BytesIO()
+    keys = list(cache)
+    np.savez(buf, keys=np.array(keys, dtype="U40"), vectors=np.stack([cache[k] for k in keys]))
+    cache_file.write_bytes(buf.getvalue())
 lat, _ = P.warm_latencies(svc, queries)
 print(json.dumps({"n": n, "p50_ms": round(percentile(lat, 50), 2), "p95_ms": round(percentile(lat, 95), 2)}))
 """
@@ -104,7 +114,7 @@ def main() -> None:
 
     rows = []
     for n in [int(x) for x in a.sizes.split(",")]:
-        cache = (a.cache_dir or Path(tempfile.mkdtemp(prefix="memclaw-ab-cache-"))) / f"docs-{n}.pkl"
+        cache = (a.cache_dir or Path(tempfile.mkdtemp(prefix="memclaw-ab-cache-"))) / f"docs-{n}.npz"
         cache.parent.mkdir(parents=True, exist_ok=True)
         runs = [("current", child(a.current, n, cache, a.queries))]
         runs.append(("baseline", child(a.baseline, n, cache, a.queries)))

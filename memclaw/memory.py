@@ -439,11 +439,11 @@ class MemoryService:
         from memclaw.index_paths import check_layout
         from memclaw.scope_state import file_sig
 
-        check_layout(self.layout, scope, embedded=not self.config.memory.chroma_url)
         with self._lock:
             sc = self._scopes.get(scope)
         if sc is not None and sc.state_sig == file_sig(self.layout.state_file(scope)):
             return sc
+        check_layout(self.layout, scope, embedded=not self.config.memory.chroma_url)
         sc = self._load_scope(scope)  # absent, or another process synced since
         with self._lock:
             if sc is not None:
@@ -601,12 +601,14 @@ class MemoryService:
 
     def _sync_scope(self, scope: str, progress: ix.Progress | None) -> ix.SyncReport:
         from memclaw import scope_state
+        from memclaw.index_paths import check_layout
         from memclaw.unittable import UnitTable
         from memclaw.vector_writer import Passage, write_vectors
 
         report = ix.SyncReport(scope)
         signatures = self._signatures(scope)
         old = self._get_scope(scope)
+        check_layout(self.layout, scope, embedded=not self.config.memory.chroma_url)
         dirty = self.layout.dirty_file(scope)
         in_store_passages: set[str] = set()
         if old is not None and old.state.signatures == signatures and not old.state.pending and not old.lexical_unsaved:

@@ -83,14 +83,19 @@ class Loaded:
 def file_sig(path: Path) -> tuple | None:
     """Changes whenever a save commits (inode, mtime, size and SQLite's file change counter); None if absent."""
     try:
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            head = f.read(28) if stat.S_ISREG(st.st_mode) else b""
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
     except OSError:
         return ("unreadable",)
-    return (st.st_ino, st.st_mtime_ns, st.st_size, head[24:28])
+    try:
+        st = os.fstat(fd)
+        head = os.pread(fd, 4, 24) if stat.S_ISREG(st.st_mode) else b"not a file"
+    except OSError:
+        return ("unreadable",)
+    finally:
+        os.close(fd)
+    return (st.st_ino, st.st_mtime_ns, st.st_size, head)
 
 
 def _not_a_file(path: Path) -> IndexError_:
