@@ -143,6 +143,21 @@ class IndexLayout:
                 fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
+def drop_legacy_state(layout: IndexLayout) -> None:
+    """Remove the state files of an older memclaw (a pickle, which can run code: never read); each scope is then
+    rebuilt from the Markdown against the vectors the store holds (nothing is embedded again). Said once."""
+    legacy = [f for f in layout.legacy_files() if f.is_file() or f.is_symlink()]
+    if not legacy:
+        return
+    log.warning(
+        "the index in %s has an older format (its state.pkl files are never read); rebuilding its state from the "
+        "Markdown once, keeping the vectors",
+        layout.root,
+    )
+    for f in legacy:
+        f.unlink(missing_ok=True)
+
+
 def read_manifest(layout: IndexLayout) -> dict | None:
     try:
         data = json.loads(layout.manifest.read_text("utf-8"))

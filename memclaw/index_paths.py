@@ -64,6 +64,23 @@ def check_layout(layout: IndexLayout, scope: str | None = None, *, embedded: boo
             raise odd_path_error(path, kind, layout.root)
 
 
+def regular_file(path: Path, root: Path) -> bool:
+    """Whether the file memclaw keeps at `path` (in the index at `root`) is there; False: not yet. Raises IndexError_
+    when something else stands there, or above it; PermissionError passes through."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    except NotADirectoryError as e:
+        for parent in reversed(Path(path).parents):
+            if parent.exists() and not parent.is_dir():
+                raise odd_path_error(parent, "folder", root) from e
+        raise IndexError_(f"cannot use {path}: a folder above it is not a folder") from e
+    if not stat.S_ISREG(st.st_mode):
+        raise odd_path_error(path, "file", root)
+    return True
+
+
 def made_by_memclaw(root: Path) -> bool:
     """Whether the folder `root` is an index memclaw made (it holds memclaw's manifest; False when it cannot tell)."""
     try:

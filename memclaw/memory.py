@@ -323,27 +323,13 @@ class MemoryService:
                 log.warning("rebuilding the index: %s; %d memories to embed", reason, n)
             self._wipe_index()
         else:
-            self._drop_legacy_state()
+            ix.drop_legacy_state(self.layout)
         manifest = {**want, "namespace": self.namespace, "workspace": str(self.workspace.root.resolve())}
         if have is not None and not reason and "dimensions" in have:
             manifest["dimensions"] = have["dimensions"]
         if manifest != have:
             ix.write_manifest(self.layout, manifest)
         self._manifest_checked = True
-
-    def _drop_legacy_state(self) -> None:
-        """State files of an older memclaw (a pickle, which can run code: never read) are removed, and each scope is
-        rebuilt from the Markdown against the vectors the store holds (nothing is embedded again). Said once."""
-        legacy = [f for f in self.layout.legacy_files() if f.is_file() or f.is_symlink()]
-        if not legacy:
-            return
-        log.warning(
-            "the index in %s has an older format (its state.pkl files are never read); rebuilding its state from the "
-            "Markdown once, keeping the vectors",
-            self.layout.root,
-        )
-        for f in legacy:
-            f.unlink(missing_ok=True)
 
     def _wipe_index(self) -> None:
         self._join_prefetch()  # its error, if any, concerned the index being wiped
@@ -507,15 +493,6 @@ class MemoryService:
                 self.on_interrupt(INTERRUPTED_SYNC)
             raise
 
-    @contextlib.contextmanager
-    def _embedding_progress(self, n_units: int, n_vectors: int, progress: ix.Progress | None) -> Iterator[Any]:
-        """The `progress` a caller passed, else the service's reporter (`self.progress`) for this embedding."""
-        if progress is not None or self.progress is None:
-            yield progress
-            return
-        with self.progress(n_vectors, f"embedding {n_units:,} memories") as advance:
-            yield advance
-
     def _sync_locked(
         self, scopes: Sequence[str] | None, full: bool, progress: ix.Progress | None
     ) -> list[ix.SyncReport]:
@@ -602,6 +579,7 @@ class MemoryService:
     def _sync_scope(self, scope: str, progress: ix.Progress | None) -> ix.SyncReport:
         from memclaw import scope_state
         from memclaw.index_paths import check_layout
+        from memclaw.progress import progress_for
         from memclaw.unittable import UnitTable
         from memclaw.vector_writer import Passage, write_vectors
 
@@ -679,7 +657,8 @@ class MemoryService:
         pending: set[str] = set()
         if passages:
             embedder, store = self.embedder, self.store  # (loaded before the progress clock starts)
-            with self._embedding_progress(len(to_embed), len(passages), progress) as advance:
+            shown = progress_for(self.progress, progress, len(passages), f"embedding {len(to_embed):,} memories")
+            with shown as advance:
                 pending, err = write_vectors(
                     embedder, store, scope, passages, batch_size=self.config.embeddings.batch_size,
                     progress=advance, before_write=mark_dirty, on_dimensions=self._record_dimensions,

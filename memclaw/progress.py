@@ -96,3 +96,13 @@ def stderr_progress(
         finished = True
     finally:
         r.close(finished)
+
+
+def progress_for(
+    factory: ProgressFactory | None, given: Advance | None, total: int, what: str
+) -> contextlib.AbstractContextManager[Advance | None]:
+    """The progress to report `total` items of `what` to: the `given` callback if any, else a new one from
+    `factory` (e.g. `stderr_progress`), else none."""
+    if given is not None or factory is None:
+        return contextlib.nullcontext(given)
+    return factory(total, what)

@@ -11,15 +11,14 @@ Tables:
                               memory file, and the files' order after it), "links" (session links set or dropped),
                               "bm25" (documents removed, and added with their tokens); `n` counts the rows it holds
 
-Why a log: adding one fact used to rewrite the whole state and BM25 file (0.44 s at 100k memories); now it
-inserts a row or two in one transaction. A part is folded back into its snapshot when its log holds more than
-`compact_after(n)` rows (a cold load replays at most that many), or whenever a sync rewrites it anyway.
+Why a log: adding one fact used to rewrite the whole state and BM25 file (0.44 s at 100k memories); now it inserts
+a row or two. A part is folded into its snapshot when its log holds more than `compact_after(n)` rows (a cold load
+replays at most that many), or whenever a sync rewrites it anyway.
 
 Every save is one SQLite transaction (rollback journal, synchronous=FULL): a reader, or a crash, sees the state
-before it or after it. Readers take a consistent snapshot in one read transaction; the sync lock (memclaw.index)
-keeps writers apart. A file that is not a SQLite database of this layout is damage: loading it raises IndexError_
-(the caller rebuilds the scope from the Markdown, replacing the file); a directory or other non-file at the path
-is not memclaw's to replace: IndexError_ naming it and the fix.
+before it or after it; readers take one read transaction; the sync lock (memclaw.index) keeps writers apart. A file
+that is not a database of this layout is damage: IndexError_ (the caller rebuilds the scope from the Markdown,
+replacing the file). A folder or other non-file at the path is not memclaw's to replace: IndexError_ with the fix.
 """
 
 from __future__ import annotations
@@ -98,33 +97,16 @@ def file_sig(path: Path) -> tuple | None:
     return (st.st_ino, st.st_mtime_ns, st.st_size, head)
 
 
-def _not_a_file(path: Path) -> IndexError_:
-    from memclaw.index_paths import odd_path_error
-
-    return odd_path_error(path, "file", path.parent.parent.parent)
-
-
 def _check_path(path: Path) -> bool:
-    """Whether a state file is there (False: none yet). Raises IndexError_ for a directory or other non-file, and
-    PermissionError as it is (not damage: a rebuild would meet it too)."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return False
-    except NotADirectoryError as e:
-        raise _under_a_file(path) from e
-    if not stat.S_ISREG(st.st_mode):
-        raise _not_a_file(path)
-    return True
+    """Whether a state file is there (False: none yet); IndexError_ if something else stands there."""
+    from memclaw.index_paths import regular_file
+
+    return regular_file(path, path.parent.parent.parent)
 
 
-def _under_a_file(path: Path) -> IndexError_:
-    from memclaw.index_paths import odd_path_error
-
-    for parent in reversed(path.parents):
-        if parent.exists() and not parent.is_dir():
-            return odd_path_error(parent, "folder", path.parent.parent.parent)
-    return IndexError_(f"cannot use the index state {path}: a folder above it is not a folder")
+def _head(path: Path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(len(_HEADER))
 
 
 def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
@@ -137,15 +119,6 @@ def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
         con.close()
         raise
     return con
-
-
-@contextlib.contextmanager
-def _session(path: Path, *, create: bool) -> Iterator[sqlite3.Connection]:
-    con = _connect(path, create=create)
-    try:
-        yield con
-    finally:
-        con.close()
 
 
 def _schema_ok(con: sqlite3.Connection) -> bool:
@@ -163,10 +136,7 @@ def load(path: Path) -> Loaded | None:
     if not _check_path(path):
         return None
     try:
-        with open(path, "rb") as f:
-            head = f.read(len(_HEADER))
-    except IsADirectoryError as e:
-        raise _not_a_file(path) from e
+        head = _head(path)
     except PermissionError:
         raise
     except OSError as e:
@@ -174,7 +144,7 @@ def load(path: Path) -> Loaded | None:
     if head != _HEADER:
         raise _damaged(path, "not a memclaw index state")
     try:
-        with _session(path, create=False) as con:
+        with contextlib.closing(_connect(path, create=False)) as con:
             con.execute("BEGIN")  # one read transaction: a consistent snapshot while a writer waits
             if not _schema_ok(con):
                 raise _damaged(path, "unexpected tables")
@@ -234,7 +204,7 @@ def _state_from(meta: dict[str, str], snaps: dict[str, bytes], log: list[tuple[s
             src, order = entry["source"], entry["order"]
             if not isinstance(src, str) or not isinstance(order, list) or src not in order:
                 raise ValueError("bad log entry")
-            appended.setdefault(src, []).append(UnitTable.from_json(entry["rows"].encode("utf-8", "surrogatepass")))
+            appended.setdefault(src, []).append(UnitTable.from_json_columns(entry["rows"]))
         elif part == "links":
             for uid, targets in _json(data, dict).items():
                 if targets is None:
@@ -296,7 +266,7 @@ def read_scope_name(path: Path) -> str | None:
     try:
         if not _check_path(path):
             return None
-        with _session(path, create=False) as con:
+        with contextlib.closing(_connect(path, create=False)) as con:
             row = con.execute("SELECT value FROM meta WHERE key = 'scope'").fetchone()
         return _json(row[0], str) if row else None
     except (MemclawError, OSError, sqlite3.Error, ValueError):
@@ -344,10 +314,7 @@ def _writable(path: Path) -> Iterator[sqlite3.Connection]:
     schema) is replaced, since it is memclaw's own derived data."""
     exists = _check_path(path)
     if not exists:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError) as e:
-            raise _under_a_file(path) from e
+        path.parent.mkdir(parents=True, exist_ok=True)  # (_check_path said every parent is a folder or absent)
     elif not _usable(path):
         _discard(path)
     con = _connect(path, create=True)
@@ -364,10 +331,9 @@ def _writable(path: Path) -> Iterator[sqlite3.Connection]:
 
 def _usable(path: Path) -> bool:
     try:
-        with open(path, "rb") as f:
-            if f.read(len(_HEADER)) != _HEADER:
-                return False
-        with _session(path, create=False) as con:
+        if _head(path) != _HEADER:
+            return False
+        with contextlib.closing(_connect(path, create=False)) as con:
             return _schema_ok(con)
     except sqlite3.DatabaseError as e:
         if _permission_denied(e):
@@ -389,14 +355,13 @@ def _save_units(con: sqlite3.Connection, state: ScopeState, changes: Changes | N
         n_new = sum(len(t) for _, t in appended) + len(changes.links or {})
         if n_log + n_new <= limit:
             for src, rows in appended:
-                entry = {"source": src, "order": changes.order, "rows": rows.to_json().decode("utf-8", "surrogatepass")}
-                _log(con, "units", len(rows), json.dumps(entry, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+                _log(con, "units", len(rows), {"source": src, "order": changes.order, "rows": rows.json_columns()})
             if changes.links:
-                _log(con, "links", len(changes.links), json.dumps(changes.links, ensure_ascii=False).encode())
+                _log(con, "links", len(changes.links), changes.links)
             return
     con.execute("DELETE FROM log WHERE part IN ('units', 'links')")
     _snapshot(con, "units", state.units.to_json())
-    _snapshot(con, "links", json.dumps(state.links, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    _snapshot(con, "links", _dumps(state.links))
 
 
 def _save_bm25(
@@ -408,8 +373,7 @@ def _save_bm25(
             return
         if _log_rows(con, ("bm25",)) + len(added) + len(changes.bm25_removed) <= limit:
             entry = {"removed": changes.bm25_removed, "added": [[i, t] for i, t in added]}
-            n = len(added) + len(changes.bm25_removed)
-            _log(con, "bm25", n, json.dumps(entry, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+            _log(con, "bm25", len(added) + len(changes.bm25_removed), entry)
             return
     con.execute("DELETE FROM log WHERE part = 'bm25'")
     _snapshot(con, "bm25", lexical_bytes())
@@ -420,8 +384,12 @@ def _log_rows(con: sqlite3.Connection, parts: tuple[str, ...]) -> int:
     return int(con.execute(f"SELECT COALESCE(SUM(n), 0) FROM log WHERE part IN ({marks})", parts).fetchone()[0])
 
 
-def _log(con: sqlite3.Connection, part: str, n: int, data: bytes) -> None:
-    con.execute("INSERT INTO log(part, n, data) VALUES (?, ?, ?)", (part, n, data))
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+
+
+def _log(con: sqlite3.Connection, part: str, n: int, entry: Any) -> None:
+    con.execute("INSERT INTO log(part, n, data) VALUES (?, ?, ?)", (part, n, _dumps(entry)))
 
 
 def _snapshot(con: sqlite3.Connection, name: str, data: bytes) -> None:

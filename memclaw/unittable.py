@@ -112,16 +112,25 @@ class UnitTable(Mapping[str, MemoryUnit]):
 
     # ----- persistence -----------------------------------------------------------------------------------
     def to_json(self) -> bytes:
-        """The columns as JSON (integer arrays as lists, each extra as a list of [key, value] pairs)."""
-        c = self._c
-        cols = {k: (v.tolist() if isinstance(v, array) else v) for k, v in c.items()}
-        cols["extras"] = [[list(kv) for kv in e] for e in c["extras"]]
-        return json.dumps(cols, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+        return json.dumps(self.json_columns(), ensure_ascii=False, separators=(",", ":")).encode(
+            "utf-8", "surrogatepass"
+        )
 
     @classmethod
     def from_json(cls, data: bytes) -> UnitTable:
         """The table saved by `to_json`. Raises ValueError if it is not exactly such a table."""
-        cols = json.loads(data.decode("utf-8", "surrogatepass"))
+        return cls.from_json_columns(json.loads(data.decode("utf-8", "surrogatepass")))
+
+    def json_columns(self) -> dict[str, list[Any]]:
+        """The columns as JSON values (integer arrays as lists, each extra as a list of [key, value] pairs)."""
+        c = self._c
+        cols = {k: (v.tolist() if isinstance(v, array) else v) for k, v in c.items()}
+        cols["extras"] = [[list(kv) for kv in e] for e in c["extras"]]
+        return cols
+
+    @classmethod
+    def from_json_columns(cls, cols: Any) -> UnitTable:
+        """The table of `json_columns`. Raises ValueError if it is not exactly such a table."""
         if not isinstance(cols, dict) or set(cols) != set(_COLUMNS):
             raise ValueError("unexpected columns")
         for k in ("lines", "kinds", "scope_ix", "source_ix", "extra_ix"):

@@ -133,7 +133,7 @@ def memory_sync(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) -> No
 
 @memory_app.command("reindex")
 def memory_reindex(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) -> None:
-    """Rebuild the whole index from the Markdown."""
+    """Rebuild the whole index from the Markdown (progress on stderr; interrupted, the next command finishes it)."""
     from memclaw.cli import memory_cmds
 
     memory_cmds.reindex(workspace, json_out)
