@@ -122,9 +122,21 @@ def from_permission_error(e: PermissionError) -> MemclawError:
     path = e.filename or "a file"
     parts = Path(str(path)).parts
     if INDEX_DIRNAME in parts:
-        from memclaw.index_paths import rebuild_hint
-
         root = Path(*parts[: parts.index(INDEX_DIRNAME) + 1])
         return IndexError_(f"cannot use the index: {path}: permission denied; fix its permissions{rebuild_hint(root)}")
     cls = MemoryFileError if "memory" in parts else WorkspaceError
     return cls(f"cannot access {path}: permission denied; fix its permissions")
+
+
+def rebuild_hint(index_root: object) -> str:
+    """The advice after "fix its permissions" for a path of the index: delete the index folder (memclaw rebuilds it)
+    only if memclaw made it, which its manifest says; nothing else (never delete what memclaw did not make)."""
+    import os
+    import stat
+    from pathlib import Path
+
+    try:
+        ours = stat.S_ISREG(os.stat(Path(str(index_root)) / "manifest.json").st_mode)
+    except OSError:
+        ours = False
+    return f", or delete {index_root} (memclaw rebuilds it from the Markdown)" if ours else ""

@@ -122,7 +122,8 @@ class IndexLayout:
     def writer_lock(self, *, wait: bool = True) -> Iterator[bool]:
         """Exclusive across processes (fcntl) for the duration of a sync. Yields whether it was acquired: with
         `wait=False` it yields False at once when another process holds it."""
-        from memclaw.index_paths import check_layout, rebuild_hint
+        from memclaw.errors import rebuild_hint
+        from memclaw.index_paths import check_layout
 
         check_layout(self, embedded=False)
         try:

@@ -3,7 +3,7 @@
 memclaw makes each path of its index (memclaw.index) as a folder or a file. A path of the other kind (a folder
 where the state file goes, a file named `scopes`, `memory.index_dir` pointing at `/etc/passwd`) is not memclaw's
 to replace: `check_layout` refuses it in one line naming the path and the fix (exit 3), before anything is read or
-written. Advice to delete a folder is given only for a folder memclaw made: one holding its manifest.
+written. (Advice to delete the index folder is given only for one memclaw made: errors.rebuild_hint.)
 """
 
 from __future__ import annotations
@@ -79,18 +79,3 @@ def regular_file(path: Path, root: Path) -> bool:
     if not stat.S_ISREG(st.st_mode):
         raise odd_path_error(path, "file", root)
     return True
-
-
-def made_by_memclaw(root: Path) -> bool:
-    """Whether the folder `root` is an index memclaw made (it holds memclaw's manifest; False when it cannot tell)."""
-    try:
-        return stat.S_ISREG(os.stat(Path(root) / "manifest.json").st_mode)
-    except OSError:
-        return False
-
-
-def rebuild_hint(root: Path) -> str:
-    """The advice after "fix its permissions": delete the index folder only if memclaw made it."""
-    if made_by_memclaw(root):
-        return f", or delete {root} (memclaw rebuilds it from the Markdown)"
-    return ""

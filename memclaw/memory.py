@@ -913,12 +913,14 @@ class MemoryService:
 
     def add_fact(self, text: str, *, scope: str = OWNER_SCOPE, section: str | None = None) -> MemoryUnit:
         from memclaw.memfiles import append_fact, normalize_fact_text
-        from memclaw.unit_size import check_new_unit
+        from memclaw.unit_size import too_long
 
         text = normalize_fact_text(text)  # as it will read back (undecodable bytes, comment openers defused)
         if not text:
             raise UsageError("empty fact: say what to remember")
-        check_new_unit(text)
+        refused = too_long(text)
+        if refused:
+            raise UsageError(refused)
         path = self.workspace.memory_file(scope)
         self._check_other_files(scope, path)
         path.parent.mkdir(parents=True, exist_ok=True)

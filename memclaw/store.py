@@ -205,8 +205,10 @@ class ChromaStore:
     ) -> None:
         if not ids:
             return
+        from memclaw.vector_writer import even_chunk
+
         col = self._collection(scope, create=True)
-        batch = _max_batch(self._client)
+        batch = even_chunk(len(ids), _max_batch(self._client))  # (equal batches: see memclaw.vector_writer)
         try:
             for start in range(0, len(ids), batch):
                 end = start + batch

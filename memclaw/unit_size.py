@@ -6,7 +6,7 @@ A unit at the limit costs a few seconds to embed once (about 300 passages); a 5 
 whole, about 17,000 passages, minutes with no end in sight.
 
 * New text given to memclaw (`memory add`, the assistant's `remember` tool): refused above the limit, before
-  anything is written (`check_new_unit`).
+  anything is written (MemoryService.add_fact, with `too_long`'s words).
 * A longer unit in a memory file (a hand edit, a paste): kept in the file as it is, but read, indexed, recalled and
   shown only up to the limit, with one warning naming the file and line (`cap_units`). Its id is that of the
   whole text, so `memory forget` still finds it.
@@ -17,9 +17,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+from typing import TYPE_CHECKING
 
-from memclaw.errors import UsageError
-from memclaw.units import MemoryUnit
+if TYPE_CHECKING:
+    from memclaw.units import MemoryUnit
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +31,14 @@ _warned: set[tuple[str, str, int, int]] = set()
 _warned_lock = threading.Lock()
 
 
-def check_new_unit(text: str, what: str = "fact") -> None:
-    """Refuse new memory text over the limit (UsageError naming it and what to do instead)."""
-    if len(text) > MAX_UNIT_CHARS:
-        raise UsageError(
-            f"{what} too long ({len(text):,} characters, at most {MAX_UNIT_CHARS:,}): a memory is a fact or a short "
-            "summary; save long text as a file in the workspace instead"
-        )
+def too_long(text: str, what: str = "fact") -> str | None:
+    """Why new memory text cannot be kept (over the limit; what to do instead), or None when it fits."""
+    if len(text) <= MAX_UNIT_CHARS:
+        return None
+    return (
+        f"{what} too long ({len(text):,} characters, at most {MAX_UNIT_CHARS:,}): a memory is a fact or a short "
+        "summary; save long text as a file in the workspace instead"
+    )
 
 
 def cut(text: str) -> str:

@@ -501,8 +501,7 @@ def test_an_index_dir_that_is_a_file_memclaw_did_not_make(cli, ws, memclaw_home,
 
 def test_deleting_the_index_is_advised_only_for_memclaws_own_folder(tmp_path):
     """The permission advice names deleting the index folder only when it holds memclaw's manifest."""
-    from memclaw.errors import from_permission_error
-    from memclaw.index_paths import rebuild_hint
+    from memclaw.errors import from_permission_error, rebuild_hint
 
     theirs = tmp_path / "theirs" / INDEX_DIRNAME
     theirs.mkdir(parents=True)
