@@ -407,10 +407,17 @@ class MemoryService:
 
     def _build_lexical(self, units) -> LexicalIndex:
         from memclaw.bm25 import make_lexical_index
+        from memclaw.progress import progress_for
 
+        units = list(units)
         lex = make_lexical_index("inverted")
-        for u in units:
-            lex.add(u.id, self.tokenizer.tokenize(self._lexical_text(u)))
+        last = 0
+        with progress_for(self.progress, None, len(units), f"indexing the words of {len(units):,} memories") as done:
+            for i, u in enumerate(units, 1):
+                lex.add(u.id, self.tokenizer.tokenize(self._lexical_text(u)))
+                if done is not None and (i % 1000 == 0 or i == len(units)):
+                    done(i - last)
+                    last = i
         return lex
 
     @staticmethod
@@ -541,6 +548,7 @@ class MemoryService:
         (memclaw.incremental, exact); any other file is parsed in full."""
         from memclaw.incremental import parse_appended, parse_file
         from memclaw.memfiles import read_bytes
+        from memclaw.progress import progress_for
         from memclaw.unittable import FewLookups
 
         out = _ScopeRead()
@@ -568,7 +576,8 @@ class MemoryService:
                 units, out.marks[src] = tail
                 out.add(seg, [], None)
             else:
-                units, out.marks[src] = parse_file(data, kind=kind, scope=scope, source=src)
+                with progress_for(self.progress, None, 0, f"reading {src} ({len(data) / 1e6:.0f} MB)"):
+                    units, out.marks[src] = parse_file(data, kind=kind, scope=scope, source=src)
                 out.full_parse = True
                 if seg is not None:
                     out.reread_old.update(seg.ids)
@@ -714,7 +723,9 @@ class MemoryService:
             with self._lock:  # (compacts the live index)
                 return lexical.to_bytes()
 
-        scope_state.save(sf, state, lexical_bytes, changes)
+        big = changes is None and len(table) > 50_000  # (seconds of JSON: say so)
+        with progress_for(self.progress, None, 0, "saving the index") if big else contextlib.nullcontext():
+            scope_state.save(sf, state, lexical_bytes, changes)
         dirty.unlink(missing_ok=True)
         with self._lock:
             self._scopes[scope] = _Scope(state, lexical, scope_state.file_sig(sf))

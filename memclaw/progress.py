@@ -2,14 +2,16 @@
 
 Shown only once the work has taken `SHOW_AFTER_S`, so a sync of a few memories says nothing. On a terminal: a rich
 bar with the count, the rate and the time left, then one summary line. Elsewhere (a pipe, a log file): a plain
-line every `LINE_EVERY_S` with the same figures, and the summary line. The CLI passes `stderr_progress` to the
-memory service (`MemoryService.progress`); `--json` commands pass nothing.
+line every `LINE_EVERY_S` with the same figures, and the summary line. Work that cannot be counted (`total` 0:
+one step, e.g. parsing a 30 MB file) says `what...` once it has taken `SHOW_AFTER_S`, then how long it took.
+The CLI passes `stderr_progress` to the memory service (`MemoryService.progress`); `--json` commands pass nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import IO, Any
@@ -88,6 +90,10 @@ def stderr_progress(
 ) -> Iterator[Advance]:
     """`advance(n)` after each n of `total` items of `what` (e.g. "embedding 5,000 memories")."""
     out = stream if stream is not None else sys.stderr
+    if total <= 0:
+        with _step(what, out, clock):
+            yield lambda n: None
+        return
     tty = bool(getattr(out, "isatty", lambda: False)())
     r = _Reporter(total, what, out, tty, clock)
     finished = False
@@ -96,6 +102,28 @@ def stderr_progress(
         finished = True
     finally:
         r.close(finished)
+
+
+@contextlib.contextmanager
+def _step(what: str, out: IO[str], clock: Callable[[], float]) -> Iterator[None]:
+    t0 = clock()
+    said = threading.Event()
+
+    def say() -> None:
+        said.set()
+        print(f"{what}...", file=out, flush=True)
+
+    timer = threading.Timer(SHOW_AFTER_S, say)
+    timer.daemon = True
+    timer.start()
+    finished = False
+    try:
+        yield
+        finished = True
+    finally:
+        timer.cancel()
+        if said.is_set() and finished:
+            print(f"{what}: done in {_seconds(clock() - t0)}", file=out, flush=True)
 
 
 def progress_for(

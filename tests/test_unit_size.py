@@ -13,8 +13,10 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -185,4 +187,20 @@ def test_progress_shows_after_a_second_with_its_rate():
     quick = io.StringIO()
     with stderr_progress(10, "embedding 10 memories", stream=quick, clock=lambda: 0.0) as advance:
         advance(10)
+    assert quick.getvalue() == ""
+
+
+def test_a_long_step_that_cannot_be_counted_says_what_it_does():
+    """Parsing a 30 MB file is one step: after a second it says what it is doing, then how long it took; a quick
+    step says nothing."""
+    out = io.StringIO()
+    with stderr_progress(0, "reading memory/MEMORY.md (30 MB)", stream=out):
+        time.sleep(2.5)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "reading memory/MEMORY.md (30 MB)..." and len(lines) == 2
+    assert re.fullmatch(r"reading memory/MEMORY\.md \(30 MB\): done in [23] s", lines[1]), lines
+    quick = io.StringIO()
+    with stderr_progress(0, "reading memory/MEMORY.md (1 MB)", stream=quick):
+        pass
+    time.sleep(1.2)
     assert quick.getvalue() == ""
