@@ -4,8 +4,9 @@ imported from PYTHONPATH, measured on `memclaw bench perf`'s synthetic memories.
     python benchmarks/ab_child.py recall|state N CACHE_FILE QUERIES [ADDS COLD_RUNS]
 
 Prints one JSON line. `recall`: warm hybrid recall p50/p95 after syncing N memories. `state` adds, in this order:
-`ADDS` facts added one at a time through `MemoryService.add_fact` (each timed), a cold `memclaw recall` in a fresh
-process on the index they left (median of COLD_RUNS) and the index's size on disk.
+`ADDS` facts added one at a time through `MemoryService.add_fact` (each timed), the cost of folding the state's log
+into its snapshot (where the code has one: memclaw.scope_state), a cold `memclaw recall` in a fresh process on the
+index left (median of COLD_RUNS) and the index's size on disk.
 
 Document vectors are computed once per A/B run: the first child keeps every one it computes in CACHE_FILE (a numpy
 .npz of sha1 keys and vectors, read with allow_pickle=False), later children read theirs from it. A single text (a
@@ -20,6 +21,7 @@ import io
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -169,6 +171,16 @@ def main() -> None:
             t = time.perf_counter()
             svc.add_fact(text)
             add_ms.append((time.perf_counter() - t) * 1000)
+        fold_ms = None
+        try:  # the cost of folding the state's log into its snapshot (memclaw.scope_state), once per 500 adds
+            from memclaw import scope_state
+
+            sc = svc._get_scope("owner")
+            t = time.perf_counter()
+            scope_state.save(svc.layout.state_file("owner"), sc.state, sc.lexical.to_bytes, None)
+            fold_ms = round((time.perf_counter() - t) * 1000, 1)
+        except ImportError:
+            pass
         svc.close()
         home = tmp / "home"
         home.mkdir()
@@ -182,8 +194,13 @@ def main() -> None:
             cold_s=cold.get("median_s", cold.get("error")),
             cold_runs_s=cold.get("runs_s"),
             index_mib=round(P.dir_size(index) / 2**20, 1),
+            fold_ms=fold_ms,
         )
     print(json.dumps(out))
+    from memclaw.store import release_embedded_below
+
+    release_embedded_below(tmp)
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ def main() -> None:
         for name, r in run_ab("state", a.current, a.baseline, n, cache, a.queries, a.adds, a.cold_runs):
             rows.append(
                 f"| {n} | {name} | {r['add_median_ms']} | {r['add_p90_ms']} | {r['add_max_ms']} | {r['p50_ms']} | "
-                f"{r['p95_ms']} | {r['cold_s']} | {r['index_mib']} |"
+                f"{r['p95_ms']} | {r['cold_s']} | {r['index_mib']} | {r['fold_ms'] or '-'} |"
             )
             print(rows[-1], flush=True)
     write_report(
