@@ -172,15 +172,13 @@ def main() -> None:
             svc.add_fact(text)
             add_ms.append((time.perf_counter() - t) * 1000)
         fold_ms = None
-        try:  # the cost of folding the state's log into its snapshot (memclaw.scope_state), once per 500 adds
-            from memclaw import scope_state
+        if (Path(memclaw.__file__).parent / "scope_state.py").exists():  # (this checkout's own module, if any)
+            from memclaw import scope_state  # folding the state's log into its snapshot, once per 500 adds
 
             sc = svc._get_scope("owner")
             t = time.perf_counter()
             scope_state.save(svc.layout.state_file("owner"), sc.state, sc.lexical.to_bytes, None)
             fold_ms = round((time.perf_counter() - t) * 1000, 1)
-        except ImportError:
-            pass
         svc.close()
         home = tmp / "home"
         home.mkdir()
