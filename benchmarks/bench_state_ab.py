@@ -54,6 +54,7 @@ def main() -> None:
             "p95 ms",
             "cold recall s",
             "index MiB",
+            "fold of the log ms",
         ],  # fmt: skip
         rows,
     )
