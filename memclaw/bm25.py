@@ -17,9 +17,11 @@ sensibly from the first memory. N, df and avgdl count live documents only (remov
   the first search after a change and scoring every document in a Python loop. The reference the tests
   compare `InvertedBM25` against; too slow for large scopes (see benchmarks/results/bm25.md).
 
-Persistence: one file per scope, `MAGIC | sha256(body) | body`, written atomically (tmp + rename). The body
-is a JSON header plus raw little-endian arrays (no pickle). A missing, truncated, corrupted or foreign file
-raises `IndexError_`; the caller rebuilds it from the Markdown.
+Persistence: `to_bytes()` is `MAGIC | sha256(body) | body`, the body a JSON header plus raw little-endian arrays
+(no pickle: nothing read back can run code). The index state keeps it in its SQLite file (memclaw.scope_state),
+with the documents added and removed since as a log; `save`/`load` write and read it as a file of its own
+(atomically: tmp + rename). Missing, truncated, corrupted or foreign bytes raise `IndexError_`; the caller
+rebuilds the index from the Markdown.
 
 Not thread-safe for writers: serialise `add`/`remove`/`save` against `search` (MemoryService holds a lock).
 """
@@ -91,6 +93,8 @@ class LexicalIndex(Protocol):
 
     def ids(self) -> set[str]: ...
 
+    def to_bytes(self) -> bytes: ...
+
     def save(self, path: Path) -> None: ...
 
     @classmethod
@@ -100,77 +104,68 @@ class LexicalIndex(Protocol):
 # --------------------------------------------------------------------------------------------- file format
 
 
-def _write_file(path: Path, meta: dict[str, Any], arrays: Sequence[np.ndarray] = ()) -> None:
+def _encode(meta: dict[str, Any], arrays: Sequence[np.ndarray] = ()) -> bytes:
     head = json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     parts = [struct.pack("<Q", len(head)), head]
     parts += [np.ascontiguousarray(a, dtype=_I4).tobytes() for a in arrays]
     body = b"".join(parts)
-    replace_atomically(path, _MAGIC + hashlib.sha256(body).digest() + body)
+    return _MAGIC + hashlib.sha256(body).digest() + body
 
 
-def _corrupt(path: Path, why: str) -> IndexError_:
-    return IndexError_(f"BM25 index {path} is unusable ({why}); rebuild it with `memclaw memory reindex`")
+def _corrupt(where: str | Path, why: str) -> IndexError_:
+    return IndexError_(f"BM25 index {where} is unusable ({why}); rebuild it with `memclaw memory reindex`")
 
 
-def _read_file(path: Path) -> tuple[dict[str, Any], memoryview]:
-    """The JSON header and the raw array bytes after it. Raises IndexError_ on any damage."""
+def _read_file(path: Path) -> bytes:
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError as e:
         raise _corrupt(path, "missing") from e
     except OSError as e:
         raise _corrupt(path, f"cannot read: {e.strerror}") from e
+
+
+def _decode(raw: bytes, where: str | Path) -> tuple[dict[str, Any], memoryview]:
+    """The JSON header and the raw array bytes after it. Raises IndexError_ on any damage."""
     n = len(_MAGIC)
     if not raw.startswith(_MAGIC):
-        raise _corrupt(path, "not a memclaw BM25 file")
+        raise _corrupt(where, "not a memclaw BM25 index")
     if len(raw) < n + _DIGEST + 8:
-        raise _corrupt(path, "truncated")
+        raise _corrupt(where, "truncated")
     body = memoryview(raw)[n + _DIGEST :]
     if hashlib.sha256(body).digest() != raw[n : n + _DIGEST]:
-        raise _corrupt(path, "checksum mismatch: truncated or corrupted")
+        raise _corrupt(where, "checksum mismatch: truncated or corrupted")
     (hlen,) = struct.unpack_from("<Q", body, 0)
     try:
         meta = json.loads(bytes(body[8 : 8 + hlen]).decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
-        raise _corrupt(path, "bad header") from e
+        raise _corrupt(where, "bad header") from e
     if not isinstance(meta, dict):
-        raise _corrupt(path, "bad header")
+        raise _corrupt(where, "bad header")
     if meta.get("format") != FORMAT_VERSION:
-        raise _corrupt(path, f"format {meta.get('format')!r}, this memclaw reads {FORMAT_VERSION}")
+        raise _corrupt(where, f"format {meta.get('format')!r}, this memclaw reads {FORMAT_VERSION}")
     return meta, body[8 + hlen :]
 
 
-def file_digest(path: Path) -> bytes | None:
-    """The sha256 a BM25 file records for its body (what `load` verifies), read from its header alone; None if
-    the file is missing or not a memclaw BM25 file. Identifies the index a unit table was saved with."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(len(_MAGIC) + _DIGEST)
-    except OSError:
-        return None
-    if len(head) != len(_MAGIC) + _DIGEST or not head.startswith(_MAGIC):
-        return None
-    return head[len(_MAGIC) :]
-
-
-def _check_params(path: Path, meta: dict[str, Any], kind: str) -> tuple[float, float]:
+def _check_params(where: str | Path, meta: dict[str, Any], kind: str) -> tuple[float, float]:
     if meta.get("kind") != kind:
-        raise _corrupt(path, f"holds a {meta.get('kind')!r} index, expected {kind!r}")
+        raise _corrupt(where, f"holds a {meta.get('kind')!r} index, expected {kind!r}")
     k1, b = meta.get("k1"), meta.get("b")
     if not isinstance(k1, int | float) or not isinstance(b, int | float) or k1 < 0 or not 0 <= b <= 1:
-        raise _corrupt(path, "bad parameters")
+        raise _corrupt(where, "bad parameters")
     return float(k1), float(b)
 
 
 def load_lexical_index(path: Path) -> LexicalIndex:
     """Load whichever implementation wrote `path`."""
-    meta, _ = _read_file(path)
+    raw = _read_file(path)
+    meta, _ = _decode(raw, path)
     kind = meta.get("kind")
     if kind == InvertedBM25.kind:
-        return InvertedBM25.load(path)
+        return InvertedBM25.from_bytes(raw, path)
     if kind == RankBM25Index.kind:
-        return RankBM25Index.load(path)
+        return RankBM25Index.from_bytes(raw, path)
     raise _corrupt(Path(path), f"unknown index kind {kind!r}")
 
 
@@ -408,8 +403,8 @@ class InvertedBM25:
 
     # ---- persistence
 
-    def save(self, path: Path) -> None:
-        """Write atomically; compacts first (removed documents are dropped, postings frozen)."""
+    def to_bytes(self) -> bytes:
+        """The whole index (compacted first: removed documents are dropped, postings frozen)."""
         self.compact()
         n = len(self._ids)
         meta = {
@@ -422,22 +417,30 @@ class InvertedBM25:
             "n_postings": int(len(self._f_slots)),
         }
         counts = np.diff(self._f_off)
-        _write_file(path, meta, [self._lens[:n], counts, self._f_slots, self._f_tfs])
+        return _encode(meta, [self._lens[:n], counts, self._f_slots, self._f_tfs])
+
+    def save(self, path: Path) -> None:
+        """Write to a file of its own, atomically."""
+        replace_atomically(path, self.to_bytes())
 
     @classmethod
     def load(cls, path: Path) -> InvertedBM25:
-        path = Path(path)
-        meta, rest = _read_file(path)
-        k1, b = _check_params(path, meta, cls.kind)
+        return cls.from_bytes(_read_file(path), path)
+
+    @classmethod
+    def from_bytes(cls, raw: bytes, where: str | Path) -> InvertedBM25:
+        """The index `to_bytes` wrote; `where` names it in errors. Raises IndexError_ on any damage."""
+        meta, rest = _decode(raw, where)
+        k1, b = _check_params(where, meta, cls.kind)
         ids, terms, n_post = meta.get("ids"), meta.get("terms"), meta.get("n_postings")
         if not isinstance(ids, list) or not isinstance(terms, list) or not isinstance(n_post, int):
-            raise _corrupt(path, "bad header")
+            raise _corrupt(where, "bad header")
         if not set(map(type, ids)) <= {str} or not set(map(type, terms)) <= {str}:
-            raise _corrupt(path, "bad ids or terms")
+            raise _corrupt(where, "bad ids or terms")
         n_docs, n_terms = len(ids), len(terms)
         sizes = [n_docs, n_terms, n_post, n_post]
         if len(rest) != 4 * sum(sizes):
-            raise _corrupt(path, "array sizes do not match the header")
+            raise _corrupt(where, "array sizes do not match the header")
         arrays, off = [], 0
         for size in sizes:
             arrays.append(np.frombuffer(rest, _I4, size, off).astype(_I4))  # native, writable copies
@@ -449,12 +452,12 @@ class InvertedBM25:
             or int(counts.sum()) != n_post
             or (n_post and (slots.min() < 0 or slots.max() >= n_docs or tfs.min() < 1))
         ):
-            raise _corrupt(path, "inconsistent arrays")
+            raise _corrupt(where, "inconsistent arrays")
         self = cls(k1, b)
         self._ids = list(ids)
         self._slot = dict(zip(ids, range(n_docs), strict=True))
         if len(self._slot) != n_docs:
-            raise _corrupt(path, "duplicate document ids")
+            raise _corrupt(where, "duplicate document ids")
         cap = max(16, n_docs)
         self._lens = np.zeros(cap, np.float64)
         self._lens[:n_docs] = lens
@@ -463,7 +466,7 @@ class InvertedBM25:
         self._total_len = int(lens.sum())
         self._set_frozen(terms, counts, slots, tfs)
         if len(self._frozen) != n_terms:
-            raise _corrupt(path, "duplicate terms")
+            raise _corrupt(where, "duplicate terms")
         return self
 
 
@@ -542,7 +545,7 @@ class RankBM25Index:
             scores = np.asarray(model.get_scores(list(query_tokens)), np.float64)
         return _top_k(self._order, np.nan_to_num(scores, nan=0.0), k)
 
-    def save(self, path: Path) -> None:
+    def to_bytes(self) -> bytes:
         meta = {
             "kind": self.kind,
             "format": FORMAT_VERSION,
@@ -550,16 +553,22 @@ class RankBM25Index:
             "b": self.b,
             "docs": [[i, t] for i, t in self._docs.items()],
         }
-        _write_file(path, meta)
+        return _encode(meta)
+
+    def save(self, path: Path) -> None:
+        replace_atomically(path, self.to_bytes())
 
     @classmethod
     def load(cls, path: Path) -> RankBM25Index:
-        path = Path(path)
-        meta, rest = _read_file(path)
-        k1, b = _check_params(path, meta, cls.kind)
+        return cls.from_bytes(_read_file(path), path)
+
+    @classmethod
+    def from_bytes(cls, raw: bytes, where: str | Path) -> RankBM25Index:
+        meta, rest = _decode(raw, where)
+        k1, b = _check_params(where, meta, cls.kind)
         docs = meta.get("docs")
         if len(rest) or not isinstance(docs, list):
-            raise _corrupt(path, "bad body")
+            raise _corrupt(where, "bad body")
         self = cls(k1, b)
         for d in docs:
             if (
@@ -569,7 +578,7 @@ class RankBM25Index:
                 or not isinstance(d[1], list)
                 or not all(isinstance(t, str) for t in d[1])
             ):
-                raise _corrupt(path, "bad document")
+                raise _corrupt(where, "bad document")
             self._docs[d[0]] = d[1]
         return self
 

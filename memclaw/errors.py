@@ -133,3 +133,16 @@ class NothingToRecall(UsageError):
             'recall, e.g. memclaw recall "where does Anna work"'
         )
 
+
+def rebuild_hint(index_root: object) -> str:
+    """The advice after "fix its permissions" for a path of the index: delete the index folder (memclaw rebuilds it)
+    only if memclaw made it, which its manifest says; nothing else (never delete what memclaw did not make)."""
+    import os
+    import stat
+    from pathlib import Path
+
+    try:
+        ours = stat.S_ISREG(os.stat(Path(str(index_root)) / "manifest.json").st_mode)
+    except OSError:
+        ours = False
+    return f", or delete {index_root} (memclaw rebuilds it from the Markdown)" if ours else ""

@@ -28,6 +28,7 @@ from typing import Any
 from memclaw.markdown import parse_stamp, scan_history_doc
 from memclaw.mdsyntax import atx_heading, bullet, is_thematic_break, setext_level
 from memclaw.memory_md import ParseNote, scan_memory
+from memclaw.unit_size import cap_units
 from memclaw.units import Kind, MemoryUnit, unit_id
 
 ENCODING = "utf-8"
@@ -51,20 +52,26 @@ class FileMark:
 
         return SECTION_SEP.join(t for _, t in self.stack) or None
 
-    def to_tuple(self) -> tuple:
-        return (self.size, self.digest, self.n_lines, self.resumable, self.stack)
+    def to_json(self) -> list[Any]:
+        """Plain JSON values (the index state stores marks as JSON)."""
+        return [self.size, self.digest.hex(), self.n_lines, self.resumable, [[lv, tx] for lv, tx in self.stack]]
 
     @classmethod
-    def from_tuple(cls, t: Any) -> FileMark:
-        """Raises ValueError for anything but a tuple written by `to_tuple`."""
-        if not isinstance(t, tuple) or len(t) != 5:
+    def from_json(cls, v: Any) -> FileMark:
+        """Raises ValueError for anything but a list written by `to_json`."""
+        if not isinstance(v, list) or len(v) != 5:
             raise ValueError("bad file mark")
-        size, digest, n_lines, resumable, stack = t
-        if not (isinstance(size, int) and isinstance(digest, bytes) and isinstance(n_lines, int)):
+        size, digest, n_lines, resumable, stack = v
+        if not (type(size) is int and isinstance(digest, str) and type(n_lines) is int):
             raise ValueError("bad file mark")
-        if not isinstance(resumable, bool) or not isinstance(stack, tuple):
+        if not isinstance(resumable, bool) or not isinstance(stack, list):
             raise ValueError("bad file mark")
-        return cls(size, digest, n_lines, resumable, tuple((int(lv), str(tx)) for lv, tx in stack))
+        pairs = []
+        for item in stack:
+            if not (isinstance(item, list) and len(item) == 2 and type(item[0]) is int and isinstance(item[1], str)):
+                raise ValueError("bad file mark")
+            pairs.append((item[0], item[1]))
+        return cls(size, bytes.fromhex(digest), n_lines, resumable, tuple(pairs))
 
 
 def decode(data: bytes) -> str:
@@ -75,9 +82,11 @@ def parse_file(
     data: bytes, *, kind: Kind, scope: str, source: str, notes: list[ParseNote] | None = None
 ) -> tuple[list[MemoryUnit], FileMark]:
     """A full parse of one memory file's bytes, and its mark. MEMORY.md's parse notes (what is not a fact, dates
-    that are none: memclaw.memory_md) are added to `notes` when it is given."""
-    return _parse(data, hashlib.sha256(data), kind=kind, scope=scope, source=source, first_line=0, stack=(),
-                  notes=notes)  # fmt: skip
+    that are none: memclaw.memory_md) are added to `notes` when it is given. A unit over the size limit is cut to it
+    (memclaw.unit_size)."""
+    units, mark = _parse(data, hashlib.sha256(data), kind=kind, scope=scope, source=source, first_line=0, stack=(),
+                         notes=notes)  # fmt: skip
+    return cap_units(units), mark
 
 
 def parse_appended(
@@ -92,7 +101,8 @@ def parse_appended(
 ) -> tuple[list[MemoryUnit], FileMark] | None:
     """The units appended since `mark` (with the ids a full parse gives them) and the new mark; None when
     `data` is not the marked bytes plus an append at a clean boundary (then parse the whole file).
-    `known` holds the ids of the units parsed up to the mark; the appended text's parse notes go to `notes`."""
+    `known` holds the ids of the units parsed up to the mark; the appended text's parse notes go to `notes`. Ids are
+    those of the whole texts: a unit over the size limit is cut only after its id is known (memclaw.unit_size)."""
     if not mark.resumable or len(data) < mark.size:
         return None
     view = memoryview(data)
@@ -105,7 +115,7 @@ def parse_appended(
     h.update(view[mark.size :])
     units, new_mark = _parse(data, h, kind=kind, scope=scope, source=source, first_line=mark.n_lines - 1,
                              stack=mark.stack, text=tail, notes=notes)  # fmt: skip
-    return _continue_occurrences(units, known), new_mark
+    return cap_units(_continue_occurrences(units, known)), new_mark
 
 
 def clean_boundary(tail: str, kind: Kind) -> bool:

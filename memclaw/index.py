@@ -10,8 +10,8 @@ On-disk layout under the index dir:
                                 the embedding dimensions, the namespace (the workspace's key in the store, kept
                                 when the workspace is moved) and the workspace path it was last used at
     chroma/                     the embedded Chroma store (unless memory.chroma_url is set)
-    scopes/<key>/state.pkl      the scope's unit table and the file signatures it was built from
-    scopes/<key>/lexical.bm25   the scope's BM25 index
+    scopes/<key>/state.sqlite3  the scope's unit table, the file signatures and marks it was built from and its
+                                BM25 index (memclaw.scope_state: SQLite + JSON + raw arrays, nothing that runs code)
     scopes/<key>/DIRTY          present while a sync is writing; forces a reconcile after a crash
     sync.lock                   serialises writers across processes
 """
@@ -23,7 +23,7 @@ import fcntl
 import hashlib
 import json
 import logging
-import pickle
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -39,8 +39,9 @@ from memclaw.unittable import UnitTable
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 2  # 2: a long unit also has a head vector (memclaw.passages)
-_STATE_MAGIC = b"MEMCLAW-STATE-2\n"  # 2: columnar unit table + file marks
-_OLD_STATE_MAGICS = (b"MEMCLAW-STATE-1\n",)
+STATE_FILE = "state.sqlite3"  # a scope's state (memclaw.scope_state)
+LEGACY_STATE_FILES = ("state.pkl", "lexical.bm25")
+"""What a scope's state was kept in before memclaw.scope_state: never read (a pickle can run code), removed once."""
 
 Progress = Callable[[int], None]
 
@@ -71,7 +72,6 @@ class ScopeState:
     units: UnitTable
     links: dict[str, list[str]] = field(default_factory=dict)
     marks: dict[str, FileMark] = field(default_factory=dict)
-    lexical_digest: bytes | None = None  # bm25.file_digest of the BM25 index saved with this table
     pending: set[str] = field(default_factory=set)  # unit ids without vectors yet (the provider was down)
 
     @property
@@ -105,10 +105,15 @@ class IndexLayout:
         return self.root / "scopes" / scope_key(scope)
 
     def state_file(self, scope: str) -> Path:
-        return self.scope_dir(scope) / "state.pkl"
+        return self.scope_dir(scope) / STATE_FILE
 
-    def lexical_file(self, scope: str) -> Path:
-        return self.scope_dir(scope) / "lexical.bm25"
+    def legacy_files(self) -> list[Path]:
+        """State files of an older memclaw in any scope folder (see LEGACY_STATE_FILES)."""
+        root = self.root / "scopes"
+        if not root.is_dir():
+            return []
+        return [f for d in sorted(root.iterdir()) if d.is_dir() for f in map(d.joinpath, LEGACY_STATE_FILES)
+                if os.path.lexists(f)]  # fmt: skip
 
     def dirty_file(self, scope: str) -> Path:
         return self.scope_dir(scope) / "DIRTY"
@@ -117,14 +122,16 @@ class IndexLayout:
     def writer_lock(self, *, wait: bool = True) -> Iterator[bool]:
         """Exclusive across processes (fcntl) for the duration of a sync. Yields whether it was acquired: with
         `wait=False` it yields False at once when another process holds it."""
+        from memclaw.errors import rebuild_hint
+        from memclaw.index_paths import check_layout
+
+        check_layout(self, embedded=False)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             f = open(self.lock_file, "a+")  # noqa: SIM115 - closed by the with below
         except OSError as e:
-            raise IndexError_(
-                f"cannot write the index at {self.root}: {e.strerror or e}; fix its permissions, or delete the "
-                "folder (it is rebuilt from the Markdown)"
-            ) from e
+            why = f"{e.strerror or e}; fix its permissions{rebuild_hint(self.root)}"
+            raise IndexError_(f"cannot write the index at {self.root}: {why}") from e
         with f:
             try:
                 fcntl.flock(f.fileno(), fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
@@ -137,66 +144,30 @@ class IndexLayout:
                 fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
-def save_state(path: Path, state: ScopeState) -> None:
-    """Plain builtins only (no memclaw class is pickled), behind a magic line and a sha256 of the body."""
-    payload = {
-        "scope": state.scope,
-        "signatures": state.signatures,
-        "units": state.units.to_columns(),
-        "links": state.links,
-        "marks": {src: m.to_tuple() for src, m in state.marks.items()},
-        "lexical_digest": state.lexical_digest,
-        "pending": sorted(state.pending),
-    }
-    body = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
-    digest = hashlib.sha256(body).digest()
-    replace_atomically(path, _STATE_MAGIC + digest + body)
-
-
-def load_state(path: Path) -> ScopeState | None:
-    """The saved state, None if absent. Raises IndexError_ if it is corrupted or from another state format
-    (the caller rebuilds the scope from the Markdown)."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except PermissionError:
-        raise  # not damage: rebuilding would meet it too (said in one line by the CLI)
-    except OSError as e:
-        raise IndexError_(f"cannot read index state {path}: {e.strerror}") from e
-    n = len(_STATE_MAGIC)
-    if raw.startswith(_OLD_STATE_MAGICS):
-        raise IndexError_(f"index state {path} has an older format")
-    if not raw.startswith(_STATE_MAGIC) or len(raw) < n + 32:
-        raise IndexError_(f"index state {path} is corrupted (bad header)")
-    body = memoryview(raw)[n + 32 :]
-    if hashlib.sha256(body).digest() != raw[n : n + 32]:
-        raise IndexError_(f"index state {path} is corrupted (checksum mismatch)")
-    try:
-        p = pickle.loads(body)
-        state = ScopeState(
-            p["scope"],
-            p["signatures"],
-            UnitTable.from_columns(p["units"]),
-            p["links"],
-            {src: FileMark.from_tuple(m) for src, m in p["marks"].items()},
-            p["lexical_digest"],
-            set(p.get("pending", ())),
-        )
-        if not isinstance(state.lexical_digest, bytes | None):
-            raise ValueError("unexpected content")
-        if not (isinstance(state.scope, str) and isinstance(state.signatures, dict) and isinstance(state.links, dict)):
-            raise ValueError("unexpected content")
-    except Exception as e:
-        raise IndexError_(f"index state {path} is corrupted ({type(e).__name__})") from e
-    return state
+def drop_legacy_state(layout: IndexLayout) -> None:
+    """Remove the state files of an older memclaw (a pickle, which can run code: never read); each scope is then
+    rebuilt from the Markdown against the vectors the store holds (nothing is embedded again). Said once."""
+    legacy = [f for f in layout.legacy_files() if f.is_file() or f.is_symlink()]
+    if not legacy:
+        return
+    log.warning(
+        "the index in %s has an older format (its state.pkl files are never read); rebuilding its state from the "
+        "Markdown once, keeping the vectors",
+        layout.root,
+    )
+    for f in legacy:
+        f.unlink(missing_ok=True)
 
 
 def read_manifest(layout: IndexLayout) -> dict | None:
     try:
         data = json.loads(layout.manifest.read_text("utf-8"))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # (no index folder yet, or a file there: said by check_layout)
         return None
+    except IsADirectoryError as e:
+        from memclaw.index_paths import odd_path_error
+
+        raise odd_path_error(layout.manifest, "file", layout.root) from e
     except PermissionError:
         raise  # not damage: rebuilding would meet it too (said in one line by the CLI)
     except (OSError, ValueError) as e:

@@ -204,15 +204,18 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 # ----- reading -------------------------------------------------------------------------------------------
 def read_units(path: Path, *, scope: str, kind: str, source: str) -> list[MemoryUnit]:
-    """Units of one memory file (`kind` "fact" for MEMORY.md, "history" for HISTORY.md); [] if missing."""
+    """Units of one memory file (`kind` "fact" for MEMORY.md, "history" for HISTORY.md); [] if missing. A unit over
+    the size limit is cut to it, with a warning (memclaw.unit_size)."""
+    from memclaw.unit_size import cap_units
+
     if kind not in ("fact", "history"):
         raise MemoryFileError(f"unknown memory kind {kind!r}: use 'fact' or 'history'")
     text = read_text(path)
     if text is None:
         return []
     if kind == "fact":
-        return parse_memory(text, scope=scope, source=source)
-    return parse_history(text, scope=scope, source=source)
+        return cap_units(parse_memory(text, scope=scope, source=source))
+    return cap_units(parse_history(text, scope=scope, source=source))
 
 
 # ----- facts ---------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ Recall auto-syncs a scope when its files changed (edits by hand or by the agent'
 from __future__ import annotations
 
 import bisect
+import contextlib
 import hashlib
 import logging
 import threading
@@ -38,10 +39,13 @@ from memclaw.redact import redact_url
 from memclaw.units import OWNER_SCOPE, MemoryUnit
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from memclaw.bm25 import LexicalIndex
     from memclaw.embedding import Embedder
     from memclaw.incremental import FileMark
     from memclaw.memfiles import FactOp
+    from memclaw.progress import ProgressFactory
     from memclaw.store import VectorStore
     from memclaw.tokenize import Tokenizer
     from memclaw.unittable import UnitTable
@@ -53,7 +57,10 @@ RECENCY_WEIGHT = 0.3
 DATE_ONLY_MAX_DAYS = 31
 """A query naming a range up to this long ("last week", "on 8 May") also recalls units stamped inside it that
 match no word of the query; a wider range ("in 2023") only lifts units that match on their own."""
-MAX_FACT_CHARS = 4000  # ~600 words; a longer 'fact' is a document (and minutes of embedding at 1 MB)
+INTERRUPTED_SYNC = (
+    "interrupted: the index is incomplete (the Markdown is intact, and what was embedded is kept); "
+    "the next memclaw command finishes it"
+)
 
 
 class _Scope:
@@ -63,6 +70,7 @@ class _Scope:
         self.state = state
         self.lexical = lexical
         self.state_sig = state_sig
+        self.lexical_unsaved = False  # rebuilt from the unit table on load (the saved one was damaged)
         self._dated: tuple[list[datetime], list[str]] | None = None
 
     def dated_in(self, ranges: Sequence[DateRange], limit: int) -> list[str]:
@@ -84,7 +92,8 @@ class _Scope:
 
 class _ScopeRead:
     """What a sync read of a scope's files: the new unit table in parts (kept rows and freshly parsed ones),
-    the parsed units, the old ids of files parsed in full (candidates for removal) and the files' marks."""
+    the parsed units, the old ids of files parsed in full (candidates for removal), the files' marks, and the rows
+    appended to each file when nothing else changed (what the state's log records, memclaw.scope_state)."""
 
     def __init__(self) -> None:
         self.parts: list[UnitTable] = []
@@ -92,10 +101,11 @@ class _ScopeRead:
         self.parsed_hashes: list[str] = []
         self.reread_old: set[str] = set()
         self.marks: dict[str, FileMark] = {}
+        self.appended: list[tuple[str, UnitTable]] = []
         self.full_diff = False
         self.full_parse = False  # else every parsed unit was appended: new ids by construction (incremental)
 
-    def add(self, kept: UnitTable | None, units: list[MemoryUnit], hashes: list[str] | None) -> None:
+    def add(self, kept: UnitTable | None, units: list[MemoryUnit], hashes: list[str] | None, source: str = "") -> None:
         from memclaw.unittable import UnitTable
 
         if kept is not None:
@@ -103,16 +113,9 @@ class _ScopeRead:
                 self.parts.append(kept)
             return
         self.parts.append(UnitTable.from_units(units, hashes))
+        self.appended.append((source, self.parts[-1]))
         self.parsed.extend(units)
         self.parsed_hashes.extend(hashes or [])
-
-
-def _sig(path: Path) -> tuple | None:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 class MemoryService:
@@ -147,6 +150,10 @@ class MemoryService:
         self._store_lock = threading.Lock()  # one opening of the vector store
         self._prefetch: threading.Thread | None = None
         self._prefetch_error: BaseException | None = None
+        self.progress: ProgressFactory | None = None  # shows long embedding work (the CLI: memclaw.progress)
+        self.on_interrupt: Callable[[str], None] | None = None  # told what an interrupted sync left (the CLI says it)
+        self._sync_wrote = False  # the running sync has changed the index (an interrupt leaves it incomplete)
+        self._probed: set[tuple[int, str]] = set()  # (store, scope) read once for damage (_probe_store)
 
     # ----- seams -----------------------------------------------------------------------------------------
     @property
@@ -217,7 +224,8 @@ class MemoryService:
 
     def _has_states(self) -> bool:
         root = self.layout.root / "scopes"
-        return root.is_dir() and any((d / "state.pkl").exists() for d in root.iterdir())
+        names = (ix.STATE_FILE, *ix.LEGACY_STATE_FILES)
+        return root.is_dir() and any(d.joinpath(n).exists() for d in root.iterdir() for n in names)
 
     @property
     def namespace(self) -> str:
@@ -310,11 +318,14 @@ class MemoryService:
         if copied:
             self._join_prefetch()
             self._namespace, self._store = self._path_namespace(), None  # the original keeps its collections
+            self._probed.clear()
         if have is None or reason:
             if reason:
                 n = sum(len(self._parse(s)) for s in self.workspace.scopes())
                 log.warning("rebuilding the index: %s; %d memories to embed", reason, n)
             self._wipe_index()
+        else:
+            ix.drop_legacy_state(self.layout)
         manifest = {**want, "namespace": self.namespace, "workspace": str(self.workspace.root.resolve())}
         if have is not None and not reason and "dimensions" in have:
             manifest["dimensions"] = have["dimensions"]
@@ -324,6 +335,7 @@ class MemoryService:
 
     def _wipe_index(self) -> None:
         self._join_prefetch()  # its error, if any, concerned the index being wiped
+        self._sync_wrote = True
         with self._lock:
             self._scopes.clear()
         if self.config.memory.chroma_url:
@@ -335,6 +347,7 @@ class MemoryService:
             self._store = None
             release_embedded(self.layout.chroma_dir)
             ix.remove_tree(self.layout.chroma_dir)
+        self._probed.clear()
         ix.remove_tree(self.layout.root / "scopes")
         manifest = ix.read_manifest(self.layout)
         if manifest is not None and "dimensions" in manifest:  # the next vectors say it again
@@ -356,51 +369,57 @@ class MemoryService:
         ix.write_manifest(self.layout, {**manifest, "dimensions": dim})
 
     def _known_scopes_on_disk(self) -> list[str]:
+        from memclaw.scope_state import read_scope_name
+
         out = set(self.workspace.scopes())
         root = self.layout.root / "scopes"
-        if root.exists():
+        if root.is_dir():
             for d in root.iterdir():
-                try:
-                    st = ix.load_state(d / "state.pkl")
-                except IndexError_:
-                    continue
-                if st:
-                    out.add(st.scope)
+                name = read_scope_name(d / ix.STATE_FILE)
+                if name:
+                    out.add(name)
         return sorted(out)
 
     def _load_scope(self, scope: str) -> _Scope | None:
         """Load a scope's saved state and BM25 index; None if absent or corrupted (caller rebuilds)."""
-        from memclaw.bm25 import InvertedBM25, file_digest
+        from memclaw import scope_state
 
         sf = self.layout.state_file(scope)
+        sig = scope_state.file_sig(sf)
         try:
-            state = ix.load_state(sf)
+            loaded = scope_state.load(sf)
         except IndexError_ as e:
+            if not sf.is_file():
+                raise  # not memclaw's file to replace (a directory...): said in one line, with the fix
             log.warning("%s; rebuilding this scope from the Markdown", e)
             return None
-        if state is None or self.layout.dirty_file(scope).exists():
+        if loaded is None or self.layout.dirty_file(scope).exists():
             return None
-        try:
-            lf = self.layout.lexical_file(scope)
-            lexical = InvertedBM25.load(lf)
-            # Saved by the same sync (its digest recorded in the state): the same ids, no need to compare them.
-            paired = state.lexical_digest is not None and state.lexical_digest == file_digest(lf)
-            if not paired and lexical.ids() != set(state.units):
-                raise IndexError_("BM25 index does not match the unit table")
-        except PermissionError:
-            raise  # not damage: rebuilding would meet it too (said in one line by the CLI)
-        except (IndexError_, FileNotFoundError, OSError) as e:
-            log.warning("BM25 index of scope %s is unusable (%s); rebuilding it from the unit table", scope, e)
-            lexical = self._build_lexical(state.units.values())
-            lexical.save(self.layout.lexical_file(scope))
-        return _Scope(state, lexical, _sig(sf))
+        state, lexical = loaded.state, loaded.lexical
+        if lexical is not None and len(lexical) != len(state.units):
+            loaded.lexical_error = "it does not match the unit table"
+            lexical = None
+        if lexical is None:
+            log.warning("BM25 index of scope %s is unusable (%s); rebuilding it from the unit table", scope,
+                        loaded.lexical_error)  # fmt: skip
+            sc = _Scope(state, self._build_lexical(state.units.values()), sig)
+            sc.lexical_unsaved = True  # the next sync saves it (it holds the writer lock)
+            return sc
+        return _Scope(state, lexical, sig)
 
     def _build_lexical(self, units) -> LexicalIndex:
         from memclaw.bm25 import make_lexical_index
+        from memclaw.progress import progress_for
 
+        units = list(units)
         lex = make_lexical_index("inverted")
-        for u in units:
-            lex.add(u.id, self.tokenizer.tokenize(self._lexical_text(u)))
+        last = 0
+        with progress_for(self.progress, None, len(units), f"indexing the words of {len(units):,} memories") as done:
+            for i, u in enumerate(units, 1):
+                lex.add(u.id, self.tokenizer.tokenize(self._lexical_text(u)))
+                if done is not None and (i % 1000 == 0 or i == len(units)):
+                    done(i - last)
+                    last = i
         return lex
 
     @staticmethod
@@ -412,11 +431,14 @@ class MemoryService:
         return u.text
 
     def _get_scope(self, scope: str) -> _Scope | None:
+        from memclaw.index_paths import check_layout
+        from memclaw.scope_state import file_sig
+
         with self._lock:
             sc = self._scopes.get(scope)
-        sf = self.layout.state_file(scope)
-        if sc is not None and sc.state_sig == _sig(sf):
+        if sc is not None and sc.state_sig == file_sig(self.layout.state_file(scope)):
             return sc
+        check_layout(self.layout, scope, embedded=not self.config.memory.chroma_url)
         sc = self._load_scope(scope)  # absent, or another process synced since
         with self._lock:
             if sc is not None:
@@ -438,7 +460,12 @@ class MemoryService:
         if self.index_mismatch() is not None:
             return False
         sc = self._get_scope(scope)
-        return sc is not None and sc.state.signatures == self._signatures(scope) and not sc.state.pending
+        return (
+            sc is not None
+            and sc.state.signatures == self._signatures(scope)
+            and not sc.state.pending
+            and not sc.lexical_unsaved
+        )
 
     def pending_vectors(self, scope: str) -> set[str]:
         """Ids of the scope's units whose vectors wait for the embedding provider (the next sync adds them)."""
@@ -449,8 +476,10 @@ class MemoryService:
     def sync(
         self, scopes: Sequence[str] | None = None, *, full: bool = False, progress: ix.Progress | None = None
     ) -> list[ix.SyncReport]:
-        """Bring the index in line with the Markdown. `full` rebuilds everything from scratch."""
-        with self._write_lock, self.layout.writer_lock():
+        """Bring the index in line with the Markdown. `full` rebuilds everything from scratch. Interrupted (Ctrl-C)
+        after it changed the index, it tells `on_interrupt` what that left (INTERRUPTED_SYNC: the next sync finishes
+        it) and lets the KeyboardInterrupt go on."""
+        with self._write_lock, self.layout.writer_lock(), self._interruptible():
             return self._sync_locked(scopes, full, progress)
 
     def try_sync(self, scopes: Sequence[str]) -> list[ix.SyncReport] | None:
@@ -458,10 +487,20 @@ class MemoryService:
         if not self._write_lock.acquire(blocking=False):
             return None
         try:
-            with self.layout.writer_lock(wait=False) as acquired:
+            with self.layout.writer_lock(wait=False) as acquired, self._interruptible():
                 return self._sync_locked(scopes, False, None) if acquired else None
         finally:
             self._write_lock.release()
+
+    @contextlib.contextmanager
+    def _interruptible(self) -> Iterator[None]:
+        self._sync_wrote = False
+        try:
+            yield
+        except KeyboardInterrupt:
+            if self._sync_wrote and self.on_interrupt is not None:
+                self.on_interrupt(INTERRUPTED_SYNC)
+            raise
 
     def _sync_locked(
         self, scopes: Sequence[str] | None, full: bool, progress: ix.Progress | None
@@ -493,13 +532,17 @@ class MemoryService:
         if self.config.memory.chroma_url:
             return
         probe = None
+        store = self.store
         for scope in scopes:
-            if self.store.count(scope):
+            if (id(store), scope) in self._probed:  # once per opening: later damage fails the write that meets it
+                continue
+            if store.count(scope):
                 if probe is None:  # the recorded dimensions: a provider's embedder need not be asked
                     dim = (ix.read_manifest(self.layout) or {}).get("dimensions") or self.embedder.dim
                     probe = np.zeros(int(dim), dtype=np.float32)
                     probe[0] = 1.0
-                self.store.query(scope, probe, 1)
+                store.query(scope, probe, 1)
+            self._probed.add((id(store), scope))
 
     def _read_scope(self, scope: str, old: _Scope | None, signatures: dict[str, tuple | None]) -> _ScopeRead:
         """The scope's units as the Markdown holds them now, reading as little as possible: a file whose
@@ -508,6 +551,7 @@ class MemoryService:
         from memclaw.incremental import parse_appended, parse_file
         from memclaw.memfiles import read_bytes
         from memclaw.memory_md import ParseNote, describe_notes
+        from memclaw.progress import progress_for
         from memclaw.unittable import FewLookups
 
         out = _ScopeRead()
@@ -537,26 +581,31 @@ class MemoryService:
                 units, out.marks[src] = tail
                 out.add(seg, [], None)
             else:
-                units, out.marks[src] = parse_file(data, kind=kind, scope=scope, source=src, notes=notes)
+                with progress_for(self.progress, None, 0, f"reading {src} ({len(data) / 1e6:.0f} MB)"):
+                    units, out.marks[src] = parse_file(data, kind=kind, scope=scope, source=src, notes=notes)
                 out.full_parse = True
                 if seg is not None:
                     out.reread_old.update(seg.ids)
             for warning in describe_notes(src, notes):  # said when the file is read after a change, not on each recall
                 log.warning("%s", warning)
             if units:
-                out.add(None, units, [u.content_hash for u in units])
+                out.add(None, units, [u.content_hash for u in units], src)
         return out
 
     def _sync_scope(self, scope: str, progress: ix.Progress | None) -> ix.SyncReport:
-        from memclaw.bm25 import file_digest
+        from memclaw import scope_state
+        from memclaw.index_paths import check_layout
+        from memclaw.progress import progress_for
         from memclaw.unittable import UnitTable
+        from memclaw.vector_writer import Passage, write_vectors
 
         report = ix.SyncReport(scope)
         signatures = self._signatures(scope)
         old = self._get_scope(scope)
+        check_layout(self.layout, scope, embedded=not self.config.memory.chroma_url)
         dirty = self.layout.dirty_file(scope)
         in_store_passages: set[str] = set()
-        if old is not None and old.state.signatures == signatures and not old.state.pending:
+        if old is not None and old.state.signatures == signatures and not old.state.pending and not old.lexical_unsaved:
             report.unchanged = len(old.state.units)
             return report
         read = self._read_scope(scope, old, signatures)
@@ -598,14 +647,12 @@ class MemoryService:
             to_embed += [table[i] for i in sorted(old.state.pending) if i in table and i not in queued]
 
         # Passages: a long unit is embedded as several vectors (see memclaw.passages).
-        p_ids: list[str] = []
-        p_texts: list[str] = []
-        p_meta: list[dict[str, Any]] = []
-        for u in to_embed:
-            for pid, text in unit_vectors(u.id, self._vector_text(u)):
-                p_ids.append(pid)
-                p_texts.append(text)
-                p_meta.append(_metadata(u))
+        passages = [
+            Passage(pid, text, _metadata(u), u.id)
+            for u in to_embed
+            for pid, text in unit_vectors(u.id, self._vector_text(u))
+        ]
+        new_pids = {p.id for p in passages}
         stale_passages: set[str] = set()
         if old is None:
             if in_store_passages:  # (an empty store, e.g. after a wipe, has nothing stale)
@@ -614,64 +661,81 @@ class MemoryService:
             old_units = old.state.units
             for uid in stale_in_store:
                 stale_passages.update(_passages_of(old_units[uid], self))
-            for u in to_embed:
-                if u.id in old_units:
-                    stale_passages.update(set(_passages_of(old_units[u.id], self)) - set(p_ids))
+            for u in to_embed:  # (only a unit parsed again in full, or pending, can be an old one)
+                if (u.id in old_hashes or u.id in old.state.pending) and u.id in old_units:
+                    stale_passages.update(set(_passages_of(old_units[u.id], self)) - new_pids)
 
-        vectors = None
+        def mark_dirty() -> None:  # before the first write: a crash from here on makes the next sync reconcile
+            dirty.parent.mkdir(parents=True, exist_ok=True)
+            dirty.touch()
+            self._sync_wrote = True
+
         pending: set[str] = set()
-        if p_texts:
-            try:
-                vectors = ix.embed_texts(self.embedder, p_texts, self.config.embeddings.batch_size, progress)
-            except EmbeddingUnavailable as e:  # keyword search gets the units now, the vectors come later
-                pending = {u.id for u in to_embed}
-                p_ids = []
+        if passages:
+            embedder, store = self.embedder, self.store  # (loaded before the progress clock starts)
+            shown = progress_for(self.progress, progress, len(passages), f"embedding {len(to_embed):,} memories")
+            with shown as advance:
+                pending, err = write_vectors(
+                    embedder, store, scope, passages, batch_size=self.config.embeddings.batch_size,
+                    progress=advance, before_write=mark_dirty, on_dimensions=self._record_dimensions,
+                )  # fmt: skip
+            if err is not None:  # keyword search gets the units now, the vectors come later
                 if old is not None:  # an edited unit's old vector must not answer for its new text
                     old_units = old.state.units
-                    for u in to_embed:
-                        if u.id in old_units:
-                            stale_passages.update(_passages_of(old_units[u.id], self))
-                msg = f"{e}; {len(pending)} memories are searchable by keyword now, their vectors come at the next sync"
+                    for uid in pending:
+                        if uid in old_units:
+                            stale_passages.update(_passages_of(old_units[uid], self))
+                msg = (
+                    f"{err}; {len(pending)} memories are searchable by keyword now, their vectors come at the next sync"
+                )
                 report.warnings.append(msg)
                 log.warning(msg)
-            else:
-                self._record_dimensions(int(vectors.shape[1]))
         report.pending = len(pending)
-        dirty.parent.mkdir(parents=True, exist_ok=True)
-        dirty.touch()
-        if p_ids:
-            self.store.upsert(scope, p_ids, vectors, p_meta, p_texts)
+        mark_dirty()
         if stale_passages:
             self.store.delete(scope, sorted(stale_passages))
 
+        append_only = old is not None and not (read.full_parse or read.full_diff or stale_in_store)
+        order = list(dict.fromkeys(p.source_at(0) for p in read.parts)) if append_only else []  # (each part: one file)
+        changes = scope_state.Changes(order=order) if old is not None and not old.lexical_unsaved else None
         if old is None:
             lexical = self._build_lexical(units)
         else:
             lexical = old.lexical
+            removed, added = sorted(stale_in_store), []
             with self._lock:  # in-place update; recall holds the same lock while searching
                 present = lexical.ids()
-                for i in stale_in_store:
+                for i in removed:
                     lexical.remove(i)
                 for u in to_embed:
                     if u.id in present:
                         lexical.remove(u.id)
-                    lexical.add(u.id, self.tokenizer.tokenize(self._lexical_text(u)))
-        lexical.save(self.layout.lexical_file(scope))
-        if (
-            old is not None
-            and not (read.full_parse or read.full_diff or stale_in_store)
-            and not any(u.timestamp for u in units)
-        ):
-            links = old.state.links  # only undated units were appended: the session links are unchanged
-        else:
-            links = _session_links(table)
-        state = ix.ScopeState(
-            scope, signatures, table, links, read.marks, file_digest(self.layout.lexical_file(scope)), pending
-        )
-        ix.save_state(self.layout.state_file(scope), state)
+                        removed.append(u.id)
+                    tokens = self.tokenizer.tokenize(self._lexical_text(u))
+                    lexical.add(u.id, tokens)
+                    added.append((u.id, tokens))
+            if changes is not None:
+                changes.bm25_removed, changes.bm25_added = removed, added
+        # only undated units appended: the session links are unchanged
+        links = old.state.links if append_only and not any(u.timestamp for u in units) else _session_links(table)
+        if append_only and changes is not None:
+            changes.appended = read.appended
+            old_links = old.state.links
+            changes.links = {k: v for k, v in links.items() if old_links.get(k) != v}
+            changes.links.update({k: None for k in old_links if k not in links})
+        state = ix.ScopeState(scope, signatures, table, links, read.marks, pending)
+        sf = self.layout.state_file(scope)
+
+        def lexical_bytes() -> bytes:
+            with self._lock:  # (compacts the live index)
+                return lexical.to_bytes()
+
+        big = changes is None and len(table) > 50_000  # (seconds of JSON: say so)
+        with progress_for(self.progress, None, 0, "saving the index") if big else contextlib.nullcontext():
+            scope_state.save(sf, state, lexical_bytes, changes)
         dirty.unlink(missing_ok=True)
         with self._lock:
-            self._scopes[scope] = _Scope(state, lexical, _sig(self.layout.state_file(scope)))
+            self._scopes[scope] = _Scope(state, lexical, scope_state.file_sig(sf))
         if report.changed:
             log.info("synced %s: +%d ~%d -%d", scope, report.added, report.updated, report.removed)
         return report
@@ -867,15 +931,14 @@ class MemoryService:
 
     def add_fact(self, text: str, *, scope: str = OWNER_SCOPE, section: str | None = None) -> MemoryUnit:
         from memclaw.memfiles import append_fact, normalize_fact_text
+        from memclaw.unit_size import too_long
 
         text = normalize_fact_text(text)  # as it will read back (undecodable bytes, comment openers defused)
         if not text:
             raise UsageError("empty fact: say what to remember")
-        if len(text) > MAX_FACT_CHARS:
-            raise UsageError(
-                f"fact too long ({len(text):,} characters, at most {MAX_FACT_CHARS:,}): a fact is one short line; "
-                "save long text as a file in the workspace instead"
-            )
+        refused = too_long(text)
+        if refused:
+            raise UsageError(refused)
         path = self.workspace.memory_file(scope)
         self._check_other_files(scope, path)
         path.parent.mkdir(parents=True, exist_ok=True)

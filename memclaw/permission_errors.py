@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memclaw.errors import IndexError_, MemclawError, MemoryFileError, WorkspaceError
+from memclaw.errors import IndexError_, MemclawError, MemoryFileError, WorkspaceError, rebuild_hint
 from memclaw.workspace import INDEX_DIRNAME
 
 
@@ -17,9 +17,7 @@ def from_permission_error(e: PermissionError) -> MemclawError:
     path = e.filename or "a file"
     parts = Path(str(path)).parts
     if INDEX_DIRNAME in parts:
-        return IndexError_(
-            f"cannot use the index: {path}: permission denied; fix its permissions, or delete {INDEX_DIRNAME} "
-            "(it is rebuilt from the Markdown)"
-        )
+        root = Path(*parts[: parts.index(INDEX_DIRNAME) + 1])
+        return IndexError_(f"cannot use the index: {path}: permission denied; fix its permissions{rebuild_hint(root)}")
     cls = MemoryFileError if "memory" in parts else WorkspaceError
     return cls(f"cannot access {path}: permission denied; fix its permissions")

@@ -205,8 +205,10 @@ class ChromaStore:
     ) -> None:
         if not ids:
             return
+        from memclaw.vector_writer import even_chunk
+
         col = self._collection(scope, create=True)
-        batch = _max_batch(self._client)
+        batch = even_chunk(len(ids), _max_batch(self._client))  # (equal batches: see memclaw.vector_writer)
         try:
             for start in range(0, len(ids), batch):
                 end = start + batch
@@ -683,6 +685,10 @@ def _persistent_client(path: Path) -> Any:
     import chromadb
 
     _forget_readers(path)  # the client's engine keeps its own copy of the index from now on
+    if path.exists() and not path.is_dir():
+        from memclaw.index_paths import odd_path_error
+
+        raise odd_path_error(path, "folder", path.parent)
     try:
         path.mkdir(parents=True, exist_ok=True)
         return chromadb.PersistentClient(path=str(path), settings=_chroma_settings())

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -477,3 +478,87 @@ def test_console_script_prints_one_line_and_no_traceback(memclaw_home, env, conf
         timeout=120,
     )
     assert_error(Result(proc.returncode, proc.stdout, proc.stderr), 2, *needles)
+
+
+# ----- odd paths in the index folder (issue 18.5) --------------------------------------------------------------
+def _replace_with_folder(p: Path) -> None:
+    if p.is_dir():
+        shutil.rmtree(p)
+    else:
+        p.unlink(missing_ok=True)
+    p.mkdir()
+    (p / "something-of-the-users").write_text("x")
+
+
+def _replace_with_file(p: Path) -> None:
+    if p.is_dir():
+        shutil.rmtree(p)
+    else:
+        p.unlink()
+    p.write_text("not memclaw's\n")
+
+
+def _one_scope(index: Path) -> Path:
+    [d] = [p for p in (index / "scopes").iterdir() if p.is_dir()]
+    return d
+
+
+ODD_INDEX_PATHS = {  # case -> (what to do to the synced index, the path the message must name)
+    "state file is a folder": (lambda ix: _replace_with_folder(_one_scope(ix) / "state.sqlite3"), "state.sqlite3"),
+    "DIRTY is a folder": (lambda ix: _replace_with_folder(_one_scope(ix) / "DIRTY"), "DIRTY"),
+    "scope folder is a file": (lambda ix: _replace_with_file(_one_scope(ix)), "scopes/"),
+    "scopes is a file": (lambda ix: _replace_with_file(ix / "scopes"), ".memclaw-index/scopes"),
+    "chroma is a file": (lambda ix: _replace_with_file(ix / "chroma"), ".memclaw-index/chroma"),
+    "manifest is a folder": (lambda ix: _replace_with_folder(ix / "manifest.json"), "manifest.json"),
+    "sync.lock is a folder": (lambda ix: _replace_with_folder(ix / "sync.lock"), "sync.lock"),
+    "index folder is a file": (lambda ix: _replace_with_file(ix), ".memclaw-index"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ODD_INDEX_PATHS))
+def test_an_odd_path_in_the_index_is_one_line_exit_3(cli, ws, memclaw_home, case):
+    """A folder where memclaw keeps a file of its index, or a file where it keeps a folder: every command says so in
+    one line naming the path and the fix (move it away; never "delete": it is not memclaw's), exit 3, writes
+    nothing (no fact, no temp file) and leaves the odd path as it found it."""
+    assert cli("memory", "sync").code == 0
+    index = ws / INDEX_DIRNAME
+    damage, named = ODD_INDEX_PATHS[case]
+    damage(index)
+    before = user_files(memclaw_home)
+    snapshot = sorted(str(p.relative_to(index)) for p in index.rglob("*")) if index.is_dir() else []
+    for args in (["recall", "where does my sister live"], ["memory", "add", "My bike is green"], ["memory", "sync"]):
+        line = assert_error(cli(*args), 3, named, "move it out of the way")
+        assert "delete" not in line.lower() and "Errno" not in line, line
+    assert user_files(memclaw_home) == before
+    after = sorted(str(p.relative_to(index)) for p in index.rglob("*")) if index.is_dir() else []
+    assert after == snapshot  # nothing made, nothing removed, no temp file left
+    if index.is_dir():
+        assert not list(index.rglob("*.tmp"))
+
+
+def test_an_index_dir_that_is_a_file_memclaw_did_not_make(cli, ws, memclaw_home, tmp_path, monkeypatch):
+    """`memory.index_dir = "/etc/passwd"`: one line naming the setting; never the advice to delete it."""
+    target = tmp_path / "passwd"
+    target.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    monkeypatch.setenv("MEMCLAW_MEMORY__INDEX_DIR", str(target))
+    for args in (["recall", "Porto"], ["memory", "add", "My bike is green"], ["memory", "sync"], ["status"]):
+        line = assert_error(cli(*args), 3, str(target), "memory.index_dir")
+        assert "delete" not in line.lower(), line
+    assert target.read_text() == "root:x:0:0:root:/root:/bin/bash\n"
+
+
+def test_deleting_the_index_is_advised_only_for_memclaws_own_folder(tmp_path):
+    """The permission advice names deleting the index folder only when it holds memclaw's manifest."""
+    from memclaw.errors import rebuild_hint
+    from memclaw.permission_errors import from_permission_error
+
+    theirs = tmp_path / "theirs" / INDEX_DIRNAME
+    theirs.mkdir(parents=True)
+    ours = tmp_path / "ours" / INDEX_DIRNAME
+    ours.mkdir(parents=True)
+    (ours / "manifest.json").write_text("{}")
+    assert rebuild_hint(theirs) == "" and str(ours) in rebuild_hint(ours)
+    err = from_permission_error(PermissionError(13, "Permission denied", str(theirs / "scopes")))
+    assert "delete" not in str(err) and "fix its permissions" in str(err)
+    err = from_permission_error(PermissionError(13, "Permission denied", str(ours / "scopes")))
+    assert f"delete {ours}" in str(err)

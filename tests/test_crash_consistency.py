@@ -38,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from memclaw.bm25 import InvertedBM25
+from memclaw import scope_state
 from memclaw.config import Config
 from memclaw.memfiles import read_units
 from memclaw.memory import MemoryService
@@ -221,9 +221,12 @@ def check_index(svc: MemoryService, scope: str, units: list) -> None:
         f"{[i for i in set(want) & set(got) if want[i] != got[i]][:5]}"
     )
     ids = {u.id for u in units}
-    lexical = svc.layout.lexical_file(scope)
-    bm25_ids = InvertedBM25.load(lexical).ids() if ids or lexical.exists() else set()
+    loaded = scope_state.load(svc.layout.state_file(scope))
+    assert loaded is not None or not ids, f"{scope} has no saved state"
+    bm25_ids = loaded.lexical.ids() if loaded is not None and loaded.lexical is not None else set()
     assert bm25_ids == ids, f"BM25 differs from the Markdown in {scope}"
+    saved = set(loaded.state.units) if loaded is not None else set()
+    assert saved == ids, f"the saved unit table differs from the Markdown in {scope}"
     assert not svc.layout.dirty_file(scope).exists(), f"{scope} left DIRTY after sync"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from datetime import datetime
 from pathlib import Path
@@ -211,12 +212,38 @@ def test_corrupted_state_is_rebuilt(service):
     _corrupt_and_check(service, lambda lay: lay.state_file("owner").write_bytes(b"garbage"))
 
 
-def test_truncated_bm25_is_rebuilt(service):
-    def trunc(lay):
-        p = lay.lexical_file("owner")
-        p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2])
+def _damage_bm25(lay, data_sql: str) -> None:
+    """Damage the BM25 index held in the scope's state file (memclaw.scope_state), nothing else."""
+    import sqlite3
 
-    _corrupt_and_check(service, trunc)
+    con = sqlite3.connect(lay.state_file("owner"))
+    with con:
+        assert con.execute(data_sql).rowcount >= 1
+    con.close()
+
+
+def test_truncated_bm25_is_rebuilt(service, caplog):
+    _corrupt_and_check(
+        service,
+        lambda lay: _damage_bm25(
+            lay, "UPDATE snapshot SET data = substr(data, 1, length(data) / 2) WHERE name = 'bm25'"
+        ),
+    )
+    assert "BM25 index of scope owner is unusable" in caplog.text
+
+
+def test_damaged_bm25_log_is_rebuilt(service, caplog):
+    """A fact added after the sync lands in the state's log; a damaged log entry is rebuilt like a damaged file."""
+    service.sync()
+    service.add_fact("My bike is green")
+
+    def damage(lay):
+        _damage_bm25(lay, "UPDATE log SET data = X'7B7D' WHERE part = 'bm25'")
+
+    _corrupt_and_check(service, damage)
+    assert "BM25 index of scope owner is unusable" in caplog.text
+    fresh = MemoryService(service.workspace, service.config, embedder=service.embedder)
+    assert "green" in fresh.recall("what colour is my bike", k=1, mode="bm25")[0].unit.text
 
 
 def test_deleted_index_dir_is_rebuilt(service):
@@ -229,23 +256,26 @@ def test_deleted_index_dir_is_rebuilt(service):
 
 
 def test_state_of_an_older_format_is_rebuilt_without_re_embedding(service, caplog):
-    """A state file written by an older memclaw (format 1: pickled MemoryUnit objects) is rebuilt from the
-    Markdown, reusing the vectors Chroma already holds; the new state has the current format."""
+    """A state written by an older memclaw (state.pkl and lexical.bm25: a pickle, never read) is rebuilt from the
+    Markdown once, reusing the vectors Chroma already holds, with one line saying so; the old files are removed."""
     import hashlib
     import pickle
 
-    from memclaw import index as ix
-
     service.sync()
     n_vectors = len(service.store.ids("owner"))
-    sf = service.layout.state_file("owner")
+    sd = service.layout.scope_dir("owner")
+    service.layout.state_file("owner").unlink()
     body = pickle.dumps({"an": "old state"})
-    sf.write_bytes(b"MEMCLAW-STATE-1\n" + hashlib.sha256(body).digest() + body)
+    (sd / "state.pkl").write_bytes(b"MEMCLAW-STATE-2\n" + hashlib.sha256(body).digest() + body)
+    (sd / "lexical.bm25").write_bytes(b"MEMCLAW-BM25\n" + b"old")
     fresh = MemoryService(service.workspace, service.config, embedder=service.embedder)
+    caplog.clear()
     [report] = fresh.sync(["owner"])
     assert report.rebuilt and report.added == 0 and report.updated == 0
-    assert "older format" in caplog.text
-    assert sf.read_bytes().startswith(ix._STATE_MAGIC)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "older format" in warnings[0] and "corrupt" not in warnings[0], warnings
+    assert not (sd / "state.pkl").exists() and not (sd / "lexical.bm25").exists()
+    assert service.layout.state_file("owner").read_bytes().startswith(b"SQLite format 3\x00")
     assert len(fresh.store.ids("owner")) == n_vectors
     assert "Solaris" in fresh.recall("Which company do I work for?", k=1)[0].unit.text
 

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
-from memclaw.bm25 import load_lexical_index, make_lexical_index
+from memclaw import scope_state
+from memclaw.bm25 import make_lexical_index
 from memclaw.config import Config
 from memclaw.memory import MemoryService
 from memclaw.passages import split_passages, unit_of, unit_vectors
@@ -278,7 +279,21 @@ class SyncMachine(RuleBasedStateMachine):
                 continue
             assert set(sc.state.units) == set(want)
             assert {i: u.text for i, u in sc.state.units.items()} == want
-            saved = load_lexical_index(self.svc.layout.lexical_file(scope))
+            # The saved state (snapshot + log, memclaw.scope_state) reads back as exactly the live one.
+            loaded = scope_state.load(self.svc.layout.state_file(scope))
+            assert loaded is not None and loaded.lexical is not None
+            st = loaded.state
+            assert [st.units.unit(r) for r in range(len(st.units))] == [
+                sc.state.units.unit(r) for r in range(len(sc.state.units))
+            ]
+            assert st.units.hashes() == sc.state.units.hashes()
+            assert (st.links, st.marks, st.signatures, st.pending) == (
+                sc.state.links,
+                sc.state.marks,
+                sc.state.signatures,
+                sc.state.pending,
+            )
+            saved = loaded.lexical
             ref = make_lexical_index("inverted")
             for u in units:
                 ref.add(u.id, self.svc.tokenizer.tokenize(u.text))

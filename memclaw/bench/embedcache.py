@@ -2,15 +2,16 @@
 before (LongMemEval dev100 is ~27k passages: ~10 min of embedding on 2 cores, every run).
 
 The vectors are the model's own, keyed by the text's sha1; the file records the model's fingerprint and is
-refused for any other model. Only batches are cached: a single text is a query (recall embeds one at a time) and
-is embedded live, so the latency a benchmark reports still includes the query's embedding. The cache is a bench
-tool: memclaw's index never reads it.
+refused for any other model. It is a numpy `.npz` archive of plain arrays (the fingerprint, the keys, the vectors),
+read with `allow_pickle=False`: nothing in it can run code. Only batches are cached: a single text is a query
+(recall embeds one at a time) and is embedded live, so the latency a benchmark reports still includes the query's
+embedding. The cache is a bench tool: memclaw's index never reads it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import pickle
+import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,18 +33,21 @@ class CachedEmbedder:
         self._unsaved = 0
         if self.path.exists():
             try:
-                data = pickle.loads(self.path.read_bytes())
-                fp, vectors = data["fingerprint"], data["vectors"]
+                with np.load(io.BytesIO(self.path.read_bytes()), allow_pickle=False) as data:
+                    fp, keys, vectors = str(data["fingerprint"]), data["keys"].tolist(), data["vectors"]
+                if vectors.ndim != 2 or len(keys) != len(vectors) or not all(isinstance(k, str) for k in keys):
+                    raise ValueError("keys and vectors differ")
             except Exception as e:
                 raise UsageError(
-                    f"cannot read the embedding cache {self.path} ({e}); delete it or pass another file"
+                    f"cannot read the embedding cache {self.path} ({type(e).__name__}: {e}); delete it or pass "
+                    "another file"
                 ) from None
             if fp != inner.fingerprint:
                 raise UsageError(
                     f"the embedding cache {self.path} holds vectors of {fp}, not {inner.fingerprint}; "
                     "pass another --embed-cache file for this model"
                 )
-            self._vectors = vectors
+            self._vectors = dict(zip(keys, vectors.astype(np.float32), strict=True))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -69,6 +73,10 @@ class CachedEmbedder:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-        tmp.write_bytes(pickle.dumps({"fingerprint": self._inner.fingerprint, "vectors": self._vectors}))
+        keys = list(self._vectors)
+        vectors = np.stack([self._vectors[k] for k in keys]) if keys else np.zeros((0, self._inner.dim), np.float32)
+        buf = io.BytesIO()
+        np.savez(buf, fingerprint=np.array(self._inner.fingerprint), keys=np.array(keys, dtype="U40"), vectors=vectors)
+        tmp.write_bytes(buf.getvalue())
         tmp.replace(self.path)
         self._unsaved = 0

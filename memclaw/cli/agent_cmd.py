@@ -26,11 +26,10 @@ _COMMAND_RE = re.compile(r"/[A-Za-z][\w-]*")  # "/recall", not "/etc/hosts is mi
 
 def make_agent(workspace: Path | None) -> Agent:
     from memclaw.agent import Agent
-    from memclaw.cli.common import load
-    from memclaw.memory import MemoryService
+    from memclaw.cli.common import load, memory_service
 
     cfg, ws = load(workspace)
-    return Agent(cfg, ws, MemoryService(ws, cfg), background_consolidation=False)
+    return Agent(cfg, ws, memory_service(cfg, ws), background_consolidation=False)
 
 
 def _print_reply(reply: AgentReply) -> None:

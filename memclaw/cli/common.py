@@ -33,11 +33,35 @@ def load(workspace: Path | None = None) -> tuple[Config, Workspace]:
     return cfg, resolve_workspace(cfg, workspace)
 
 
-def open_memory(workspace: Path | None = None) -> MemoryService:
-    from memclaw.memory import MemoryService
-
+def open_memory(workspace: Path | None = None, *, json_out: bool = False) -> MemoryService:
     cfg, ws = load(workspace)
-    return MemoryService(ws, cfg)
+    return memory_service(cfg, ws, progress=not json_out)
+
+
+def memory_service(cfg: Config, ws: Workspace, *, progress: bool = True) -> MemoryService:
+    """The workspace's memory, showing long index work (a rebuild, a large first sync) on stderr unless `progress`
+    is off (--json)."""
+    from memclaw.memory import MemoryService
+    from memclaw.progress import stderr_progress
+
+    mem = MemoryService(ws, cfg)
+    mem.on_interrupt = note_interrupt
+    if progress:
+        mem.progress = stderr_progress
+    return mem
+
+
+_interrupt_notes: list[str] = []
+
+
+def note_interrupt(note: str) -> None:
+    """What an interrupted command left, said by the console script as it exits 130 (typer turns a Ctrl-C into a
+    plain exit code before the script sees it)."""
+    _interrupt_notes.append(note)
+
+
+def interrupt_note() -> str:
+    return _interrupt_notes[-1] if _interrupt_notes else "Interrupted."
 
 
 class _ConsoleLogHandler(logging.Handler):
@@ -115,22 +139,6 @@ def arg_or_stdin(value: str) -> str:
 
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
-
-
-def progress_bar(description: str, total: int):
-    """A rich progress bar on stderr; returns (context manager, advance callable)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    prog = Progress(
-        TextColumn("{task.description}", style="bold", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-    )
-    task = prog.add_task(description, total=total)
-    return prog, lambda n=1: prog.advance(task, n)
 
 
 def tolerant_streams() -> None:

@@ -119,18 +119,17 @@ def memory_section_table(built: BuiltContext) -> Table:
 
 
 def build_for_cli(
-    message: str, sender: str | None, channel: str, workspace: Path | None
+    message: str, sender: str | None, channel: str, workspace: Path | None, *, progress: bool = True
 ) -> tuple[BuiltContext, list[str]]:
     """Build the context as the agent would (auto-recall over the workspace's MemoryService)."""
-    from memclaw.cli.common import load
+    from memclaw.cli.common import load, memory_service
     from memclaw.context import build_messages, scope_for
-    from memclaw.memory import MemoryService
     from memclaw.redact import config_secrets
 
     cfg, ws = load(workspace)
     who = resolve_sender(cfg, sender, channel)
     ws.check_scope(scope_for(cfg, who))  # refused at once, not a recall that fails with a warning
-    mem = MemoryService(ws, cfg)
+    mem = memory_service(cfg, ws, progress=progress)
     try:
         built = build_messages(config=cfg, workspace=ws, message=message, sender=who, recall=mem.recall)
     finally:
@@ -147,7 +146,7 @@ def context_command(message: str, sender: str | None, channel: str, json_out: bo
     if not message or not message.strip():
         raise UsageError('empty message: say what the message is, e.g. memclaw context "what is my address"')
     message = clean_text(message)  # undecodable argv bytes arrive as lone surrogates, which cannot be printed
-    built, secrets = build_for_cli(message, sender, channel, workspace)
+    built, secrets = build_for_cli(message, sender, channel, workspace, progress=not json_out)
     print_context(built, secrets, json_out)
 
 

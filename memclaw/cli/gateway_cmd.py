@@ -78,11 +78,11 @@ def gateway_command(workspace: Path | None) -> None:
         )
 
     from memclaw.agent import Agent
+    from memclaw.cli.common import memory_service
     from memclaw.discord_gateway import DiscordGateway
     from memclaw.errors import MemclawError
-    from memclaw.memory import MemoryService
 
-    memory = MemoryService(ws, cfg)
+    memory = memory_service(cfg, ws)
     try:  # index fresh and the embedding model loaded before the first message arrives
         memory.sync()
     except MemclawError as e:

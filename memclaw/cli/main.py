@@ -133,7 +133,7 @@ def memory_sync(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) -> No
 
 @memory_app.command("reindex")
 def memory_reindex(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) -> None:
-    """Rebuild the whole index from the Markdown."""
+    """Rebuild the whole index from the Markdown (progress on stderr; interrupted, the next command finishes it)."""
     from memclaw.cli import memory_cmds
 
     memory_cmds.reindex(workspace, json_out)
@@ -394,6 +394,10 @@ def run() -> None:
     tolerant_streams()
     try:
         code = app(standalone_mode=False)  # click returns typer.Exit's code here instead of exiting
+        if code == 130:  # typer's word for a Ctrl-C: say what it left
+            from memclaw.cli.common import interrupt_note
+
+            typer.echo(interrupt_note(), err=True)
         if isinstance(code, int) and code:
             sys.exit(code)
     except MemclawError as e:
@@ -405,8 +409,10 @@ def run() -> None:
         err = from_permission_error(e)
         error_line(err)
         sys.exit(err.exit_code)
-    except KeyboardInterrupt:
-        typer.echo("Interrupted.", err=True)
+    except KeyboardInterrupt:  # (outside a command: typer turns one inside into exit code 130, above)
+        from memclaw.cli.common import interrupt_note
+
+        typer.echo(interrupt_note(), err=True)
         sys.exit(130)
     except SystemExit:
         raise

@@ -14,7 +14,6 @@ from memclaw.cli.common import (
     load,
     open_memory,
     print_json,
-    progress_bar,
 )
 from memclaw.redact import redact_url
 from memclaw.richtext import line, warning
@@ -45,13 +44,15 @@ def onboard(workspace: Path | None, demo: bool) -> None:
 def demo(workspace: Path | None, queries: list[str]) -> None:
     from memclaw.config import Config, memclaw_home
     from memclaw.memory import MemoryService
+    from memclaw.progress import stderr_progress
     from memclaw.render import recall_table
     from memclaw.workspace import build_demo_workspace, demo_queries
 
     root = workspace or memclaw_home() / "demo"
     ws = build_demo_workspace(root)
     mem = MemoryService(ws, Config(workspace=root))
-    _with_progress(mem, full=False)
+    mem.progress = stderr_progress
+    mem.sync()
     n = sum(len(mem._parse(s)) for s in ws.scopes())
     console.print(line("Demo workspace: ", (str(ws.root), "bold"), f" ({n} memories)"))
     for q in queries or demo_queries():
@@ -71,7 +72,7 @@ def recall(
     tokens: int | None = None,
 ) -> None:
     query = arg_or_stdin(query)
-    mem = open_memory(workspace)
+    mem = open_memory(workspace, json_out=json_out)
     scope = sender_scope(sender)
     if tokens is not None and k is None:
         k = mem.config.context.recall_k or None
@@ -115,22 +116,13 @@ def print_recall(result: RecallResult, section: SectionFill | None, asked: int) 
 
 
 def sync(workspace: Path | None, json_out: bool) -> None:
-    mem = open_memory(workspace)
-    reports = _with_progress(mem, full=False)
-    _print_reports(reports, json_out)
+    mem = open_memory(workspace, json_out=json_out)
+    _print_reports(mem.sync(), json_out)
 
 
 def reindex(workspace: Path | None, json_out: bool) -> None:
-    mem = open_memory(workspace)
-    reports = _with_progress(mem, full=True)
-    _print_reports(reports, json_out)
-
-
-def _with_progress(mem, *, full: bool):
-    total = sum(len(mem._parse(s)) for s in mem.workspace.scopes())
-    prog, advance = progress_bar("embedding memories", total)
-    with prog:
-        return mem.sync(full=full, progress=advance)
+    mem = open_memory(workspace, json_out=json_out)
+    _print_reports(mem.sync(full=True), json_out)
 
 
 def _print_reports(reports, json_out: bool) -> None:
@@ -158,7 +150,7 @@ def _print_reports(reports, json_out: bool) -> None:
 
 
 def add(text: str, sender: str | None, section: str | None, workspace: Path | None, json_out: bool) -> None:
-    mem = open_memory(workspace)
+    mem = open_memory(workspace, json_out=json_out)
     unit = mem.add_fact(text, scope=sender_scope(sender), section=section)
     pending = unit.id in mem.pending_vectors(unit.scope)
     if json_out:
@@ -201,7 +193,7 @@ def list_memories(sender: str | None, kind: str | None, json_out: bool, workspac
 
 
 def forget(ids: list[str], sender: str | None, json_out: bool, workspace: Path | None) -> None:
-    mem = open_memory(workspace)
+    mem = open_memory(workspace, json_out=json_out)
     gone = mem.forget(ids, scope=sender_scope(sender))
     if json_out:
         print_json([unit_json(u) for u in gone])
