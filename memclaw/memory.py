@@ -141,6 +141,10 @@ class MemoryService:
         self._write_lock = threading.Lock()  # one sync at a time in this process
         self._manifest_checked = False
         self._manifest_ok = False  # the manifest was found to serve these settings (no rebuild needed)
+        # The new embedding model cannot embed yet (no key, provider down): the index keeps the old model's identity
+        # and vectors, new vectors wait (pending), recall uses BM25 alone. Cleared once it can.
+        self._deferred: EmbeddingUnavailable | None = None
+        self.embed_error: EmbeddingUnavailable | None = None  # why the last sync left vectors pending, if it did
         self._namespace: str | None = None
         self._store_lock = threading.Lock()  # one opening of the vector store
         self._prefetch: threading.Thread | None = None
@@ -305,6 +309,11 @@ class MemoryService:
         want = self._fingerprints()
         have = ix.read_manifest(self.layout)
         reason, copied = self._mismatch(have, want)
+        if have is not None and have.get("embedder") != want["embedder"]:
+            self._deferred = self._cannot_embed()
+            if self._deferred is not None:  # the old index stays as it is until the new model embeds
+                log.info("%s, but %s: the index keeps the previous model until then", reason, self._deferred)
+                return
         if copied:
             self._join_prefetch()
             self._namespace, self._store = self._path_namespace(), None  # the original keeps its collections
@@ -319,6 +328,17 @@ class MemoryService:
         if manifest != have:
             ix.write_manifest(self.layout, manifest)
         self._manifest_checked = True
+
+    def _cannot_embed(self) -> EmbeddingUnavailable | None:
+        """Why the configured embedder cannot embed now (a provider without its key, or down), else None. Asked
+        before the index changes model: its identity changes only once the new model has embedded something."""
+        probe = getattr(self.embedder, "probe", None)
+        try:
+            if callable(probe):
+                probe()
+        except EmbeddingUnavailable as e:
+            return e
+        return None
 
     def _wipe_index(self) -> None:
         self._join_prefetch()  # its error, if any, concerned the index being wiped
@@ -465,7 +485,11 @@ class MemoryService:
         self, scopes: Sequence[str] | None, full: bool, progress: ix.Progress | None
     ) -> list[ix.SyncReport]:
         """The body of a sync; the caller holds both writer locks."""
+        self.embed_error = None
         if full:
+            err = self._cannot_embed()
+            if err is not None:  # nothing to rebuild with: keep what there is
+                raise err
             self._wipe_index()
             self._manifest_checked = False
         self._check_manifest()
@@ -615,8 +639,11 @@ class MemoryService:
         pending: set[str] = set()
         if p_texts:
             try:
+                if self._deferred is not None:  # not the index's model: its vectors cannot join this index
+                    raise self._deferred
                 vectors = ix.embed_texts(self.embedder, p_texts, self.config.embeddings.batch_size, progress)
             except EmbeddingUnavailable as e:  # keyword search gets the units now, the vectors come later
+                self.embed_error = e
                 pending = {u.id for u in to_embed}
                 p_ids = []
                 if old is not None:  # an edited unit's old vector must not answer for its new text
@@ -745,7 +772,7 @@ class MemoryService:
         if mode in ("hybrid", "vector"):
             from memclaw.embedding import encode_query
 
-            down = store_down
+            down = store_down or self._deferred  # (the index's vectors are another model's)
             t = time.perf_counter()
             qv = None
             if down is None:
@@ -870,9 +897,10 @@ class MemoryService:
                 "save long text as a file in the workspace instead"
             )
         path = self.workspace.memory_file(scope)
-        self._check_other_files(scope, path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        append_fact(path, text, section=section, mark=self._mark(scope, path))
+        if self.find_fact(text, scope=scope) is None:  # the same fact again (a re-run) is not written twice
+            self._check_other_files(scope, path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            append_fact(path, text, section=section, mark=self._mark(scope, path))
         try:
             self.sync([scope])
         except (VectorStoreUnavailable, IndexError_, PermissionError) as e:
@@ -886,6 +914,19 @@ class MemoryService:
         if match is None:
             raise IndexError_(f"the fact was written to {path} but could not be read back; check the file")
         return match
+
+    def find_fact(self, text: str, *, scope: str = OWNER_SCOPE) -> MemoryUnit | None:
+        """The scope's fact whose text is `text` (as `add_fact` would write it), if there is one; from the synced
+        state when MEMORY.md has not changed since, else from the file."""
+        from memclaw.memfiles import normalize_fact_text
+
+        text = normalize_fact_text(text)
+        path = self.workspace.memory_file(scope)
+        sc = self._get_scope(scope)
+        src = self.workspace.source_of(path)
+        if sc is not None and src in sc.state.signatures and sc.state.signatures[src] == self._signatures(scope)[src]:
+            return sc.state.units.last_match("fact", text)
+        return next((u for u in reversed(self.facts(scope)) if u.text == text), None)
 
     def _check_other_files(self, scope: str, path: Path) -> None:
         """Before writing `path`: refuse (MemoryFileError) if another file of the scope that changed since the

@@ -12,6 +12,9 @@ OFFLINE_ENV = {
     "ANONYMIZED_TELEMETRY": "False",
     "TOKENIZERS_PARALLELISM": "false",
     "HF_HUB_DISABLE_TELEMETRY": "1",
+    # third-party progress bars ("Loading weights 0/103") never reach the user's terminal
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
 }
 
 

@@ -141,22 +141,38 @@ def _print_reports(reports, json_out: bool) -> None:
 
 
 def add(text: str, sender: str | None, section: str | None, workspace: Path | None, json_out: bool) -> None:
+    """Remember a fact (a fact already there is not written again). A provider embedding model without its key:
+    the fact is saved, its vector pending, and that is the one line of EmbeddingKeyMissing (exit 5)."""
+    from memclaw.errors import EmbeddingKeyMissing
+
     mem = open_memory(workspace)
-    unit = mem.add_fact(text, scope=sender_scope(sender), section=section)
+    scope = sender_scope(sender)
+    known = mem.find_fact(text, scope=scope) is not None
+    with held_warnings() as logged:
+        unit = mem.add_fact(text, scope=scope, section=section)
     pending = unit.id in mem.pending_vectors(unit.scope)
+    where = f"{unit.source}:{unit.line}"
+    if pending and isinstance(mem.embed_error, EmbeddingKeyMissing):
+        raise EmbeddingKeyMissing(
+            f"{mem.embed_error}; the fact is saved ({unit.id} in {where}), its vector is pending until the next sync"
+        )
+    for w in logged:
+        err_console.print(f"[yellow]warning:[/] {escape(w)}")
     if json_out:
         print_json(
             {
                 "id": unit.id,
                 "text": unit.text,
                 "scope": unit.scope,
-                "source": f"{unit.source}:{unit.line}",
+                "source": where,
                 "vector_pending": pending,
+                "already_remembered": known,
             }
         )
     else:
         note = " (its vector is pending: the embedding provider is unreachable; the next sync adds it)"
-        console.print(f"remembered [bold]{unit.id}[/] in {unit.source}:{unit.line}{note if pending else ''}")
+        said = "already remembered" if known else "remembered"
+        console.print(f"{said} [bold]{unit.id}[/] in {escape(where)}{note if pending else ''}")
 
 
 def unit_json(u: MemoryUnit) -> dict:
