@@ -44,9 +44,9 @@ from memclaw.tokens import (
     count_messages,
     counter_for,
 )
-from memclaw.tokens import preload as preload_encoding
 from memclaw.tools import outsider_tool_names
 from memclaw.units import OWNER_SCOPE, sender_scope
+from memclaw.warmup import load_encoding_in_background
 
 if TYPE_CHECKING:
     from memclaw.config import Config
@@ -457,7 +457,7 @@ def build_messages(
     root = _root_of(workspace)
     owner = is_owner(config, sender)
     scope = scope_for(config, sender)
-    preload_encoding(model)  # alongside the recall below
+    load_encoding_in_background(model)  # alongside the recall below
     count = counter_for(model)
     warnings: list[str] = []
     name_default = config.agent.name

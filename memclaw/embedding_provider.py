@@ -57,6 +57,18 @@ def provider_fingerprint(cfg: EmbeddingsConfig) -> str:
     return f"litellm:{cfg.model}" + (f"/d{cfg.dimensions}" if cfg.dimensions else "")
 
 
+def cannot_embed(embedder: object) -> EmbeddingUnavailable | None:
+    """Why `embedder` cannot embed now (a provider without its key, or down: its `probe`), else None. Local models
+    have no probe: they embed or fail to load, which raises."""
+    probe = getattr(embedder, "probe", None)
+    try:
+        if callable(probe):
+            probe()
+    except EmbeddingUnavailable as e:
+        return e
+    return None
+
+
 def _lib() -> Any:
     from memclaw.llm import litellm_module as lib
 

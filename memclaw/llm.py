@@ -18,6 +18,7 @@ import asyncio
 import logging
 import random
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -41,21 +42,23 @@ _KEY_SETTING = "agent.api_key in config.toml"
 _SECRET_RE = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+[A-Za-z0-9_\-\.]{8,}|key=[A-Za-z0-9_\-]{8,})")
 
 _litellm: Any = None
+_import_lock = threading.Lock()
 
 
 def litellm_module() -> Any:
     """litellm, imported once with the offline switches and quiet settings (no "Provider List" banner on an unknown
     model). Every use of litellm in memclaw goes through here."""
     global _litellm
-    if _litellm is None:
-        set_offline_env()
-        import litellm
+    with _import_lock:
+        if _litellm is None:
+            set_offline_env()
+            import litellm
 
-        litellm.disable_hf_tokenizer_download = True
-        litellm.suppress_debug_info = True
-        litellm.drop_params = True  # e.g. temperature on models that do not take it
-        litellm.telemetry = False
-        _litellm = litellm
+            litellm.disable_hf_tokenizer_download = True
+            litellm.suppress_debug_info = True
+            litellm.drop_params = True  # e.g. temperature on models that do not take it
+            litellm.telemetry = False
+            _litellm = litellm
     return _litellm
 
 

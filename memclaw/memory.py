@@ -303,14 +303,18 @@ class MemoryService:
     # ----- index lifecycle -------------------------------------------------------------------------------
     def _check_manifest(self) -> None:
         """Full rebuild when the embedder, tokenizer or store changed (said in one line: why, and how many memories
-        that embeds), or the manifest is missing/unreadable. A moved workspace keeps its index."""
+        that embeds), or the manifest is missing/unreadable. A moved workspace keeps its index. The index changes
+        embedding model only once the new one embeds (`cannot_embed`); until then the old identity and vectors
+        stay, new vectors are pending and recall uses BM25 alone."""
         if self._manifest_checked:
             return
         want = self._fingerprints()
         have = ix.read_manifest(self.layout)
         reason, copied = self._mismatch(have, want)
         if have is not None and have.get("embedder") != want["embedder"]:
-            self._deferred = self._cannot_embed()
+            from memclaw.embedding_provider import cannot_embed
+
+            self._deferred = cannot_embed(self.embedder)
             if self._deferred is not None:  # the old index stays as it is until the new model embeds
                 log.info("%s, but %s: the index keeps the previous model until then", reason, self._deferred)
                 return
@@ -328,17 +332,6 @@ class MemoryService:
         if manifest != have:
             ix.write_manifest(self.layout, manifest)
         self._manifest_checked = True
-
-    def _cannot_embed(self) -> EmbeddingUnavailable | None:
-        """Why the configured embedder cannot embed now (a provider without its key, or down), else None. Asked
-        before the index changes model: its identity changes only once the new model has embedded something."""
-        probe = getattr(self.embedder, "probe", None)
-        try:
-            if callable(probe):
-                probe()
-        except EmbeddingUnavailable as e:
-            return e
-        return None
 
     def _wipe_index(self) -> None:
         self._join_prefetch()  # its error, if any, concerned the index being wiped
@@ -487,7 +480,9 @@ class MemoryService:
         """The body of a sync; the caller holds both writer locks."""
         self.embed_error = None
         if full:
-            err = self._cannot_embed()
+            from memclaw.embedding_provider import cannot_embed
+
+            err = cannot_embed(self.embedder)
             if err is not None:  # nothing to rebuild with: keep what there is
                 raise err
             self._wipe_index()
@@ -743,6 +738,10 @@ class MemoryService:
         t0 = time.perf_counter()
         if mode != "bm25":
             self.prefetch_store(scope)  # a no-op once the store is open
+            if self._embedder is None:  # the model loads while the index does
+                from memclaw.warmup import load_embedder_in_background
+
+                load_embedder_in_background(self.config.embeddings)
         # the vectors' side is down: said once, and not asked twice (a frozen server costs a timeout each time)
         store_down: VectorStoreUnavailable | EmbeddingUnavailable | None = None
         if self.config.memory.auto_sync:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
 PROVIDERS = frozenset(
     (
@@ -106,6 +108,35 @@ KEYS: dict[str, KeySpec] = {
 _OPENAI_BARE = ("gpt-", "chatgpt-", "o1", "o3", "o4", "text-embedding-", "davinci", "babbage", "ft:gpt")
 
 
+@lru_cache(maxsize=1)
+def _litellm_dotenv() -> frozenset[str]:
+    """The variables set in the `.env` file litellm loads when imported (in its default DEV mode): the first one
+    found walking up from litellm's package folder (python-dotenv's search from the importing file). A key that
+    only lives there is a key, as it is for litellm."""
+    if os.environ.get("LITELLM_MODE", "DEV") != "DEV":
+        return frozenset()
+    import importlib.util
+
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return frozenset()
+    here = Path(next(iter(spec.submodule_search_locations))).resolve()
+    for folder in (here, *here.parents):
+        env = folder / ".env"
+        if env.is_file():
+            try:
+                from dotenv import dotenv_values
+
+                return frozenset(k for k, v in dotenv_values(env).items() if v)
+            except Exception:  # unreadable: litellm would not get a key from it either
+                return frozenset()
+    return frozenset()
+
+
+def _is_set(name: str) -> bool:
+    return bool(os.environ.get(name)) or name in _litellm_dotenv()
+
+
 def provider_of(model: str) -> str | None:
     """The litellm provider `model` names ("openai/gpt-4o" -> "openai"); a bare OpenAI model name counts as
     openai; None when unknown."""
@@ -130,11 +161,11 @@ def key_vars(model: str) -> tuple[list[str], bool]:
     key = KEYS.get(provider)
     if key is None:
         return [f"{provider.upper()}_API_KEY"], False
-    missing = not any(os.environ.get(n) for n in key.names + key.accepted)
+    missing = not any(_is_set(n) for n in key.names + key.accepted)
     if provider in ("sagemaker", "bedrock"):  # a pair, or one of the role-based credentials
-        pair = all(os.environ.get(n) for n in key.names)
+        pair = all(_is_set(n) for n in key.names)
         roles = ("AWS_ROLE_ARN", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
-        missing = not pair and not any(os.environ.get(n) for n in (*roles, "AWS_CONTAINER_CREDENTIALS_FULL_URI"))
+        missing = not pair and not any(_is_set(n) for n in (*roles, "AWS_CONTAINER_CREDENTIALS_FULL_URI"))
     return list(key.names), missing
 
 

@@ -81,16 +81,6 @@ def encoding(family: str) -> Any:
     return _encodings[family]
 
 
-def preload(model: str | None) -> None:
-    """Load `model`'s encoding in a background thread, so that a cold start (`memclaw context`, an agent turn) loads
-    it alongside the recall instead of after it; counting waits for it."""
-    family = token_family(model)
-    with _lock:
-        if family in _encodings:
-            return
-    threading.Thread(target=encoding, args=(family,), name="memclaw-tiktoken", daemon=True).start()
-
-
 def _load_encoding(name: str) -> Any:
     bpe = _bpe_dir()
     if bpe is None:

@@ -4,6 +4,9 @@ its tables are checked here against the pinned litellm itself, so an upgrade tha
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -88,3 +91,24 @@ def test_a_missing_key_is_one_line_naming_the_variable_and_required_only_where_n
     for model in ("bedrock/anthropic.claude-v2", "azure/gpt-4o", "ollama/llama3", "hosted_vllm/x", "my-model"):
         assert not providers.key_required(model), model
     assert os.environ.get("OPENAI_API_KEY") is None
+
+
+def test_a_key_in_the_env_file_litellm_loads_counts(tmp_path):
+    """litellm (in its default DEV mode) loads the first `.env` walking up from its package folder; a key that only
+    lives there is a key. A stand-in `litellm` package under a folder holding a `.env` shows where memclaw looks."""
+    site = tmp_path / "project" / "site"
+    (site / "litellm").mkdir(parents=True)
+    (site / "litellm" / "__init__.py").write_text("raise ImportError('not to be imported')\n")
+    (tmp_path / "project" / ".env").write_text("OPENAI_API_KEY=sk-from-dotenv\n")
+    code = (
+        "from memclaw import providers; import sys; "
+        "print(providers.key_vars('openai/gpt-4o')[1], providers.key_vars('anthropic/claude-3-5-haiku-latest')[1]); "
+        "assert 'litellm' not in sys.modules"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(Path(__file__).resolve().parents[1])])
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stdout) == (0, "False True\n"), p.stderr
+    env["LITELLM_MODE"] = "PRODUCTION"  # litellm loads no .env then
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stdout) == (0, "True True\n"), p.stderr

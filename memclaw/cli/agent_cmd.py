@@ -35,6 +35,9 @@ def make_agent(workspace: Path | None, *, need_key: bool = False) -> Agent:
     llm = LLMClient(cfg)
     if need_key:
         llm.check_key()
+    from memclaw.warmup import import_litellm_in_background
+
+    import_litellm_in_background()  # the turn's request needs it; it loads while the turn recalls
     from memclaw.agent import Agent
     from memclaw.memory import MemoryService
 
