@@ -82,7 +82,9 @@ MESSAGE = "what should I cook tonight?"
 
 
 def child_env(checkout: Path, home: Path, extra: dict[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLAW_") and k != "PYTHONPATH"}
+    # (bytecode is cached, as in any install: PYTHONDONTWRITEBYTECODE would make every start compile memclaw anew)
+    drop = ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMCLAW_") and k not in drop}
     env.update(
         PYTHONPATH=str(checkout),
         MEMCLAW_HOME=str(home),

@@ -39,15 +39,19 @@ def _start(key: tuple, work: Callable[[], object], name: str) -> None:
 
 
 def load_embedder_in_background(cfg: EmbeddingsConfig) -> None:
-    """Start loading the embedder `cfg` names (once per process and settings); `embedding.load_embedder` waits
-    for it. Provider models have nothing to load."""
-    from memclaw.embedding import load_embedder
-    from memclaw.embedding_provider import is_provider_model
+    """Start loading the embedder `cfg` names (once per process and settings; its imports happen in the thread too);
+    `embedding.load_embedder` waits for it. Provider models have nothing to load."""
+    from memclaw.providers import is_provider_model
 
     if is_provider_model(cfg.model):
         return
-    key = ("embedder", cfg.model, cfg.backend, str(cfg.cache_dir) if cfg.cache_dir else None)
-    _start(key, lambda: load_embedder(cfg), "embedder-load")
+
+    def load() -> None:
+        from memclaw.embedding import load_embedder
+
+        load_embedder(cfg)
+
+    _start(("embedder", cfg.model, cfg.backend, str(cfg.cache_dir) if cfg.cache_dir else None), load, "embedder-load")
 
 
 def load_encoding_in_background(model: str | None) -> None:

@@ -35,9 +35,11 @@ def make_agent(workspace: Path | None, *, need_key: bool = False) -> Agent:
     llm = LLMClient(cfg)
     if need_key:
         llm.check_key()
-    from memclaw.warmup import import_litellm_in_background
+    from memclaw import warmup
 
-    import_litellm_in_background()  # the turn's request needs it; it loads while the turn recalls
+    warmup.load_embedder_in_background(cfg.embeddings)  # the turn's recall needs it,
+    warmup.load_encoding_in_background(llm.model)  # its prompt budget this,
+    warmup.import_litellm_in_background()  # the turn's request needs it; it loads while the turn recalls
     from memclaw.agent import Agent
     from memclaw.memory import MemoryService
 
