@@ -12,8 +12,8 @@ trap 'rm -rf "$tmp"' EXIT
 export PIP_DISABLE_PIP_VERSION_CHECK=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 MEMCLAW_HOME="$tmp/home"
 git -C "$repo" archive HEAD --prefix=src/ | tar -x -C "$tmp"
 python3.11 -m venv "$tmp/venv"
-"$tmp/venv/bin/pip" install -q torch==2.13.0 2>/dev/null
-"$tmp/venv/bin/pip" install -q "$tmp/src" 2>/dev/null
+"$tmp/venv/bin/pip" install -q torch==2.13.0 2>&1 | grep -v '^WARNING: Location' || true
+"$tmp/venv/bin/pip" install -q "$tmp/src" 2>&1 | grep -v '^WARNING: Location' || true
 cd "$tmp"  # (not the repository: its embeddings/cache must not be found)
 has() { "$tmp/venv/bin/python" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('$1') is None)"; }
 has onnx && onnx=yes || onnx=no
@@ -31,8 +31,8 @@ done
   >/dev/null 2>"$tmp/imports.txt"
 grep -qE '\| (torch|sentence_transformers)$' "$tmp/imports.txt" && torch=yes || torch=no
 median=$(printf '%s\n' "${walls[@]}" | sort -n | sed -n 3p)
-bars=$(grep -c -E 'Loading weights|it/s\]' "$tmp/demo.err" "$tmp/recall.err" | awk -F: '{s+=$2} END {print s}')
-warn_onnx=$(grep -c 'pip install onnx' "$tmp/demo.err" "$tmp/recall.err" | awk -F: '{s+=$2} END {print s}')
+bars=$(cat "$tmp/demo.err" "$tmp/recall.err" | grep -c -E 'Loading weights|it/s\]' || true)
+warn_onnx=$(cat "$tmp/demo.err" "$tmp/recall.err" | grep -c 'pip install onnx' || true)
 {
   echo "# A plain install takes the ONNX fast path"
   echo
