@@ -177,8 +177,11 @@ class ProviderEmbedder:
         from memclaw.tokens import encoding as tiktoken_encoding
 
         encoding = tiktoken_encoding("cl100k")
-        if encoding is None:  # pragma: no cover - tiktoken ships with litellm
-            from litellm.litellm_core_utils.default_encoding import encoding
+        if encoding is None:  # pragma: no cover - tiktoken ships with litellm: its own copy, through the seam
+            import importlib
+
+            _lib()
+            encoding = importlib.import_module("litellm.litellm_core_utils.default_encoding").encoding
         tokens = encoding.encode(text, disallowed_special=())
         return text if len(tokens) <= self.max_input_tokens else encoding.decode(tokens[: self.max_input_tokens])
 
