@@ -119,9 +119,7 @@ class ProviderEmbedder:
     def missing_key(self) -> str | None:
         """One line naming the variable to set when the provider needs a key and none is configured or in the
         environment, else None (no request, no litellm)."""
-        if not providers.key_required(self.name):
-            return None
-        return providers.missing_key(self.name, self._api_key, KEY_SETTING)
+        return providers.required_key_missing(self.name, self._api_key, KEY_SETTING)
 
     def _check_key(self) -> None:
         no_key = self.missing_key()

@@ -148,7 +148,7 @@ class LLMClient:
     def check_key(self) -> None:
         """LLMError (one line naming the variable) when the provider needs a key and none is set: known before any
         request and without importing litellm."""
-        no_key = self.missing_key() if providers.key_required(self.model) else None
+        no_key = providers.required_key_missing(self.model, self._api_key, _KEY_SETTING)
         if no_key:
             raise LLMError(no_key)
 

@@ -197,3 +197,9 @@ def missing_key(model: str, configured: str | None, setting: str) -> str | None:
     if not missing:
         return None
     return f"no API key for {model}: set {one_of(names) or 'the provider API key'} in the environment (or {setting})"
+
+
+def required_key_missing(model: str, configured: str | None, setting: str) -> str | None:
+    """`missing_key`, for a provider that cannot answer without a key (`key_required`): the line a request would
+    end with, said before it is made."""
+    return missing_key(model, configured, setting) if key_required(model) else None

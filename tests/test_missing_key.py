@@ -124,3 +124,5 @@ def test_reindex_without_the_key_keeps_the_index(tmp_path, server):
     )
     assert server.requests == [] and ix.read_manifest(layout) == before
     assert sorted(p.name for p in Path(layout.chroma_dir).rglob("*")) == chroma  # nothing wiped
+    p = cli("status", "--json", "-w", root, MEMCLAW_EMBEDDINGS__MODEL=MODEL)  # status says so up front
+    assert "OPENAI_API_KEY" in json.loads(p.stdout)["embedding_key_missing"]

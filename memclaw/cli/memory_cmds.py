@@ -244,6 +244,7 @@ def status(workspace: Path | None, json_out: bool) -> None:
         "model": cfg.agent.model,
         "model_key_missing": LLMClient(cfg).missing_key(),  # a note naming the variable to set, or None
         "embedding_model": cfg.embeddings.model,
+        "embedding_key_missing": _embedding_key_missing(cfg),
         "workspace": str(mem.workspace.root),
         "memory": mem.stats(),
         "channels": {
@@ -267,8 +268,9 @@ def status(workspace: Path | None, json_out: bool) -> None:
 
     console.print(f"[bold]config[/]    {data['config_file'] or '(defaults + environment)'}")
     console.print(f"[bold]model[/]     {data['model']}   [bold]embeddings[/] {data['embedding_model']}")
-    if data["model_key_missing"]:
-        console.print(f"[yellow]warning:[/] {data['model_key_missing']}")
+    for missing in (data["model_key_missing"], data["embedding_key_missing"]):
+        if missing:
+            console.print(f"[yellow]warning:[/] {escape(missing)}")
     console.print(f"[bold]workspace[/] {data['workspace']}")
     d = data["channels"]["discord"]
     state = f"configured (token from {d['token_from']})" if d["configured"] else f"not configured (set {TOKEN_ENV})"
@@ -278,3 +280,14 @@ def status(workspace: Path | None, json_out: bool) -> None:
     )
     console.print("[bold]cli[/]       configured (`memclaw chat`, as the owner)")
     console.print(stats_table(data["memory"]))
+
+
+def _embedding_key_missing(cfg) -> str | None:
+    """A provider embedding model without its key: the note naming the variable (no request, no litellm)."""
+    from memclaw import providers
+    from memclaw.embedding_provider import KEY_SETTING
+
+    e = cfg.embeddings
+    if not providers.is_provider_model(e.model):
+        return None
+    return providers.required_key_missing(e.model, e.api_key.get_secret_value() if e.api_key else None, KEY_SETTING)
