@@ -30,7 +30,7 @@ done
 "$tmp/venv/bin/python" -X importtime -m memclaw.cli.main recall "allergic" -w "$MEMCLAW_HOME/demo" \
   >/dev/null 2>"$tmp/imports.txt"
 grep -qE '\| (torch|sentence_transformers)$' "$tmp/imports.txt" && torch=yes || torch=no
-median=$(printf '%s\n' "${walls[@]}" | sort -n | sed -n 3p)
+median=$(printf "%s\n" "${walls[@]}" | sort -n | sed -n 3p | xargs printf "%.2f")
 bars=$(cat "$tmp/demo.err" "$tmp/recall.err" | grep -c -E 'Loading weights|it/s\]' || true)
 warn_onnx=$(cat "$tmp/demo.err" "$tmp/recall.err" | grep -c 'pip install onnx' || true)
 {
