@@ -141,6 +141,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="memclaw-startup-") as tmp, embedding_server() as emb:
         base = Path(tmp)
         demo = build_demo_workspace(base / "demo")
+        units = _count_units(demo.root)
         envs: dict[str, dict[str, dict[str, str]]] = {}
         for side, checkout in sides.items():
             home = base / f"home-{side}"
@@ -219,7 +220,7 @@ def main() -> None:
         "column does not)",
         "",
         f"Each figure: the median of {args.runs} fresh processes, interleaved. Workspace: the demo's memories "
-        f"({_count_units(demo.root)} units), embedded Chroma, all-MiniLM-L6-v2 through ONNX Runtime. The provider "
+        f"({units} units), embedded Chroma, all-MiniLM-L6-v2 through ONNX Runtime. The provider "
         "model is the scripted embedding server on loopback; the LLM is the scripted chat server, answering at once.",
         "",
         "| command | side | wall s (median) | CPU s (median) | x bare parts (wall) | inside the model call s | "
