@@ -896,7 +896,7 @@ class MemoryService:
                 "save long text as a file in the workspace instead"
             )
         path = self.workspace.memory_file(scope)
-        if self.find_fact(text, scope=scope) is None:  # the same fact again (a re-run) is not written twice
+        if self.find_fact(text, scope=scope, section=section) is None:  # a re-run does not write it twice
             self._check_other_files(scope, path)
             path.parent.mkdir(parents=True, exist_ok=True)
             append_fact(path, text, section=section, mark=self._mark(scope, path))
@@ -914,18 +914,22 @@ class MemoryService:
             raise IndexError_(f"the fact was written to {path} but could not be read back; check the file")
         return match
 
-    def find_fact(self, text: str, *, scope: str = OWNER_SCOPE) -> MemoryUnit | None:
-        """The scope's fact whose text is `text` (as `add_fact` would write it), if there is one; from the synced
-        state when MEMORY.md has not changed since, else from the file."""
-        from memclaw.memfiles import normalize_fact_text
+    def find_fact(self, text: str, *, scope: str = OWNER_SCOPE, section: str | None = None) -> MemoryUnit | None:
+        """The fact `add_fact(text, section=section)` would write again: the scope's last fact with this text, if
+        it is under that section (DEFAULT_SECTION when None). From the synced state when MEMORY.md has not changed
+        since, else from the file. (The same text under another heading is another fact.)"""
+        from memclaw.markdown import normalize_section
+        from memclaw.memfiles import DEFAULT_SECTION, normalize_fact_text
 
         text = normalize_fact_text(text)
         path = self.workspace.memory_file(scope)
         sc = self._get_scope(scope)
         src = self.workspace.source_of(path)
         if sc is not None and src in sc.state.signatures and sc.state.signatures[src] == self._signatures(scope)[src]:
-            return sc.state.units.last_match("fact", text)
-        return next((u for u in reversed(self.facts(scope)) if u.text == text), None)
+            last = sc.state.units.last_match("fact", text)
+        else:
+            last = next((u for u in reversed(self.facts(scope)) if u.text == text), None)
+        return last if last is not None and last.section == (normalize_section(section) or DEFAULT_SECTION) else None
 
     def _check_other_files(self, scope: str, path: Path) -> None:
         """Before writing `path`: refuse (MemoryFileError) if another file of the scope that changed since the

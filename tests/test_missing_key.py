@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memclaw import index as ix
-from memclaw.config import Config
+from memclaw.config import Config, EmbeddingsConfig
 from memclaw.memory import MemoryService
 from memclaw.store import release_embedded
 from memclaw.workspace import Workspace
@@ -126,3 +126,16 @@ def test_reindex_without_the_key_keeps_the_index(tmp_path, server):
     assert sorted(p.name for p in Path(layout.chroma_dir).rglob("*")) == chroma  # nothing wiped
     p = cli("status", "--json", "-w", root, MEMCLAW_EMBEDDINGS__MODEL=MODEL)  # status says so up front
     assert "OPENAI_API_KEY" in json.loads(p.stdout)["embedding_key_missing"]
+
+
+def test_the_same_fact_twice_under_one_heading_is_written_once(tmp_path):
+    ws = make_workspace(tmp_path / "ws")
+    svc = MemoryService(ws, Config(workspace=ws.root, embeddings=EmbeddingsConfig(model="hash-test")))
+    first, again = svc.add_fact(FACT), svc.add_fact(f"  {FACT} ")
+    assert again.id == first.id and ws.memory_file("owner").read_text("utf-8").count(FACT) == 1
+    other = svc.add_fact(FACT, section="Boats")  # the same words under another heading: another fact
+    assert other.id != first.id and ws.memory_file("owner").read_text("utf-8").count(FACT) == 2
+    svc.close()
+    p = cli("memory", "add", FACT, "--section", "Boats", "-w", str(ws.root), MEMCLAW_EMBEDDINGS__MODEL="hash-test")
+    assert p.returncode == 0 and p.stdout.startswith(f"already remembered {other.id}"), p.stdout + p.stderr
+    assert ws.memory_file("owner").read_text("utf-8").count(FACT) == 2

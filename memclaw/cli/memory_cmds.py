@@ -147,7 +147,7 @@ def add(text: str, sender: str | None, section: str | None, workspace: Path | No
 
     mem = open_memory(workspace)
     scope = sender_scope(sender)
-    known = mem.find_fact(text, scope=scope) is not None
+    known = mem.find_fact(text, scope=scope, section=section) is not None
     with held_warnings() as logged:
         unit = mem.add_fact(text, scope=scope, section=section)
     pending = unit.id in mem.pending_vectors(unit.scope)
