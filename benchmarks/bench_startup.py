@@ -12,10 +12,10 @@ wall time also holds waiting for a CPU. Each side has its own MEMCLAW_HOME and i
   recall cannot avoid), from the current checkout's export.
 - `memclaw recall`, `memclaw context`, `memclaw status` on the workspace.
 - an agent turn: `memclaw agent -m` against the scripted OpenAI-compatible server (tests/llm_server.py) answering at
-  once; the time inside `LLMClient.chat` is measured in the child (the CLI's code, with chat wrapped by a timer), and
-  "outside the model call" is the wall time minus it. The new code imports litellm in the background during the
-  turn, so the part of that import not yet done when the request starts is inside the call; `import litellm` alone
-  is measured too.
+  once, each the first turn of a fresh session; the time inside `LLMClient.chat` is measured in the child (the
+  console script's code, with chat wrapped by a timer), and "outside the model call" is the wall time minus it. The
+  new code imports litellm in the call (the old one did before, to count tokens); `import litellm` alone is
+  measured too.
 - `memclaw recall` with a provider embedding model (tests/embedding_server.py), the query already asked: the
   server counts requests during the timed runs.
 
@@ -72,9 +72,9 @@ async def timed(self, *a, **k):
         spent[0] += time.perf_counter() - t
 LLMClient.chat = timed
 atexit.register(lambda: open(os.environ["MEMCLAW_BENCH_LLM_FILE"], "w").write(str(spent[0])))
-from memclaw.cli.main import run
+from memclaw.cli import main as cli
 sys.argv = ["memclaw", *sys.argv[1:]]
-run()
+(getattr(cli, "main", None) or cli.run)()  # what the console script calls
 """
 
 QUERY = "where does my sister live"
@@ -189,6 +189,8 @@ def main() -> None:
             )
             for name, side, argv, kind in sorted(cases, key=lambda c: (c[0], c[1] != "new")):
                 llm_file.unlink(missing_ok=True)
+                # every turn the first of its session (a growing session would add consolidation calls)
+                shutil.rmtree(Path(envs[side][kind]["MEMCLAW_WORKSPACE"]) / "sessions", ignore_errors=True)
                 wall, cpu = timed(argv, {**envs[side][kind], "MEMCLAW_BENCH_LLM_FILE": str(llm_file)})
                 in_call = float(llm_file.read_text()) if llm_file.exists() else None
                 rows.setdefault((name, side), []).append((wall, cpu, in_call))

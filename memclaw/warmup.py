@@ -1,9 +1,9 @@
 """Start-up work moved to background threads, so that a cold command loads its parts side by side instead of one
 after the other: the embedding model (ONNX Runtime builds its session in native code, without the GIL) while the
-index and BM25 load, the token encoding while the prompt is assembled, litellm (a 3 s import) while an agent turn
-recalls and builds its prompt. A failure there is not reported by the thread: the caller's own load raises it
-again. A command that ends before using what it started waits for it at exit (a native library torn down mid-load
-can crash the interpreter)."""
+index and BM25 load, the token encoding while the prompt is assembled. (Not litellm: its import is Python through
+and through, and in a thread it only slowed the turn around it.) A failure there is not reported by the thread:
+the caller's own load raises it again. A command that ends before using what it started waits for it at exit (a
+native library torn down mid-load can crash the interpreter)."""
 
 from __future__ import annotations
 
@@ -60,13 +60,6 @@ def load_encoding_in_background(model: str | None) -> None:
 
     family = token_family(model)
     _start(("encoding", family), lambda: encoding(family), "encoding-load")
-
-
-def import_litellm_in_background() -> None:
-    """Start importing litellm (for a command that will make a request); `llm.litellm_module` waits for it."""
-    from memclaw.llm import litellm_module
-
-    _start(("litellm",), litellm_module, "litellm-import")
 
 
 @atexit.register

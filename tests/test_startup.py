@@ -98,3 +98,17 @@ def test_third_party_progress_bars_stay_off_the_terminal(root, tmp_path):
     assert p.returncode == 0, p.stderr
     assert "torch" in imported
     assert "Loading weights" not in p.stderr and "it/s]" not in p.stderr and "\r" not in p.stderr, p.stderr
+
+
+def test_the_console_script_runs_main_which_keeps_exit_codes_and_exit_handlers(root):
+    """`main` (the console script) tunes the garbage collector for a short life: the exit code and the interpreter's
+    exit handlers (logging's flush among them) are as with `run`."""
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text("utf-8"))["project"]
+    assert project["scripts"]["memclaw"] == "memclaw.cli.main:main"
+    code = (
+        "import atexit, sys; atexit.register(lambda: sys.stderr.write('handlers ran\\n'))\n"
+        "sys.argv = ['memclaw', 'recall', 'x', '--mode', 'nonsense', '-w', sys.argv[1]]\n"
+        "from memclaw.cli.main import main; main()"
+    )
+    p = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "unknown recall mode" in p.stderr and p.stderr.endswith("handlers ran\n"), p.stderr

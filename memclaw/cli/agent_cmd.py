@@ -38,8 +38,7 @@ def make_agent(workspace: Path | None, *, need_key: bool = False) -> Agent:
     from memclaw import warmup
 
     warmup.load_embedder_in_background(cfg.embeddings)  # the turn's recall needs it,
-    warmup.load_encoding_in_background(llm.model)  # its prompt budget this,
-    warmup.import_litellm_in_background()  # the turn's request needs it; it loads while the turn recalls
+    warmup.load_encoding_in_background(llm.model)  # its prompt budget this
     from memclaw.agent import Agent
     from memclaw.memory import MemoryService
 
@@ -145,6 +144,9 @@ def chat_command(workspace: Path | None = None) -> None:
     from memclaw.agent import COMMANDS
 
     agent = make_agent(workspace)
+    from memclaw.runtime import steady_gc
+
+    steady_gc()  # a long session from here on
     log_through(err_console)
     _setup_readline()
     known = ", ".join((*COMMANDS, "/exit"))

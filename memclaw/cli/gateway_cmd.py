@@ -86,6 +86,9 @@ def gateway_command(workspace: Path | None) -> None:
 
     count_tokens("warm-up", cfg.agent.model)  # the tokenizer and litellm loaded now, not on the first message
     litellm_module()
+    from memclaw.runtime import steady_gc
+
+    steady_gc()  # a long-running process from here on
     agent = Agent(cfg, ws, memory=memory)
 
     def recall(query: str):
