@@ -46,7 +46,6 @@ from memclaw.tokens import (
 )
 from memclaw.tools import outsider_tool_names
 from memclaw.units import OWNER_SCOPE, sender_scope
-from memclaw.warmup import load_encoding_in_background
 
 if TYPE_CHECKING:
     from memclaw.config import Config
@@ -457,7 +456,6 @@ def build_messages(
     root = _root_of(workspace)
     owner = is_owner(config, sender)
     scope = scope_for(config, sender)
-    load_encoding_in_background(model)  # alongside the recall below
     count = counter_for(model)
     warnings: list[str] = []
     name_default = config.agent.name

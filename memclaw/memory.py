@@ -738,10 +738,6 @@ class MemoryService:
         t0 = time.perf_counter()
         if mode != "bm25":
             self.prefetch_store(scope)  # a no-op once the store is open
-            if self._embedder is None:  # the model loads while the index does
-                from memclaw.warmup import load_embedder_in_background
-
-                load_embedder_in_background(self.config.embeddings)
         # the vectors' side is down: said once, and not asked twice (a frozen server costs a timeout each time)
         store_down: VectorStoreUnavailable | EmbeddingUnavailable | None = None
         if self.config.memory.auto_sync:

@@ -35,10 +35,6 @@ def make_agent(workspace: Path | None, *, need_key: bool = False) -> Agent:
     llm = LLMClient(cfg)
     if need_key:
         llm.check_key()
-    from memclaw import warmup
-
-    warmup.load_embedder_in_background(cfg.embeddings)  # the turn's recall needs it,
-    warmup.load_encoding_in_background(llm.model)  # its prompt budget this
     from memclaw.agent import Agent
     from memclaw.memory import MemoryService
 

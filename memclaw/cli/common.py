@@ -30,16 +30,10 @@ def load(workspace: Path | None = None) -> tuple[Config, Workspace]:
     return cfg, resolve_workspace(cfg, workspace)
 
 
-def open_memory(workspace: Path | None = None, *, warm: bool = False) -> MemoryService:
-    """The workspace's MemoryService. `warm`: the command will embed a query, so the embedding model starts loading
-    now, in the background, while the rest loads."""
-    cfg, ws = load(workspace)
-    if warm:
-        from memclaw.warmup import load_embedder_in_background
-
-        load_embedder_in_background(cfg.embeddings)
+def open_memory(workspace: Path | None = None) -> MemoryService:
     from memclaw.memory import MemoryService
 
+    cfg, ws = load(workspace)
     return MemoryService(ws, cfg)
 
 

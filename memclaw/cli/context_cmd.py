@@ -122,12 +122,13 @@ def build_for_cli(
     message: str, sender: str | None, channel: str, workspace: Path | None
 ) -> tuple[BuiltContext, list[str]]:
     """Build the context as the agent would (auto-recall over the workspace's MemoryService)."""
-    from memclaw.cli.common import open_memory
+    from memclaw.cli.common import load
     from memclaw.context import build_messages
+    from memclaw.memory import MemoryService
 
-    mem = open_memory(workspace, warm=True)
-    cfg, ws = mem.config, mem.workspace
+    cfg, ws = load(workspace)
     who = resolve_sender(cfg, sender, channel)
+    mem = MemoryService(ws, cfg)
     try:
         built = build_messages(config=cfg, workspace=ws, message=message, sender=who, recall=mem.recall)
     finally:

@@ -65,7 +65,7 @@ def recall(
     tokens: int | None = None,
 ) -> None:
     query = arg_or_stdin(query)
-    mem = open_memory(workspace, warm=mode != "bm25")
+    mem = open_memory(workspace)
     scope = sender_scope(sender)
     if tokens is not None and k is None:
         k = mem.config.context.recall_k or None
