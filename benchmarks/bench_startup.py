@@ -1,6 +1,7 @@
 """Cold start of memclaw's commands, A/B against an older checkout and against the bare parts, in one run.
 
     .venv/bin/python benchmarks/bench_startup.py --baseline /path/to/old-checkout [--runs 7]
+    sudo nice -n -10 .venv/bin/python benchmarks/bench_startup.py ...   # on a shared machine
 
 Every measurement is a fresh process (`python -m memclaw.cli.main ...` with PYTHONPATH set to the checkout), run
 `--runs` times, interleaved (bare, new, old, new, old, ...), so drift on the machine hits both sides alike; the
@@ -217,6 +218,8 @@ def main() -> None:
         f"Command: `python benchmarks/bench_startup.py --baseline <checkout of {commits['old']}> --runs {args.runs}`",
         f"new: {commits['new']} (this checkout){' + uncommitted changes' if _dirty(ROOT) else ''}; "
         f"old: {commits['old']}",
+        f"Niceness of the runs: {os.nice(0)} (a negative value: run ahead of the machine's other jobs, to measure "
+        "memclaw rather than the queue for a CPU)",
         f"Machine load (1-min load average) at the start / end of the timed runs: {load_start[0]:.2f} / "
         f"{load_end[0]:.2f} on {os.cpu_count()} CPUs (a shared machine: wall times include waiting for a CPU; the CPU "
         "column does not)",
