@@ -217,17 +217,11 @@ def _bare_model(model: str) -> str:
 
 @lru_cache(maxsize=64)
 def _litellm_window(model: str) -> int | None:
-    try:
-        from memclaw.tokens import _load_counter
+    from memclaw.llm import model_info  # imports litellm: only for a model the table above does not know
 
-        _load_counter()  # imports litellm with the offline switches set
-        import litellm
-
-        info = litellm.get_model_info(model)
-        n = info.get("max_input_tokens") or info.get("max_tokens")
-        return int(n) if n else None
-    except Exception:
-        return None
+    info = model_info(model)
+    n = info.get("max_input_tokens") or info.get("max_tokens")
+    return int(n) if isinstance(n, int) and n > 0 else None
 
 
 def context_window(config: Config, model: str | None = None) -> int:

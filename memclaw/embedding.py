@@ -84,7 +84,8 @@ class Embedder(Protocol):
         ...
 
 
-def _normalize(v: np.ndarray) -> np.ndarray:
+def normalize_rows(v: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (float32), so that a dot product is the cosine similarity."""
     v = np.asarray(v, dtype=np.float32)
     norms = np.linalg.norm(v, axis=1, keepdims=True)
     return (v / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
@@ -343,7 +344,7 @@ class HashEmbedder:
                 out[i] = self._one(texts[i])
             if progress:
                 progress(end - start)
-        return _normalize(out) if len(texts) else out
+        return normalize_rows(out) if len(texts) else out
 
     def warm_up(self) -> None:
         return None
@@ -351,8 +352,10 @@ class HashEmbedder:
 
 # ----- sentence-transformers (torch) -------------------------------------------------------------------------
 def _force_offline() -> None:
+    from memclaw.runtime import set_offline_env
+
     os.environ.update(_OFFLINE_ENV)
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    set_offline_env()  # also: no third-party progress bars
 
 
 def _import_sentence_transformers() -> Any:
@@ -431,7 +434,7 @@ class SentenceTransformerEmbedder:
             out[start:end] = vecs
             if progress:
                 progress(end - start)
-        return _normalize(out) if texts else out
+        return normalize_rows(out) if texts else out
 
     def warm_up(self) -> None:
         self.encode(["warm up"])
@@ -543,7 +546,7 @@ class OnnxEmbedder:
         else:
             m = mask[..., None].astype(np.float32)
             pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
-        return _normalize(pooled)
+        return normalize_rows(pooled)
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
         texts = [clean_text(str(t)) for t in texts]  # lone surrogates (undecodable argv bytes) break the tokenizer

@@ -10,15 +10,16 @@ environment variables, which litellm reads itself (`OPENAI_API_KEY`, `OPENAI_API
   rules: memclaw.llm); an authentication error is not retried (`EmbeddingAuthError`, exit 5, naming the key to
   set). Out of retries: `EmbeddingUnavailable`; recall then answers from BM25 and sync leaves the vectors pending.
   After that, calls fail at once for COOLDOWN_S instead of waiting on a provider known to be down.
-- Query embeddings are cached on disk by (model fingerprint, sha256 of the text): a repeated recall costs no
-  request. The dimensions come from the first response and are remembered there too.
+- A provider that needs a key and has none (`embeddings.api_key`, else the provider's variable) is known before
+  any request and without importing litellm: `EmbeddingKeyMissing` (an `EmbeddingUnavailable`: the vectors stay
+  pending), naming the variable, never retried.
+- Query embeddings are cached on disk (memclaw.query_cache): a repeated recall costs no request and does not
+  import litellm. The dimensions come from the first response and are remembered there too.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -26,8 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memclaw.embedding import Progress, _normalize
-from memclaw.errors import EmbeddingAuthError, EmbeddingProviderError, EmbeddingUnavailable
+from memclaw import providers
+from memclaw.embedding import Progress, normalize_rows
+from memclaw.errors import EmbeddingAuthError, EmbeddingKeyMissing, EmbeddingProviderError, EmbeddingUnavailable
+from memclaw.query_cache import QueryCache, default_cache_path
 
 if TYPE_CHECKING:
     from memclaw.config import EmbeddingsConfig
@@ -40,22 +43,30 @@ MAX_REQUEST_TOKENS = 300_000  # OpenAI's per-request total
 MAX_INPUTS = {"openai": 2048, "azure": 2048, "gemini": 100, "vertex_ai": 250, "cohere": 96, "voyage": 128}
 DEFAULT_MAX_INPUTS = 256
 COOLDOWN_S = 30.0
-_CACHE_FILE = "query-embeddings.sqlite3"
+KEY_SETTING = "embeddings.api_key"
 
 
 def is_provider_model(name: str) -> bool:
-    """True for "<provider>/<model>" where the provider is one litellm knows (openai, gemini, ollama, ...)."""
-    head, sep, rest = name.partition("/")
-    if not sep or not rest or Path(name).expanduser().exists():
-        return False
-    from memclaw.llm import litellm_module as _lib
-
-    return head in {str(getattr(p, "value", p)) for p in _lib().provider_list}
+    """True for "<provider>/<model>" where the provider is one litellm knows (openai, gemini, ollama, ...) and the
+    name is not a local path. Without importing litellm."""
+    return providers.is_provider_model(name) and not Path(name).expanduser().exists()
 
 
 def provider_fingerprint(cfg: EmbeddingsConfig) -> str:
     """What identifies a provider model's vectors: its name and requested dimensions (the endpoint does not)."""
     return f"litellm:{cfg.model}" + (f"/d{cfg.dimensions}" if cfg.dimensions else "")
+
+
+def cannot_embed(embedder: object) -> EmbeddingUnavailable | None:
+    """Why `embedder` cannot embed now (a provider without its key, or down: its `probe`), else None. Local models
+    have no probe: they embed or fail to load, which raises."""
+    probe = getattr(embedder, "probe", None)
+    try:
+        if callable(probe):
+            probe()
+    except EmbeddingUnavailable as e:
+        return e
+    return None
 
 
 def _lib() -> Any:
@@ -66,71 +77,6 @@ def _lib() -> Any:
     # retries, not the SDK's on top) only holds when that default is 0 too; nothing else reads the attribute.
     litellm.DEFAULT_MAX_RETRIES = 0
     return litellm
-
-
-class QueryCache:
-    """Query vectors on disk (SQLite) by (model fingerprint, text digest), and each model's dimensions."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._ready = False
-
-    def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, timeout=10)
-        if not self._ready:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS vectors (model TEXT, digest BLOB, vector BLOB, PRIMARY KEY (model, digest))"
-            )
-            db.execute("CREATE TABLE IF NOT EXISTS dims (model TEXT PRIMARY KEY, dim INTEGER)")
-            self._ready = True
-        return db
-
-    def get(self, model: str, text: str) -> np.ndarray | None:
-        try:
-            with self._connect() as db:
-                row = db.execute(
-                    "SELECT vector FROM vectors WHERE model = ? AND digest = ?", (model, _digest(text))
-                ).fetchone()
-        except sqlite3.Error as e:  # a cache: never fatal
-            log.info("query embedding cache %s unusable (%s)", self.path, e)
-            return None
-        return np.frombuffer(row[0], dtype=np.float32).copy() if row else None
-
-    def put(self, model: str, text: str, vector: np.ndarray) -> None:
-        try:
-            with self._connect() as db:
-                db.execute(
-                    "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
-                    (model, _digest(text), np.asarray(vector, dtype=np.float32).tobytes()),
-                )
-        except sqlite3.Error as e:
-            log.info("query embedding cache %s unusable (%s)", self.path, e)
-
-    def dim(self, model: str) -> int | None:
-        try:
-            with self._connect() as db:
-                row = db.execute("SELECT dim FROM dims WHERE model = ?", (model,)).fetchone()
-        except sqlite3.Error:
-            return None
-        return int(row[0]) if row else None
-
-    def set_dim(self, model: str, dim: int) -> None:
-        try:
-            with self._connect() as db:
-                db.execute("INSERT OR REPLACE INTO dims VALUES (?, ?)", (model, dim))
-        except sqlite3.Error as e:
-            log.info("query embedding cache %s unusable (%s)", self.path, e)
-
-
-def _digest(text: str) -> bytes:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
-
-
-def default_cache_path(cfg: EmbeddingsConfig) -> Path:
-    from memclaw.config import memclaw_home
-
-    return (Path(cfg.cache_dir).expanduser() if cfg.cache_dir else memclaw_home() / "cache") / _CACHE_FILE
 
 
 class ProviderEmbedder:
@@ -156,13 +102,34 @@ class ProviderEmbedder:
         self.cache = cache or QueryCache(default_cache_path(cfg))
         provider = cfg.model.split("/", 1)[0]
         self.max_inputs = MAX_INPUTS.get(provider, DEFAULT_MAX_INPUTS)
-        self.max_input_tokens = cfg.max_input_tokens or _model_max_tokens(cfg.model)
+        self._max_input_tokens = cfg.max_input_tokens  # else litellm's model info, read when a text needs it
         self._dim: int | None = cfg.dimensions or self.cache.dim(self.fingerprint)
         self._down_until = 0.0
         self._down_msg = ""
 
     def __repr__(self) -> str:  # never the key
         return f"ProviderEmbedder(model={self.name!r}, api_base={self.api_base!r})"
+
+    @property
+    def max_input_tokens(self) -> int:
+        if self._max_input_tokens is None:
+            self._max_input_tokens = _model_max_tokens(self.name)
+        return self._max_input_tokens
+
+    def missing_key(self) -> str | None:
+        """One line naming the variable to set when the provider needs a key and none is configured or in the
+        environment, else None (no request, no litellm)."""
+        return providers.required_key_missing(self.name, self._api_key, KEY_SETTING)
+
+    def _check_key(self) -> None:
+        no_key = self.missing_key()
+        if no_key:
+            raise EmbeddingKeyMissing(no_key)
+
+    def probe(self) -> None:
+        """Make sure the provider embeds now: EmbeddingKeyMissing at once without a key, else one one-word request
+        (EmbeddingUnavailable when it stays down). The index changes model only after this succeeds."""
+        self.encode(["dimensions"])
 
     @property
     def dim(self) -> int:
@@ -174,6 +141,7 @@ class ProviderEmbedder:
 
     # ----- Embedder ----------------------------------------------------------------------------------------
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
+        self._check_key()  # before anything that imports litellm
         texts = [self._cut(str(t)) for t in texts]
         rows: list[np.ndarray] = []
         for batch in self._batches(texts, batch_size):
@@ -182,11 +150,11 @@ class ProviderEmbedder:
                 progress(len(batch))
         if not rows:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
-        return _normalize(np.vstack(rows))
+        return normalize_rows(np.vstack(rows))
 
     def encode_query(self, text: str) -> np.ndarray:
-        """One query's vector; a repeat is answered from the on-disk cache without a request."""
-        text = self._cut(str(text))
+        """One query's vector; a repeat is answered from the on-disk cache without a request (nor litellm)."""
+        text = str(text) or " "
         hit = self.cache.get(self.fingerprint, text)
         if hit is not None:
             return hit
@@ -204,8 +172,14 @@ class ProviderEmbedder:
         text = text or " "  # providers refuse empty input
         if len(text.encode("utf-8", "surrogatepass")) <= self.max_input_tokens:
             return text
-        from litellm.litellm_core_utils.default_encoding import encoding
+        from memclaw.tokens import encoding as tiktoken_encoding
 
+        encoding = tiktoken_encoding("cl100k")
+        if encoding is None:  # pragma: no cover - tiktoken ships with litellm: its own copy, through the seam
+            import importlib
+
+            _lib()
+            encoding = importlib.import_module("litellm.litellm_core_utils.default_encoding").encoding
         tokens = encoding.encode(text, disallowed_special=())
         return text if len(tokens) <= self.max_input_tokens else encoding.decode(tokens[: self.max_input_tokens])
 
@@ -240,8 +214,9 @@ class ProviderEmbedder:
         return kw
 
     def _request(self, batch: list[str]) -> list[np.ndarray]:
-        from memclaw.llm import _retryable, backoff_seconds
+        from memclaw.llm import backoff_seconds, retryable
 
+        self._check_key()
         if time.monotonic() < self._down_until:
             raise EmbeddingUnavailable(self._down_msg)
         lib = _lib()
@@ -253,7 +228,7 @@ class ProviderEmbedder:
             except EmbeddingProviderError:
                 raise
             except Exception as e:  # litellm maps provider errors to its own exception classes
-                if not _retryable(e) or attempt == attempts:
+                if not retryable(e) or attempt == attempts:
                     raise self._error(e, attempt) from None
                 wait = backoff_seconds(attempt, e, self.backoff_base_s, self.max_backoff_s)
                 log.warning(
@@ -296,16 +271,16 @@ class ProviderEmbedder:
         return scrub(text, [self._api_key or ""])
 
     def _error(self, e: BaseException, attempts: int) -> EmbeddingProviderError:
-        from memclaw.llm import _retryable, key_env_names
+        from memclaw.llm import retryable
 
         lib = _lib()
         status = getattr(e, "status_code", None)
         if isinstance(e, lib.AuthenticationError) or status in (401, 403):
             return EmbeddingAuthError(
                 f"the embedding provider rejected the credentials for {self.name} (HTTP {status or 401}); "
-                f"set {key_env_names(self.name) or 'the provider API key'} (or embeddings.api_key)"
+                f"set {providers.key_env_names(self.name) or 'the provider API key'} (or {KEY_SETTING})"
             )
-        if _retryable(e):
+        if retryable(e):
             self._down_until = time.monotonic() + COOLDOWN_S
             self._down_msg = (
                 f"the embedding provider for {self.name} is unavailable after {attempts} attempt(s) "
@@ -322,8 +297,7 @@ def _field(item: Any, key: str) -> Any:
 
 
 def _model_max_tokens(model: str) -> int:
-    try:
-        n = _lib().get_model_info(model).get("max_input_tokens")
-    except Exception:
-        n = None
+    from memclaw.llm import model_info
+
+    n = model_info(model).get("max_input_tokens")
     return int(n) if isinstance(n, int) and n > 0 else DEFAULT_MAX_INPUT_TOKENS

@@ -105,6 +105,13 @@ class EmbeddingUnavailable(EmbeddingProviderError):
     exit_code = 5
 
 
+class EmbeddingKeyMissing(EmbeddingUnavailable):
+    """The embedding provider needs an API key and none is set: known before any request, never retried. Sync
+    leaves the vectors pending (as for an outage); the message names the variable to set."""
+
+    exit_code = 5
+
+
 class ConsolidationError(LLMError):
     """The model's memory update (consolidation JSON) stayed unusable after the retry; nothing was written."""
 

@@ -18,9 +18,11 @@ import asyncio
 import logging
 import random
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memclaw import providers
 from memclaw.errors import LLMError
 from memclaw.runtime import set_offline_env
 
@@ -36,24 +38,27 @@ MAX_BACKOFF_S = 20.0
 _OVERRIDE_KEYS = {"api_base", "api_key", "temperature", "max_tokens", "timeout_s", "max_retries", "params"}
 # How providers say "no key" when litellm does not raise AuthenticationError (e.g. openai: InternalServerError 500).
 _NO_KEY_RE = re.compile(r"missing credentials|missing [\w ]*api key|api_key client option must be set", re.I)
+_KEY_SETTING = "agent.api_key in config.toml"
 _SECRET_RE = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+[A-Za-z0-9_\-\.]{8,}|key=[A-Za-z0-9_\-]{8,})")
 
 _litellm: Any = None
+_import_lock = threading.Lock()
 
 
 def litellm_module() -> Any:
     """litellm, imported once with the offline switches and quiet settings (no "Provider List" banner on an unknown
     model). Every use of litellm in memclaw goes through here."""
     global _litellm
-    if _litellm is None:
-        set_offline_env()
-        import litellm
+    with _import_lock:
+        if _litellm is None:
+            set_offline_env()
+            import litellm
 
-        litellm.disable_hf_tokenizer_download = True
-        litellm.suppress_debug_info = True
-        litellm.drop_params = True  # e.g. temperature on models that do not take it
-        litellm.telemetry = False
-        _litellm = litellm
+            litellm.disable_hf_tokenizer_download = True
+            litellm.suppress_debug_info = True
+            litellm.drop_params = True  # e.g. temperature on models that do not take it
+            litellm.telemetry = False
+            _litellm = litellm
     return _litellm
 
 
@@ -136,11 +141,16 @@ class LLMClient:
         return f"LLMClient(model={self.model!r}, api_base={self.api_base!r})"
 
     def missing_key(self) -> str | None:
-        """A one-line note when no API key for this model is configured or in the environment, else None."""
-        if self._api_key:
-            return None
-        names, missing = _key_vars(self.model)
-        return f"no API key for {self.model}: {_set_key_hint(names)}" if missing else None
+        """A one-line note when no API key for this model is configured or in the environment, else None (known
+        without importing litellm)."""
+        return providers.missing_key(self.model, self._api_key, _KEY_SETTING)
+
+    def check_key(self) -> None:
+        """LLMError (one line naming the variable) when the provider needs a key and none is set: known before any
+        request and without importing litellm."""
+        no_key = providers.required_key_missing(self.model, self._api_key, _KEY_SETTING)
+        if no_key:
+            raise LLMError(no_key)
 
     def _kwargs(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, **over: Any) -> dict:
         kw: dict[str, Any] = {
@@ -174,7 +184,9 @@ class LLMClient:
         max_tokens: int | None = None,
         response_format: dict[str, Any] | None = None,
     ) -> LLMResponse:
-        """One completion, retried on transient failures. Raises LLMError when the model stays unavailable."""
+        """One completion, retried on transient failures. Raises LLMError when the model stays unavailable, at once
+        (before litellm is imported) when the provider needs a key and none is set."""
+        self.check_key()
         # the slow first import, off the loop
         lib = _litellm if _litellm is not None else await asyncio.to_thread(litellm_module)
         kw = self._kwargs(
@@ -192,7 +204,7 @@ class LLMClient:
                 raise
             except Exception as e:  # litellm maps provider errors to its own exception classes
                 last = e
-                if not _retryable(e) or attempt == attempts:
+                if not retryable(e) or attempt == attempts:
                     break
                 wait = self._backoff(attempt, e)
                 log.warning(
@@ -230,10 +242,10 @@ class LLMClient:
         status = getattr(e, "status_code", None)
         what = self._describe(e)
         if _auth_failure(e):
-            names, missing = _key_vars(self.model)
-            if missing and not self._api_key:
-                return LLMError(f"no API key for {self.model}: {_set_key_hint(names)}")
-            where = "agent.api_key in config.toml" if self._api_key else _one_of(names) or "the provider's API key"
+            no_key = self.missing_key()
+            if no_key:
+                return LLMError(no_key)
+            where = _KEY_SETTING if self._api_key else providers.key_env_names(self.model) or "the provider's API key"
             return LLMError(f"the model {self.model} rejected the API key ({what}); check {where}")
         if "LLM Provider NOT provided" in str(e):
             return LLMError(
@@ -248,7 +260,7 @@ class LLMClient:
                 f"the conversation is too long for {self.model} ({what}); start over with /new "
                 "or set agent.context_window lower"
             )
-        if _retryable(e):
+        if retryable(e):
             return LLMError(
                 f"the model {self.model} is unavailable after {attempts} attempt(s) ({what}); "
                 "try again later or check agent.api_base / your provider's status"
@@ -307,40 +319,8 @@ def _auth_failure(e: BaseException) -> bool:
     return bool(_NO_KEY_RE.search(str(e)))
 
 
-def _key_vars(model: str) -> tuple[list[str], bool]:
-    """The environment variables the model's key is read from, and whether they are all unset. litellm knows each
-    provider's variables (e.g. OPENAI_API_KEY) but names them only when missing; otherwise this guesses
-    PROVIDER_API_KEY."""
-    lib = litellm_module()
-    try:
-        missing = lib.validate_environment(model)["missing_keys"]
-    except Exception:  # an unknown provider
-        missing = []
-    keys = [n for n in missing if "KEY" in n or "TOKEN" in n]
-    if keys:
-        return keys, True
-    try:
-        return [f"{lib.get_llm_provider(model)[1].upper()}_API_KEY"], False
-    except Exception:
-        return [], False
-
-
-def key_env_names(model: str) -> str:
-    """The environment variable(s) that hold `model`'s API key, as a message names them ("OPENAI_API_KEY",
-    "GEMINI_API_KEY or GOOGLE_API_KEY"); "" when the provider is unknown."""
-    return _one_of(_key_vars(model)[0])
-
-
-def _one_of(names: list[str]) -> str:
-    """GEMINI_API_KEY or GOOGLE_API_KEY (alternatives), AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (a pair)."""
-    return (" or " if all(n.endswith("_API_KEY") for n in names) else " and ").join(names)
-
-
-def _set_key_hint(names: list[str]) -> str:
-    return f"set {_one_of(names) or 'the provider API key'} in the environment (or agent.api_key in config.toml)"
-
-
-def _retryable(e: BaseException) -> bool:
+def retryable(e: BaseException) -> bool:
+    """Whether a failed request is worth retrying: rate limits, 5xx, timeouts, connection errors (not a key)."""
     if isinstance(e, _JunkResponse):
         return True
     if _auth_failure(e):
@@ -376,6 +356,16 @@ def _retry_after(e: BaseException) -> float | None:
         return float(v) if v is not None else None
     except (TypeError, ValueError, AttributeError):
         return None
+
+
+def model_info(model: str) -> dict[str, Any]:
+    """litellm's offline model info for `model` (context window, input limit, prices); {} when it does not know it.
+    Imports litellm."""
+    try:
+        info = litellm_module().get_model_info(model)
+    except Exception:  # an unknown model
+        return {}
+    return dict(info) if info else {}
 
 
 def _cost(raw: Any) -> float | None:

@@ -146,6 +146,10 @@ class MemoryService:
         self._write_lock = threading.Lock()  # one sync at a time in this process
         self._manifest_checked = False
         self._manifest_ok = False  # the manifest was found to serve these settings (no rebuild needed)
+        # The new embedding model cannot embed yet (no key, provider down): the index keeps the old model's identity
+        # and vectors, new vectors wait (pending), recall uses BM25 alone. Cleared once it can.
+        self._deferred: EmbeddingUnavailable | None = None
+        self.embed_error: EmbeddingUnavailable | None = None  # why the last sync left vectors pending, if it did
         self._namespace: str | None = None
         self._store_lock = threading.Lock()  # one opening of the vector store
         self._prefetch: threading.Thread | None = None
@@ -309,12 +313,21 @@ class MemoryService:
     # ----- index lifecycle -------------------------------------------------------------------------------
     def _check_manifest(self) -> None:
         """Full rebuild when the embedder, tokenizer or store changed (said in one line: why, and how many memories
-        that embeds), or the manifest is missing/unreadable. A moved workspace keeps its index."""
+        that embeds), or the manifest is missing/unreadable. A moved workspace keeps its index. The index changes
+        embedding model only once the new one embeds (`cannot_embed`); until then the old identity and vectors
+        stay, new vectors are pending and recall uses BM25 alone."""
         if self._manifest_checked:
             return
         want = self._fingerprints()
         have = ix.read_manifest(self.layout)
         reason, copied = self._mismatch(have, want)
+        if have is not None and have.get("embedder") != want["embedder"]:
+            from memclaw.embedding_provider import cannot_embed
+
+            self._deferred = cannot_embed(self.embedder)
+            if self._deferred is not None:  # the old index stays as it is until the new model embeds
+                log.info("%s, but %s: the index keeps the previous model until then", reason, self._deferred)
+                return
         if copied:
             self._join_prefetch()
             self._namespace, self._store = self._path_namespace(), None  # the original keeps its collections
@@ -506,7 +519,13 @@ class MemoryService:
         self, scopes: Sequence[str] | None, full: bool, progress: ix.Progress | None
     ) -> list[ix.SyncReport]:
         """The body of a sync; the caller holds both writer locks."""
+        self.embed_error = None
         if full:
+            from memclaw.embedding_provider import cannot_embed
+
+            err = cannot_embed(self.embedder)
+            if err is not None:  # nothing to rebuild with: keep what there is
+                raise err
             self._wipe_index()
             self._manifest_checked = False
         self._check_manifest()
@@ -672,14 +691,18 @@ class MemoryService:
 
         pending: set[str] = set()
         if passages:
-            embedder, store = self.embedder, self.store  # (loaded before the progress clock starts)
-            shown = progress_for(self.progress, progress, len(passages), f"embedding {len(to_embed):,} memories")
-            with shown as advance:
-                pending, err = write_vectors(
-                    embedder, store, scope, passages, batch_size=self.config.embeddings.batch_size,
-                    progress=advance, before_write=mark_dirty, on_dimensions=self._record_dimensions,
-                )  # fmt: skip
+            if self._deferred is not None:  # not the index's model: its vectors cannot join this index
+                pending, err = {p.unit for p in passages}, self._deferred
+            else:
+                embedder, store = self.embedder, self.store  # (loaded before the progress clock starts)
+                shown = progress_for(self.progress, progress, len(passages), f"embedding {len(to_embed):,} memories")
+                with shown as advance:
+                    pending, err = write_vectors(
+                        embedder, store, scope, passages, batch_size=self.config.embeddings.batch_size,
+                        progress=advance, before_write=mark_dirty, on_dimensions=self._record_dimensions,
+                    )  # fmt: skip
             if err is not None:  # keyword search gets the units now, the vectors come later
+                self.embed_error = err
                 if old is not None:  # an edited unit's old vector must not answer for its new text
                     old_units = old.state.units
                     for uid in pending:
@@ -816,7 +839,7 @@ class MemoryService:
         if mode in ("hybrid", "vector"):
             from memclaw.embedding import encode_query
 
-            down = store_down
+            down = store_down or self._deferred  # (the index's vectors are another model's)
             t = time.perf_counter()
             qv = None
             if down is None:
@@ -940,9 +963,10 @@ class MemoryService:
         if refused:
             raise UsageError(refused)
         path = self.workspace.memory_file(scope)
-        self._check_other_files(scope, path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        append_fact(path, text, section=section, mark=self._mark(scope, path))
+        if self.find_fact(text, scope=scope, section=section) is None:  # a re-run does not write it twice
+            self._check_other_files(scope, path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            append_fact(path, text, section=section, mark=self._mark(scope, path))
         try:
             self.sync([scope])
         except (VectorStoreUnavailable, IndexError_, PermissionError) as e:
@@ -956,6 +980,23 @@ class MemoryService:
         if match is None:
             raise IndexError_(f"the fact was written to {path} but could not be read back; check the file")
         return match
+
+    def find_fact(self, text: str, *, scope: str = OWNER_SCOPE, section: str | None = None) -> MemoryUnit | None:
+        """The fact `add_fact(text, section=section)` would write again: the scope's last fact with this text, if
+        it is under that section (DEFAULT_SECTION when None). From the synced state when MEMORY.md has not changed
+        since, else from the file. (The same text under another heading is another fact.)"""
+        from memclaw.markdown import normalize_section
+        from memclaw.memfiles import DEFAULT_SECTION, normalize_fact_text
+
+        text = normalize_fact_text(text)
+        path = self.workspace.memory_file(scope)
+        sc = self._get_scope(scope)
+        src = self.workspace.source_of(path)
+        if sc is not None and src in sc.state.signatures and sc.state.signatures[src] == self._signatures(scope)[src]:
+            last = sc.state.units.last_match("fact", text)
+        else:
+            last = next((u for u in reversed(self.facts(scope)) if u.text == text), None)
+        return last if last is not None and last.section == (normalize_section(section) or DEFAULT_SECTION) else None
 
     def _check_other_files(self, scope: str, path: Path) -> None:
         """Before writing `path`: refuse (MemoryFileError) if another file of the scope that changed since the

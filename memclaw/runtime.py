@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 
@@ -12,6 +13,9 @@ OFFLINE_ENV = {
     "ANONYMIZED_TELEMETRY": "False",
     "TOKENIZERS_PARALLELISM": "false",
     "HF_HUB_DISABLE_TELEMETRY": "1",
+    # third-party progress bars ("Loading weights 0/103") never reach the user's terminal
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
 }
 
 
@@ -67,3 +71,30 @@ def redact_logs() -> None:
     for t in targets:
         if not any(isinstance(f, RedactingFilter) for f in t.filters):
             t.addFilter(RedactingFilter())
+
+
+STARTUP_GC_THRESHOLD = (100_000, 50, 100)
+_steady_gc: tuple[int, ...] | None = None
+
+
+def startup_gc() -> None:
+    """A command's start: Python's cyclic garbage collector runs far less often while the libraries load (litellm's
+    import creates some 10^5 objects and triggers dozens of full collections, 0.4 s of CPU)."""
+    global _steady_gc
+    if _steady_gc is None:
+        _steady_gc = gc.get_threshold()
+    gc.set_threshold(*STARTUP_GC_THRESHOLD)
+
+
+def steady_gc() -> None:
+    """A long-running command (chat, gateway) once started: the usual collector again, the start-up's objects
+    frozen out of its way."""
+    if _steady_gc is not None:
+        gc.freeze()
+        gc.set_threshold(*_steady_gc)
+
+
+def leave_quickly() -> None:
+    """At a command's end: freeze what is alive, so that the interpreter's exit does not walk it all once more
+    (0.1 s of CPU after a recall, 0.8 s once litellm is loaded). Exit handlers, flushing and threads are as usual."""
+    gc.freeze()

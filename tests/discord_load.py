@@ -142,6 +142,7 @@ class LoadRun:
         from memclaw.agent import Agent
         from memclaw.config import Config
         from memclaw.discord_gateway import DiscordGateway, default_intents
+        from memclaw.llm import litellm_module
         from memclaw.memory import MemoryService
         from memclaw.tokens import count_tokens
         from memclaw.workspace import Workspace
@@ -169,7 +170,8 @@ class LoadRun:
         t = time.perf_counter()
         memory.sync()  # every scope indexed before the first message, as `memclaw gateway` does at start
         index_s = time.perf_counter() - t
-        count_tokens("warm-up", cfg.agent.model)  # litellm imported and the tokenizer loaded: ditto
+        count_tokens("warm-up", cfg.agent.model)  # the tokenizer loaded and litellm imported: ditto
+        litellm_module()
         agent = RecordingAgent(Agent(cfg, ws, memory, background_consolidation=False))
         gateway = DiscordGateway(agent, cfg, client=discord.Client(intents=default_intents()))
         world = DiscordWorld(gateway.client)

@@ -209,6 +209,7 @@ def test_status_warnings_and_error_lines_show_any_text_literally(value, scope, m
         "config_file": value,
         "model": value,
         "model_key_missing": msg,
+        "embedding_key_missing": msg,
         "embedding_model": value,
         "workspace": value,
         "memory": {

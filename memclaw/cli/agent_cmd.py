@@ -24,12 +24,19 @@ EXIT_WORDS = {"exit", "quit", ":q", "/exit", "/quit"}
 _COMMAND_RE = re.compile(r"/[A-Za-z][\w-]*")  # "/recall", not "/etc/hosts is missing"
 
 
-def make_agent(workspace: Path | None) -> Agent:
-    from memclaw.agent import Agent
+def make_agent(workspace: Path | None, *, need_key: bool = False) -> Agent:
+    """The terminal's agent. `need_key`: a provider without its API key is LLMError (exit 5) here, before the
+    agent, the memory or litellm is loaded."""
     from memclaw.cli.common import load, memory_service
+    from memclaw.llm import LLMClient
 
     cfg, ws = load(workspace)
-    return Agent(cfg, ws, memory_service(cfg, ws), background_consolidation=False)
+    llm = LLMClient(cfg)
+    if need_key:
+        llm.check_key()
+    from memclaw.agent import Agent
+
+    return Agent(cfg, ws, memory_service(cfg, ws), llm=llm, background_consolidation=False)
 
 
 def _print_reply(reply: AgentReply) -> None:
@@ -73,7 +80,7 @@ def agent_command(message: str, workspace: Path | None = None) -> None:
     if not message or not message.strip():
         raise UsageError('empty message: use memclaw agent -m "your message"')
     log_through(err_console)
-    agent = make_agent(workspace)
+    agent = make_agent(workspace, need_key=True)
 
     async def main() -> AgentReply:
         try:
@@ -133,6 +140,9 @@ def chat_command(workspace: Path | None = None) -> None:
     from memclaw.agent import COMMANDS
 
     agent = make_agent(workspace)
+    from memclaw.runtime import steady_gc
+
+    steady_gc()  # a long session from here on
     log_through(err_console)
     _setup_readline()
     known = ", ".join((*COMMANDS, "/exit"))

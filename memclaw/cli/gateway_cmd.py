@@ -87,9 +87,14 @@ def gateway_command(workspace: Path | None) -> None:
         memory.sync()
     except MemclawError as e:
         err_console.print(warning(f"memory sync failed: {e}; recall will retry on each turn"))
+    from memclaw.llm import litellm_module
     from memclaw.tokens import count_tokens
 
-    count_tokens("warm-up", cfg.agent.model)  # imports litellm and loads the tokenizer now, not on the first message
+    count_tokens("warm-up", cfg.agent.model)  # the tokenizer and litellm loaded now, not on the first message
+    litellm_module()
+    from memclaw.runtime import steady_gc
+
+    steady_gc()  # a long-running process from here on
     agent = Agent(cfg, ws, memory=memory)
 
     def recall(query: str):

@@ -435,5 +435,17 @@ def _exit_for_click(e: Exception) -> None:
         sys.exit(getattr(e, "exit_code", 0))
 
 
+def main() -> None:
+    """The console script (and `python -m memclaw.cli.main`): `run` in a process tuned for a short life (see
+    memclaw.runtime.startup_gc and leave_quickly). Tests call `run` itself."""
+    from memclaw.runtime import leave_quickly, startup_gc
+
+    startup_gc()
+    try:
+        run()
+    finally:
+        leave_quickly()
+
+
 if __name__ == "__main__":
-    run()
+    main()

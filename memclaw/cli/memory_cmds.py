@@ -150,22 +150,38 @@ def _print_reports(reports, json_out: bool) -> None:
 
 
 def add(text: str, sender: str | None, section: str | None, workspace: Path | None, json_out: bool) -> None:
+    """Remember a fact (a fact already there is not written again). A provider embedding model without its key:
+    the fact is saved, its vector pending, and that is the one line of EmbeddingKeyMissing (exit 5)."""
+    from memclaw.errors import EmbeddingKeyMissing
+
     mem = open_memory(workspace, json_out=json_out)
-    unit = mem.add_fact(text, scope=sender_scope(sender), section=section)
+    scope = sender_scope(sender)
+    known = mem.find_fact(text, scope=scope, section=section) is not None
+    with held_warnings() as logged:
+        unit = mem.add_fact(text, scope=scope, section=section)
     pending = unit.id in mem.pending_vectors(unit.scope)
+    where = f"{unit.source}:{unit.line}"
+    if pending and isinstance(mem.embed_error, EmbeddingKeyMissing):
+        raise EmbeddingKeyMissing(
+            f"{mem.embed_error}; the fact is saved ({unit.id} in {where}), its vector is pending until the next sync"
+        )
+    for w in logged:
+        err_console.print(warning(w))
     if json_out:
         print_json(
             {
                 "id": unit.id,
                 "text": unit.text,
                 "scope": unit.scope,
-                "source": f"{unit.source}:{unit.line}",
+                "source": where,
                 "vector_pending": pending,
+                "already_remembered": known,
             }
         )
     else:
         note = " (its vector is pending: the embedding provider is unreachable; the next sync adds it)"
-        console.print(line("remembered ", (unit.id, "bold"), f" in {unit.source}:{unit.line}{note if pending else ''}"))
+        said = "already remembered " if known else "remembered "
+        console.print(line(said, (unit.id, "bold"), f" in {where}{note if pending else ''}"))
 
 
 def unit_json(u: MemoryUnit) -> dict:
@@ -242,6 +258,7 @@ def status(workspace: Path | None, json_out: bool) -> None:
         "model": cfg.agent.model,
         "model_key_missing": LLMClient(cfg).missing_key(),  # a note naming the variable to set, or None
         "embedding_model": cfg.embeddings.model,
+        "embedding_key_missing": _embedding_key_missing(cfg),
         "workspace": str(mem.workspace.root),
         "memory": mem.stats(),
         "channels": {
@@ -273,8 +290,9 @@ def print_status(data: dict) -> None:
     console.print(
         line(("model", "bold"), f"     {data['model']}   ", ("embeddings", "bold"), f" {data['embedding_model']}")
     )
-    if data["model_key_missing"]:
-        console.print(warning(data["model_key_missing"]))
+    for missing in (data["model_key_missing"], data["embedding_key_missing"]):
+        if missing:
+            console.print(warning(missing))
     console.print(line(("workspace", "bold"), f" {data['workspace']}"))
     d = data["channels"]["discord"]
     state = f"configured (token from {d['token_from']})" if d["configured"] else f"not configured (set {TOKEN_ENV})"
@@ -287,3 +305,14 @@ def print_status(data: dict) -> None:
     )
     console.print(line(("cli", "bold"), "       configured (`memclaw chat`, as the owner)"))
     console.print(stats_table(data["memory"]))
+
+
+def _embedding_key_missing(cfg) -> str | None:
+    """A provider embedding model without its key: the note naming the variable (no request, no litellm)."""
+    from memclaw import providers
+    from memclaw.embedding_provider import KEY_SETTING
+
+    e = cfg.embeddings
+    if not providers.is_provider_model(e.model):
+        return None
+    return providers.required_key_missing(e.model, e.api_key.get_secret_value() if e.api_key else None, KEY_SETTING)
