@@ -5,7 +5,7 @@ imported from PYTHONPATH, measured on `memclaw bench perf`'s synthetic memories.
 
 Prints one JSON line. `recall`: warm hybrid recall p50/p95 after syncing N memories. `state` adds, in this order:
 `ADDS` facts added one at a time through `MemoryService.add_fact` (each timed), the cost of folding the state's log
-into its snapshot (where the code has one: memclaw.scope_state), a cold `memclaw recall` in a fresh process on the
+into its snapshot (where the code has one: memclaw.index.scope_state), a cold `memclaw recall` in a fresh process on the
 index left (median of COLD_RUNS) and the index's size on disk.
 
 Document vectors are computed once per A/B run: the first child keeps every one it computes in CACHE_FILE (a numpy
@@ -144,8 +144,8 @@ def main() -> None:
     from memclaw.bench import perf as P
     from memclaw.bench.metrics import percentile
     from memclaw.bench.runner import bench_config
-    from memclaw.embedding import load_embedder
-    from memclaw.memory import MemoryService
+    from memclaw.embedding.models import load_embedder
+    from memclaw.service.facade import MemoryService
     from memclaw.workspace import Workspace
 
     mode, n, cache_file, n_queries = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
@@ -195,7 +195,7 @@ def main() -> None:
             fold_ms=fold_ms,
         )
     print(json.dumps(out))
-    from memclaw.store import release_embedded_below
+    from memclaw.store.chroma import release_embedded_below
 
     release_embedded_below(tmp)
     shutil.rmtree(tmp, ignore_errors=True)

@@ -35,8 +35,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from memclaw.bm25 import DEFAULT_B, DEFAULT_K1, InvertedBM25, RankBM25Index  # noqa: E402
-from memclaw.tokenize import Tokenizer  # noqa: E402
+from memclaw.index.bm25 import DEFAULT_B, DEFAULT_K1, InvertedBM25, RankBM25Index  # noqa: E402
+from memclaw.index.tokenizer import Tokenizer  # noqa: E402
 
 K = 50
 BUDGET_MS = 10.0
@@ -489,7 +489,7 @@ def write_report(
         "`lucene`, numpy backend, one query per call (as recall runs)",
         f"- data: synthetic memories, 10-40 words, Zipf (s=1) over a {VOCAB_SIZE:,}-word vocabulary plus a third "
         "stop words; queries: 2-4 words of one stored memory plus question/stop words, sometimes a random word",
-        f"- tokenizer (memclaw.tokenize, stemming + stop words): {tok_rate:,.0f} memories/s "
+        f"- tokenizer (memclaw.index.tokenizer, stemming + stop words): {tok_rate:,.0f} memories/s "
         f"({n_tokens / n_texts:.1f} tokens each after stop words); query tokenize p50 "
         + ", ".join(f"{q * 1000:.0f} µs" for q in qtok),
         "",

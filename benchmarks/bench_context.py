@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from memclaw.config import Config  # noqa: E402
-from memclaw.context import Sender, build_messages  # noqa: E402
-from memclaw.recall import RecallHit, Signal  # noqa: E402
-from memclaw.units import MemoryUnit, unit_id  # noqa: E402
+from memclaw.context.builder import Sender, build_messages  # noqa: E402
+from memclaw.markdown.units import MemoryUnit, unit_id  # noqa: E402
+from memclaw.recall.results import RecallHit, Signal  # noqa: E402
 
 TARGET_MS = 10.0
 

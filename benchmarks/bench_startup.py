@@ -63,7 +63,7 @@ v = (h * m[..., None]).sum(1) / m.sum(); v /= np.linalg.norm(v)
 # The CLI, with the model call timed (written to the file named by MEMCLAW_BENCH_LLM_FILE at exit).
 AGENT = r"""
 import atexit, os, sys, time
-from memclaw.llm import LLMClient
+from memclaw.llm.client import LLMClient
 inner, spent = LLMClient.chat, [0.0]
 async def timed(self, *a, **k):
     t = time.perf_counter()
@@ -122,7 +122,7 @@ def main() -> None:
     from memclaw.runtime import set_offline_env
 
     set_offline_env()
-    from memclaw.embedding import default_cache_dir, export_dir_for, find_spec, load_registry
+    from memclaw.embedding.models import default_cache_dir, export_dir_for, find_spec, load_registry
     from memclaw.workspace import build_demo_workspace
     from tests.embedding_server import embedding_server
     from tests.llm_server import Scripted, ScriptedLLMServer
@@ -283,7 +283,7 @@ def _dirty(repo: Path) -> bool:
 
 def _count_units(root: Path) -> int:
     from memclaw.config import Config
-    from memclaw.memory import MemoryService
+    from memclaw.service.facade import MemoryService
     from memclaw.workspace import Workspace
 
     ws = Workspace(root)

@@ -97,9 +97,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "turn.md")
     args = ap.parse_args()
 
-    from memclaw.agent import Agent, InboundMessage
+    from memclaw.agent.loop import Agent, InboundMessage
     from memclaw.config import Config
-    from memclaw.memory import MemoryService
+    from memclaw.service.facade import MemoryService
     from tests.llm_server import ScriptedLLMServer
 
     Workspace = importlib.import_module("memclaw.workspace").Workspace  # noqa: N806
@@ -121,7 +121,7 @@ def main() -> None:
     server = ScriptedLLMServer().start()
     os.environ["OPENAI_API_BASE"] = server.url
     os.environ["OPENAI_API_KEY"] = "sk-bench"
-    from memclaw.llm import LLMClient
+    from memclaw.llm.client import LLMClient
 
     agent = Agent(cfg, ws, mem, llm=LLMClient(cfg), background_consolidation=False)
     rnd = random.Random(11)

@@ -47,8 +47,8 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=20000, help="texts per data set (a seeded sample)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "token-counts.md")
     args = ap.parse_args()
-    from memclaw.llm import litellm_module
-    from memclaw.tokens import counter_for
+    from memclaw.llm.client import litellm_module
+    from memclaw.llm.tokens import counter_for
 
     counter = litellm_module().token_counter
     rows = []
@@ -65,7 +65,7 @@ def main() -> None:
             diff = sum(a != b for a, b in zip(ours, theirs, strict=True))
             rows.append((name, family, len(sample), sum(theirs), diff, ours_s, theirs_s))
     lines = [
-        "# Token counts: memclaw.tokens against litellm.token_counter",
+        "# Token counts: memclaw.llm.tokens against litellm.token_counter",
         "",
         f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; Python {platform.python_version()}; "
         f"command: `python benchmarks/check_token_counts.py --limit {args.limit}`",

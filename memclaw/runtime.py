@@ -43,10 +43,10 @@ they stay at WARNING whatever -v/-vv asks; memclaw's own lines follow the verbos
 
 class VisibleFormatter(logging.Formatter):
     """Log lines as a terminal should show them: a control character in a memory, a path or a query is drawn as a
-    symbol, never sent to the terminal (memclaw.visible)."""
+    symbol, never sent to the terminal (memclaw.util.visible)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        from memclaw.visible import visible
+        from memclaw.util.visible import visible
 
         return visible(super().format(record))
 
@@ -62,9 +62,9 @@ def setup_logging(verbose: int = 0) -> None:
 
 
 def redact_logs() -> None:
-    """Every line memclaw's log handlers print (and litellm's own handler) goes through memclaw.redact: no URL
+    """Every line memclaw's log handlers print (and litellm's own handler) goes through memclaw.util.redact: no URL
     credentials, no known secret value. Idempotent."""
-    from memclaw.redact import RedactingFilter
+    from memclaw.util.redact import RedactingFilter
 
     targets: list[logging.Filterer] = list(logging.getLogger().handlers)
     targets += [logging.getLogger(n) for n in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")]  # own handlers

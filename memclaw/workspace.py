@@ -5,7 +5,7 @@ Layout (paths relative to the workspace root):
     AGENTS.md SOUL.md USER.md TOOLS.md IDENTITY.md   bootstrap files, read into every prompt
     memory/MEMORY.md, memory/HISTORY.md              the owner's facts and conversation history
     memory/people/<sender>/MEMORY.md, HISTORY.md     one outside sender's own memory; <sender> is the
-                                                     percent-encoded sender id (memclaw.units.scope_dirname),
+                                                     percent-encoded sender id (memclaw.markdown.units.scope_dirname),
                                                      so an id like "../x" or "a/b" cannot leave the folder
     skills/                                          the workspace's own skills (<name>/SKILL.md)
     sessions/                                        conversation logs
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memclaw.errors import InvalidSenderError, MemoryFileError, WorkspaceError
-from memclaw.safepath import refusal, refuse_symlinks
-from memclaw.units import OWNER_SCOPE, scope_dirname, scope_from_dirname, sender_scope
+from memclaw.markdown.units import OWNER_SCOPE, scope_dirname, scope_from_dirname, sender_scope
+from memclaw.util.safepath import refusal, refuse_symlinks
 
 if TYPE_CHECKING:
     from memclaw.config import Config
@@ -60,7 +60,7 @@ class Workspace:
 
     def memory_dir(self, scope: str) -> Path:
         """The folder of a scope's MEMORY.md/HISTORY.md; never outside `memory/` (InvalidSenderError) and never
-        through a symlink below it (MemoryFileError, see memclaw.safepath)."""
+        through a symlink below it (MemoryFileError, see memclaw.util.safepath)."""
         if scope != OWNER_SCOPE:
             sender = scope.removeprefix("people/") if scope.startswith("people/") else None
             if sender is None or sender_scope(sender) != scope:
@@ -91,7 +91,7 @@ class Workspace:
 
     def scopes(self) -> list[str]:
         """`owner` and every outside sender with a folder under memory/people/ (sorted). MemoryFileError if
-        `people/` or a folder in it is a symlink (see memclaw.safepath): refused, never skipped in silence."""
+        `people/` or a folder in it is a symlink (see memclaw.util.safepath): refused, never skipped in silence."""
         out = [OWNER_SCOPE]
         people = self.people_dir
         refuse_symlinks(people, self.memory_root)
@@ -315,14 +315,14 @@ def onboard(home: Path, workspace: Path | None = None) -> OnboardReport:
 
 # ----- the demo ------------------------------------------------------------------------------------------
 def _has_units(path: Path, kind: str) -> bool:
-    from memclaw.memfiles import read_units
+    from memclaw.markdown.files import read_units
 
     return bool(read_units(path, scope=OWNER_SCOPE, kind=kind, source=path.name))
 
 
 def _write_demo_file(path: Path, text: str, kind: str) -> None:
     """Write demo memory unless the file already holds memories (an onboarded, still empty file is replaced)."""
-    from memclaw.memfiles import atomic_write, locked
+    from memclaw.markdown.files import atomic_write, locked
 
     if path.exists() and _has_units(path, kind):
         return

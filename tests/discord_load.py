@@ -92,7 +92,7 @@ def answer(req: dict[str, Any]) -> Scripted:
 
 
 def write_memories(ws: Any, senders: list[Sender], owner_secret: str) -> None:
-    from memclaw.units import sender_scope
+    from memclaw.markdown.units import sender_scope
 
     owner = ws.memory_file("owner")
     owner.parent.mkdir(parents=True, exist_ok=True)
@@ -139,12 +139,12 @@ class LoadRun:
     ) -> LoadRun:
         import discord
 
-        from memclaw.agent import Agent
+        from memclaw.agent.loop import Agent
+        from memclaw.channels.discord.gateway import DiscordGateway, default_intents
         from memclaw.config import Config
-        from memclaw.discord_gateway import DiscordGateway, default_intents
-        from memclaw.llm import litellm_module
-        from memclaw.memory import MemoryService
-        from memclaw.tokens import count_tokens
+        from memclaw.llm.client import litellm_module
+        from memclaw.llm.tokens import count_tokens
+        from memclaw.service.facade import MemoryService
         from memclaw.workspace import Workspace
         from tests.discord_harness import DiscordWorld, snowflake
 

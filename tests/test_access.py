@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memclaw.access import AccessPolicy, MessageFacts, decide
+from memclaw.channels.access import AccessPolicy, MessageFacts, decide
 from memclaw.config import Config
 
 OWNER = "111"

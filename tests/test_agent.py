@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from memclaw.agent import Agent, InboundMessage
+from memclaw.agent.loop import Agent, InboundMessage
+from memclaw.agent.sessions import SessionStore
 from memclaw.config import Config
-from memclaw.llm import LLMClient
-from memclaw.sessions import SessionStore
+from memclaw.llm.client import LLMClient
 from tests.llm_server import scripted_server
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from memclaw.sessions import SessionStore
-from memclaw.units import unit_id
+from memclaw.agent.sessions import SessionStore
+from memclaw.markdown.units import unit_id
 from tests.llm_server import scripted_server
 
 pytestmark = pytest.mark.slow
@@ -209,12 +209,12 @@ def test_chat_shows_markup_in_memories_literally_and_usage_in_full(root, llm_ser
 
 
 def test_chat_log_lines_print_above_the_spinner(root, llm_server):
-    llm_server.status(500)  # one retry: memclaw.llm logs a WARNING while the spinner turns
+    llm_server.status(500)  # one retry: memclaw.llm.client logs a WARNING while the spinner turns
     llm_server.reply("Hello!")
     p = memclaw("chat", "-w", str(root), stdin="hi\n", MEMCLAW_AGENT__MAX_RETRIES="1", **CHAT_TTY)
     assert p.returncode == 0, p.stderr
     assert "thinking..." in p.stderr and "Hello!" in p.stdout
-    at = p.stderr.index("WARNING memclaw.llm: LLM call to openai/gpt-4o-mini failed")
+    at = p.stderr.index("WARNING memclaw.llm.client: LLM call to openai/gpt-4o-mini failed")
     # the spinner's line was erased first (rich's live display), instead of the log line continuing "thinking..."
     assert p.stderr[:at].endswith("\x1b[2K"), repr(p.stderr[at - 60 : at])
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("memclaw.memfiles")
+pytest.importorskip("memclaw.markdown.files")
 pytest.importorskip("memclaw.workspace")
 
-from memclaw.agent import Agent, InboundMessage  # noqa: E402
+from memclaw.agent.loop import Agent, InboundMessage  # noqa: E402
+from memclaw.agent.sessions import SessionStore  # noqa: E402
 from memclaw.config import Config  # noqa: E402
 from memclaw.errors import LLMError  # noqa: E402
-from memclaw.llm import LLMClient  # noqa: E402
-from memclaw.memory import MemoryService  # noqa: E402
-from memclaw.sessions import SessionStore  # noqa: E402
+from memclaw.llm.client import LLMClient  # noqa: E402
+from memclaw.service.facade import MemoryService  # noqa: E402
 from tests.llm_server import scripted_server  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -261,7 +261,7 @@ def test_memory_tools_in_the_loop(env, llm_server):
 def test_remember_files_a_fact_under_the_default_section_or_the_given_one(env, llm_server):
     """Issue 13.3: the remember tool without a section files the fact under "Notes", not under "Work" (the last
     heading); with a section, under it."""
-    from memclaw.memory_md import parse_memory
+    from memclaw.markdown.memory_md import parse_memory
 
     agent = env
     llm_server.tool_call("remember", {"text": "My neighbour Omar has a dog"})
@@ -332,7 +332,7 @@ def test_retry_after_a_partial_write_does_not_duplicate(env, llm_server):
     def guest(text: str) -> InboundMessage:
         return InboundMessage("discord", "guild-7", "2002", "Mallory", text)
 
-    from memclaw.memfiles import lock_path
+    from memclaw.markdown.files import lock_path
 
     blocked = agent.workspace.history_file(OUTSIDER)
     blocked.parent.mkdir(parents=True)

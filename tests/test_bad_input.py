@@ -193,7 +193,7 @@ def test_unreadable_memory_file_is_exit_3_naming_file_and_fix(cli, ws, memclaw_h
     else:
         (ws / "memory" / "loop").symlink_to("loop")
         mem.symlink_to(ws / "memory" / "loop")
-        fix = "is a symlink"  # refused as a link before the loop is even looked at (memclaw.safepath)
+        fix = "is a symlink"  # refused as a link before the loop is even looked at (memclaw.util.safepath)
     before = user_files(memclaw_home)
     for args in (["recall", "Porto"], ["memory", "sync"], ["memory", "add", "x"]):
         assert_error(cli(*args), 3, str(mem), fix)
@@ -327,7 +327,7 @@ def test_a_memory_file_that_is_not_text_is_refused_and_never_written(cli, ws, me
 
 def test_a_history_that_is_not_text_is_never_appended_to(tmp_path):
     from memclaw.errors import MemoryFileError
-    from memclaw.memfiles import append_history
+    from memclaw.markdown.files import append_history
 
     path = tmp_path / "HISTORY.md"
     path.write_bytes(NOT_TEXT["png"])

@@ -119,7 +119,7 @@ def test_locomo_json_shape_and_ranges(locomo_result):
 def test_the_budgeted_view_is_the_prompt_memory_section(dev_slice, tmp_path, embedder):
     """The benchmark keeps exactly the memories the ContextBuilder puts in the prompt for the same ranking."""
     from memclaw.bench.runner import bench_config, budgeted_view, prepare_corpus
-    from memclaw.context import Sender, build_messages
+    from memclaw.context.builder import Sender, build_messages
 
     conv = dev_slice.conversations[0]
     root = tmp_path / "ws"
@@ -171,7 +171,7 @@ def test_temp_workspaces_release_only_their_own_chroma_systems(tmp_path, embedde
 
     from memclaw.bench.runner import temp_workspace
     from memclaw.config import Config
-    from memclaw.memory import MemoryService
+    from memclaw.service.facade import MemoryService
     from memclaw.workspace import Workspace
 
     def indexed(root: Path) -> MemoryService:

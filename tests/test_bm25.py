@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
-from memclaw.bm25 import (
+from memclaw.errors import IndexError_, UsageError
+from memclaw.index.bm25 import (
     DEFAULT_B,
     DEFAULT_K1,
     InvertedBM25,
@@ -20,8 +21,7 @@ from memclaw.bm25 import (
     lucene_idf,
     make_lexical_index,
 )
-from memclaw.errors import IndexError_, UsageError
-from memclaw.tokenize import Tokenizer
+from memclaw.index.tokenizer import Tokenizer
 
 BACKENDS = [InvertedBM25, RankBM25Index]
 

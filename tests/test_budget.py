@@ -1,4 +1,4 @@
-"""memclaw.budget: priority-ordered allocation (pure logic) and its properties."""
+"""memclaw.context.budget: priority-ordered allocation (pure logic) and its properties."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memclaw.budget import TRUNCATED, BudgetItem, BudgetSection, allocate, cut_text, section_cost
+from memclaw.context.budget import TRUNCATED, BudgetItem, BudgetSection, allocate, cut_text, section_cost
 from memclaw.errors import ConfigError
-from memclaw.tokens import counter_for
+from memclaw.llm.tokens import counter_for
 
 count = counter_for("openai/gpt-4o-mini")  # the real offline counter (litellm's bundled encodings)
 

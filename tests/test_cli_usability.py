@@ -121,12 +121,12 @@ def test_a_long_query_and_a_long_fact_are_shortened_in_the_table_not_in_json(cli
 
 
 def test_one_shortening_for_the_table_chat_and_discord():
-    from memclaw.agent import recall_text
-    from memclaw.discord_gateway import format_recall
-    from memclaw.recall import RecallHit, RecallResult, Signal
-    from memclaw.render import recall_table
-    from memclaw.shorten import MEMORY_CHARS, shorten
-    from memclaw.units import MemoryUnit
+    from memclaw.agent.loop import recall_text
+    from memclaw.channels.discord.gateway import format_recall
+    from memclaw.context.views import recall_table
+    from memclaw.markdown.units import MemoryUnit
+    from memclaw.recall.results import RecallHit, RecallResult, Signal
+    from memclaw.util.text import MEMORY_CHARS, shorten
 
     unit = MemoryUnit("f1", "fact", "owner", "memory/MEMORY.md", 3, LONG_FACT)
     result = RecallResult("lasagne\n" * 50, "owner", "hybrid", [RecallHit(unit, 0.9, Signal(1, 2.0), Signal(1, 0.5))])

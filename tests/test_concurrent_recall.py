@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memclaw.config import Config
-from memclaw.memory import MemoryService
+from memclaw.service.facade import MemoryService
 from memclaw.workspace import Workspace
 
 OLD = ["My sister Lena lives in Porto", "I am allergic to penicillin", "I work at Solaris Energy"]

@@ -13,13 +13,13 @@ from pydantic import BaseModel
 
 from memclaw.config import Config, load_config
 from memclaw.errors import ConfigError, InvalidSenderError
-from memclaw.units import sender_scope
+from memclaw.markdown.units import sender_scope
 from tests import test_bad_input
 from tests.test_bad_input import assert_error, user_files
 
 cli, ws = test_bad_input.cli, test_bad_input.ws  # the in-process console script and an onboarded workspace
 
-MAX_SENDER_ID_CHARS = 200  # memclaw.units.MAX_SENDER_ID_CHARS, the one limit (tested below to be that)
+MAX_SENDER_ID_CHARS = 200  # memclaw.markdown.units.MAX_SENDER_ID_CHARS, the one limit (tested below to be that)
 
 
 def scalar_fields() -> list[tuple[str, str, type, object]]:
@@ -202,8 +202,8 @@ def test_a_sender_id_whose_folder_name_would_be_too_long(cli, ws, memclaw_home):
 
 
 def test_the_error_shows_the_id_as_typed():
-    from memclaw.units import MAX_SENDER_ID_CHARS as limit
-    from memclaw.units import normalize_sender_id
+    from memclaw.markdown.units import MAX_SENDER_ID_CHARS as limit
+    from memclaw.markdown.units import normalize_sender_id
 
     assert limit == MAX_SENDER_ID_CHARS
     with pytest.raises(InvalidSenderError, match=r"'a\\x00b'"):

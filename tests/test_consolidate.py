@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memclaw.consolidate import cut_index, format_conversation, group_by_scope, parse_output
-from memclaw.jsonfix import extract_json, extract_object, strip_fences
+from memclaw.agent.consolidate import cut_index, format_conversation, group_by_scope, parse_output
+from memclaw.util.jsonfix import extract_json, extract_object, strip_fences
 
 
 @pytest.mark.parametrize(
@@ -37,7 +37,8 @@ def test_extract_json_respects_strings_and_nesting():
 
 
 def test_consolidation_errors_live_in_memclaw_errors_and_name_the_fix():
-    from memclaw import consolidate, errors
+    from memclaw import errors
+    from memclaw.agent import consolidate
 
     assert consolidate.ConsolidationError is errors.ConsolidationError
     assert issubclass(errors.ConsolidationError, errors.LLMError) and errors.ConsolidationError.exit_code == 5

@@ -1,4 +1,4 @@
-"""memclaw.context: assembly order, owner vs outsider, runtime metadata, memories as data, budget, images."""
+"""memclaw.context.builder: assembly order, owner vs outsider, runtime metadata, memories as data, budget, images."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memclaw.budget import TRUNCATED
 from memclaw.config import Config
-from memclaw.context import (
+from memclaw.context.budget import TRUNCATED
+from memclaw.context.builder import (
     RUNTIME_TAG,
     IncomingMessage,
     Sender,
@@ -27,9 +27,9 @@ from memclaw.context import (
     recall_query,
     scope_for,
 )
+from memclaw.context.memory_section import render_memory
 from memclaw.errors import ConfigError, VectorStoreUnavailable
-from memclaw.memory_section import render_memory
-from memclaw.tokens import count_messages, count_tokens, token_family
+from memclaw.llm.tokens import count_messages, count_tokens, token_family
 from tests.test_context_support import (
     OWNER_ADDRESS,
     OWNER_FACTS,
@@ -176,8 +176,8 @@ def test_static_sections_first_volatile_last(ws, bundled):
 
 
 def test_bootstrap_files_and_skills_are_cached_until_their_files_change(ws, bundled):
-    from memclaw.context import read_cached
-    from memclaw.skills import load_skills
+    from memclaw.context.builder import read_cached
+    from memclaw.context.skills import load_skills
 
     p = ws / "SOUL.md"
     first = read_cached(p)
@@ -309,7 +309,7 @@ def test_recall_failure_degrades_to_no_memories(ws, bundled, caplog):
     def broken(query, *, scope, k):
         raise VectorStoreUnavailable("Chroma server at http://127.0.0.1:9 unreachable; start it")
 
-    with caplog.at_level(logging.WARNING, logger="memclaw.context"):
+    with caplog.at_level(logging.WARNING, logger="memclaw.context.builder"):
         b = build(ws, bundled, recall=broken)
     assert "<recalled-memories>" not in b.messages[0]["content"]
     assert "auto-recall failed" in caplog.text and b.warnings
@@ -482,7 +482,7 @@ def test_png_becomes_a_data_url_and_junk_is_skipped(ws, bundled, tmp_path, caplo
     notes = tmp_path / "notes.txt"
     notes.write_text("not an image")
     msg = IncomingMessage("what is this?", images=(path, notes, tmp_path / "missing.png", png))
-    with caplog.at_level(logging.WARNING, logger="memclaw.context"):
+    with caplog.at_level(logging.WARNING, logger="memclaw.context.builder"):
         b = build(ws, bundled, message=msg)
     content = b.messages[-1]["content"]
     assert content[0] == {"type": "text", "text": "what is this?"}
@@ -499,7 +499,7 @@ def test_images_are_skipped_for_a_model_without_vision(ws, bundled, tmp_path, ca
     (tmp_path / "a.png").write_bytes(png_bytes())
     c = cfg()
     c.agent.model = "openai/gpt-3.5-turbo"
-    with caplog.at_level(logging.WARNING, logger="memclaw.context"):
+    with caplog.at_level(logging.WARNING, logger="memclaw.context.builder"):
         b = build(ws, bundled, config=c, message=IncomingMessage("look", images=(tmp_path / "a.png",)))
     assert b.messages[-1]["content"] == "look"
     assert "not marked as vision-capable" in caplog.text

@@ -9,9 +9,9 @@ import pytest
 
 from memclaw.cli.context_cmd import resolve_sender
 from memclaw.config import Config, EmbeddingsConfig
-from memclaw.context import Sender, build_messages
+from memclaw.context.builder import Sender, build_messages
 from memclaw.errors import UsageError
-from memclaw.redact import redact_data
+from memclaw.util.redact import redact_data
 from tests.test_context_support import OWNER_ADDRESS, all_text, make_workspace
 
 NOW = datetime(2026, 2, 1, 10, 0, tzinfo=UTC)
@@ -39,8 +39,8 @@ def test_redact_replaces_configured_secrets_everywhere():
 @pytest.fixture
 def memory(tmp_path):
     ws_mod = pytest.importorskip("memclaw.workspace", reason="memclaw.workspace not written yet")
-    from memclaw.embedding import load_embedder
-    from memclaw.memory import MemoryService
+    from memclaw.embedding.models import load_embedder
+    from memclaw.service.facade import MemoryService
 
     root = make_workspace(tmp_path / "ws")
     cfg = Config(owners={"discord": ["42"]})

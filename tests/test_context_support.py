@@ -8,8 +8,8 @@ import zlib
 from datetime import datetime
 from pathlib import Path
 
-from memclaw.recall import RecallHit, Signal
-from memclaw.units import MemoryUnit, scope_dirname, unit_id
+from memclaw.markdown.units import MemoryUnit, scope_dirname, unit_id
+from memclaw.recall.results import RecallHit, Signal
 
 OWNER_ADDRESS = "14 Rue des Tanneurs, Lyon"
 USER_MD = f"""# User profile

@@ -38,14 +38,14 @@ from typing import Any
 
 import pytest
 
-from memclaw import scope_state
+from memclaw.agent.sessions import SessionStore
 from memclaw.config import Config
-from memclaw.memfiles import read_units
-from memclaw.memory import MemoryService
-from memclaw.passages import unit_vectors
-from memclaw.sessions import SessionStore
-from memclaw.store import release_embedded
-from memclaw.units import OWNER_SCOPE, sender_scope
+from memclaw.index import scope_state
+from memclaw.index.passages import unit_vectors
+from memclaw.markdown.files import read_units
+from memclaw.markdown.units import OWNER_SCOPE, sender_scope
+from memclaw.service.facade import MemoryService
+from memclaw.store.chroma import release_embedded
 from memclaw.workspace import Workspace
 from tests.crash_child import OUTSIDER_ID
 

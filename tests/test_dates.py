@@ -4,7 +4,7 @@ from datetime import datetime
 
 import pytest
 
-from memclaw.dates import DateRange, find_date_ranges
+from memclaw.recall.dates import DateRange, find_date_ranges
 
 NOW = datetime(2023, 12, 20, 15, 0)  # a Wednesday
 

@@ -18,8 +18,7 @@ from typing import Any
 import discord
 import pytest
 
-from memclaw.config import Config
-from memclaw.discord_gateway import (
+from memclaw.channels.discord.gateway import (
     APOLOGY,
     OWNER_ONLY,
     OWNER_ONLY_FORGET,
@@ -27,6 +26,7 @@ from memclaw.discord_gateway import (
     chat_id_for,
     default_intents,
 )
+from memclaw.config import Config
 from memclaw.errors import ConfigError
 from memclaw.prompts import render
 from tests.discord_harness import DiscordWorld, FakeGateway, connect_to, snowflake
@@ -82,8 +82,8 @@ class Rig:
     """One gateway around a real Agent and MemoryService, plus the Discord world it talks to."""
 
     def __init__(self, ws: Any, server: ScriptedLLMServer, embedder: Any, **discord_cfg: Any) -> None:
-        from memclaw.agent import Agent
-        from memclaw.memory import MemoryService
+        from memclaw.agent.loop import Agent
+        from memclaw.service.facade import MemoryService
 
         self.server = server
         self.config = make_config(ws, server, **discord_cfg)
@@ -193,7 +193,7 @@ def test_guild_message_without_mention_is_ignored(rig_factory, caplog):
     gid, chans = rig.world.guild("friends")
 
     async def body(w: DiscordWorld, gw: DiscordGateway):
-        caplog.set_level(logging.INFO, logger="memclaw.discord_gateway")
+        caplog.set_level(logging.INFO, logger="memclaw.channels.discord.gateway")
         plain = w.guild_message(OWNER, "just chatting", guild_id=gid, channel_id=chans["general"])
         own = w.guild_message(w.bot_id, "my own words", guild_id=gid, channel_id=chans["general"], mention_bot=True)
         results = [await gw.on_message(plain), await gw.on_message(own)]
@@ -239,7 +239,7 @@ def test_user_not_in_allow_from_is_ignored(rig_factory, caplog):
     rig.server.reply("hello alice")
 
     async def body(w: DiscordWorld, gw: DiscordGateway):
-        caplog.set_level(logging.INFO, logger="memclaw.discord_gateway")
+        caplog.set_level(logging.INFO, logger="memclaw.channels.discord.gateway")
         ignored = [
             await gw.on_message(w.dm(eve, "hi, it's eve")),
             await gw.on_message(
@@ -588,7 +588,7 @@ def test_apology_text_is_short():
     ],
 )
 def test_connect_errors_are_one_line_config_errors(bad):
-    from memclaw.discord_errors import raise_connect_error
+    from memclaw.channels.discord.errors import raise_connect_error
 
     with pytest.raises(ConfigError) as e:
         raise_connect_error(bad)
@@ -798,7 +798,8 @@ def test_gateway_logging_shows_memclaw_info_lines_by_default():
         mc.setLevel(logging.NOTSET)
         logging.getLogger().setLevel(logging.WARNING)  # what `memclaw` without -v sets up
         gateway_logging()
-        assert logging.getLogger("memclaw.discord_gateway").isEnabledFor(logging.INFO)  # reconnects, ignored users
+        # reconnects, ignored users
+        assert logging.getLogger("memclaw.channels.discord.gateway").isEnabledFor(logging.INFO)
         assert not logging.getLogger("discord").isEnabledFor(logging.INFO)
     finally:
         mc.setLevel(before)
@@ -841,13 +842,13 @@ channels = ["222", "333"]
 
 # ----- senders whose memory cannot be used safely (issue 18.2, 18.6) ------------------------------------------------
 def _refusals(caplog) -> list[logging.LogRecord]:
-    return [r for r in caplog.records if r.name == "memclaw.agent" and "refused a message" in r.getMessage()]
+    return [r for r in caplog.records if r.name == "memclaw.agent.loop" and "refused a message" in r.getMessage()]
 
 
 def test_a_sender_id_over_the_one_limit_is_refused_in_one_log_line(rig_factory, caplog):
     """A Discord id whose scope (`discord:<id>`) is over the 200 characters `memory add --sender` allows used to fail
     the turn with a logged traceback. Now the same limit refuses it: one log line, a short reply, no model call."""
-    room = 200 - len("discord:")  # memclaw.units.MAX_SENDER_ID_CHARS
+    room = 200 - len("discord:")  # memclaw.markdown.units.MAX_SENDER_ID_CHARS
     fits, too_long = int("7" * room), int("7" * (room + 1))
     rig = rig_factory(allow_from=[str(fits), str(too_long)])
     rig.world.user("fits", fits)
@@ -863,7 +864,7 @@ def test_a_sender_id_over_the_one_limit_is_refused_in_one_log_line(rig_factory, 
     ok, refused = asyncio.run(rig.run(body))
     assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
     assert ok.ok and len(rig.server.requests) == 1  # the id at the limit is answered, the one over it never asked
-    from memclaw.agent import REFUSED
+    from memclaw.agent.loop import REFUSED
 
     assert refused.chunks == 1 and rig.world.recorder.sent_texts()[-1] == REFUSED
     (line,) = _refusals(caplog)
@@ -889,7 +890,7 @@ def test_an_outsider_whose_scope_folder_is_a_symlink_is_refused(rig_factory, wor
     assert rig.server.requests == []  # nothing reached the model
     for secret in (SECRET_PIN, "Lisbon", "Rua das Flores"):
         assert secret not in caplog.text and all(secret not in t for t in rig.world.recorder.sent_texts())
-    from memclaw.agent import REFUSED
+    from memclaw.agent.loop import REFUSED
 
     assert rig.world.recorder.sent_texts() == [REFUSED]
     (line,) = _refusals(caplog)

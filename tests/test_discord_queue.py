@@ -1,4 +1,4 @@
-"""Per-channel ordered execution (memclaw.channel_queue): order within a key, concurrency across keys."""
+"""Per-channel ordered execution (memclaw.channels.queue): order within a key, concurrency across keys."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from memclaw.channel_queue import ChannelQueue
+from memclaw.channels.queue import ChannelQueue
 from memclaw.errors import UsageError
 
 

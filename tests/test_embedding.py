@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memclaw import embedding as em
 from memclaw.config import EmbeddingsConfig
+from memclaw.embedding import models as em
 from memclaw.errors import EmbeddingError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -243,7 +243,7 @@ def test_warm_up_and_one_load_per_process(onnx_embedder):
 def test_cached_export_is_reused_not_re_exported(onnx_embedder, caplog):
     export_dir = onnx_embedder.export_dir
     before = {p.name: p.stat().st_mtime_ns for p in export_dir.iterdir()}
-    with caplog.at_level(logging.INFO, logger="memclaw.embedding"):
+    with caplog.at_level(logging.INFO, logger="memclaw.embedding.models"):
         # Another backend setting and an explicit cache dir: a separate load in this process.
         again = em.load_embedder(EmbeddingsConfig(backend="onnx", cache_dir=export_dir.parent))
     assert again is not onnx_embedder
@@ -299,7 +299,7 @@ def test_stale_export_is_replaced_by_a_fresh_verified_export(onnx_embedder, torc
     (stale / "manifest.json").write_text(json.dumps(manifest))
     assert em.read_manifest(stale, onnx_embedder_spec()) is None
 
-    with caplog.at_level(logging.INFO, logger="memclaw.embedding"):
+    with caplog.at_level(logging.INFO, logger="memclaw.embedding.models"):
         fresh = em.load_embedder(EmbeddingsConfig(cache_dir=cache))
     assert "exporting all-MiniLM-L6-v2 to ONNX" in caplog.text
     assert isinstance(fresh, em.OnnxEmbedder) and fresh.export_dir == stale
@@ -341,7 +341,8 @@ def _run_py(code: str) -> str:
 
 def test_importing_memclaw_embedding_does_not_import_torch():
     code = (
-        "import sys, memclaw.embedding; heavy = ('torch', 'sentence_transformers', 'transformers', 'onnxruntime'); "
+        "import sys, memclaw.embedding.models; "
+        "heavy = ('torch', 'sentence_transformers', 'transformers', 'onnxruntime'); "
         "print(sorted(m for m in heavy if m in sys.modules))"
     )
     assert _run_py(code) == "[]"
@@ -350,7 +351,7 @@ def test_importing_memclaw_embedding_does_not_import_torch():
 def test_onnx_backend_never_imports_torch(onnx_embedder):
     code = (
         "import sys\n"
-        "from memclaw.embedding import load_embedder\n"
+        "from memclaw.embedding.models import load_embedder\n"
         "from memclaw.config import EmbeddingsConfig\n"
         "e = load_embedder(EmbeddingsConfig())\n"
         "v = e.encode(['hello world'])\n"
@@ -368,6 +369,8 @@ def test_hash_embedder_is_registered_deterministic_and_lexical():
     a, b, c = emb.encode(["I love green tea", "green tea is lovely", "the invoice is overdue"])
     assert a @ b > a @ c
     assert np.array_equal(emb.encode(["I love green tea"])[0], a)
-    code = "from memclaw.embedding import HashEmbedder; print(HashEmbedder().encode(['abc def'])[0][:4].tolist())"
+    code = (
+        "from memclaw.embedding.models import HashEmbedder; print(HashEmbedder().encode(['abc def'])[0][:4].tolist())"
+    )
     assert _run_py(code) == str(emb.encode(["abc def"])[0][:4].tolist())
     assert np.allclose(_norms(emb.encode(["", "!!!"])), 1.0)

@@ -8,12 +8,12 @@ import logging
 import numpy as np
 import pytest
 
-from memclaw import index as ix
 from memclaw.config import Config, EmbeddingsConfig
-from memclaw.embedding import load_embedder
-from memclaw.embedding_provider import ProviderEmbedder
+from memclaw.embedding.models import load_embedder
+from memclaw.embedding.provider import ProviderEmbedder
 from memclaw.errors import EmbeddingAuthError, EmbeddingUnavailable
-from memclaw.memory import MemoryService
+from memclaw.index import layout as ix
+from memclaw.service.facade import MemoryService
 from tests.embedding_server import ScriptedEmbeddingServer, embedding_server
 from tests.llm_server import Scripted
 from tests.test_faults import run_cli
@@ -167,7 +167,7 @@ def test_switching_to_the_provider_rebuilds_once_saying_why(tmp_path, server, ca
     local = MemoryService(ws, Config(workspace=ws.root, embeddings=EmbeddingsConfig(model="hash-test")))
     local.sync()
     local.close()
-    caplog.set_level(logging.WARNING, logger="memclaw.memory")
+    caplog.set_level(logging.WARNING, logger="memclaw.service.facade")
     svc = service(tmp_path, server)
     assert svc.stats()["rebuild"].startswith("the embedding model changed (hash-test/v1/d64 -> litellm:")
     hit = svc.recall_detailed("where does my sister live", k=1).hits[0]

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from memclaw.forgotten import REDACTED, ForgottenMemory, Guard, load, record
-from memclaw.tokenize import Tokenizer
-from memclaw.units import MemoryUnit
+from memclaw.index.tokenizer import Tokenizer
+from memclaw.markdown.units import MemoryUnit
+from memclaw.service.forgotten import REDACTED, ForgottenMemory, Guard, load, record
 
 T0 = datetime(2026, 3, 2, 18, 0).astimezone()
 FORGOT = "Sister Lena lives in Porto (2025-03-01)"

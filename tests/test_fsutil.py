@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from memclaw.fsutil import STALE_TEMP_S, replace_atomically
+from memclaw.util.files import STALE_TEMP_S, replace_atomically
 
 
 def test_next_write_removes_stale_temps_and_keeps_live_ones(tmp_path):

@@ -5,8 +5,8 @@ from datetime import datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memclaw.dates import DateRange
-from memclaw.fusion import Fused, FusionParams, apply_floors, date_boost, fuse, link_boost, recency_boost
+from memclaw.recall.dates import DateRange
+from memclaw.recall.fusion import Fused, FusionParams, apply_floors, date_boost, fuse, link_boost, recency_boost
 
 
 def test_rrf_combines_ranks_and_keeps_provenance():

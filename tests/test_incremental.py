@@ -1,4 +1,4 @@
-"""The append fast path (memclaw.incremental): whenever it parses only the appended tail of a memory file, the
+"""The append fast path (memclaw.markdown.incremental): whenever it parses only the appended tail of a memory file, the
 units (ids, lines, texts, sections, extras, timestamps) and the mark are exactly those of a full parse; a hand
 edit anywhere before the end (or an append that is not at a clean boundary) rules it out."""
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memclaw.incremental import FileMark, parse_appended, parse_file
+from memclaw.markdown.incremental import FileMark, parse_appended, parse_file
 
 SCOPE, SRC = "owner", "memory/MEMORY.md"
 
@@ -145,9 +145,9 @@ def test_append_fact_fast_path_writes_what_the_full_path_writes(tmp_path, monkey
     (plan + verify) leaves, or fails the same way; also with a mark taken before another append. The full
     path runs only where the file does not end cleanly or does not end in the fact's section (DEFAULT_SECTION
     without one)."""
-    from memclaw import memfiles
     from memclaw.errors import MemoryFileError
-    from memclaw.memfiles import DEFAULT_SECTION, append_fact
+    from memclaw.markdown import files as memfiles
+    from memclaw.markdown.files import DEFAULT_SECTION, append_fact
 
     full_path_calls = []
     real = memfiles.apply_fact_ops

@@ -6,10 +6,10 @@ from __future__ import annotations
 import logging
 import shutil
 
-from memclaw import index as ix
 from memclaw.config import Config
-from memclaw.memory import MemoryService
-from memclaw.store import release_embedded
+from memclaw.index import layout as ix
+from memclaw.service.facade import MemoryService
+from memclaw.store.chroma import release_embedded
 from tests.test_memory_service import make_workspace
 
 QUESTION = "Which company do I work for?"
@@ -41,7 +41,7 @@ def test_switching_store_is_noticed_said_once_and_synced(tmp_path, embedder, chr
     stats = local.stats()
     assert stats["rebuild"] == f"the store changed (server {chroma_server.url} -> embedded)"
     assert stats["scopes"]["owner"]["fresh"] is False
-    caplog.set_level(logging.WARNING, logger="memclaw.memory")
+    caplog.set_level(logging.WARNING, logger="memclaw.service.facade")
     _recall_with_vectors(local)
     assert _rebuild_lines(caplog) == [
         f"rebuilding the index: the store changed (server {chroma_server.url} -> embedded); 7 memories to embed"
@@ -105,7 +105,7 @@ def test_a_copy_sharing_a_chroma_server_gets_its_own_vectors(tmp_path, embedder,
     original.sync()
     shutil.copytree(tmp_path / "a", tmp_path / "copy")
     copy = _service(Workspace(tmp_path / "copy"), embedder, chroma_server.url)
-    caplog.set_level(logging.WARNING, logger="memclaw.memory")
+    caplog.set_level(logging.WARNING, logger="memclaw.service.facade")
     (report,) = copy.sync(["owner"])
     assert report.added == 7
     assert _rebuild_lines(caplog) == [
@@ -122,12 +122,12 @@ def test_a_copy_sharing_a_chroma_server_gets_its_own_vectors(tmp_path, embedder,
 
 def test_model_change_says_why_and_what_it_costs(tmp_path, embedder, caplog):
     from memclaw.config import EmbeddingsConfig
-    from memclaw.embedding import load_embedder
+    from memclaw.embedding.models import load_embedder
 
     ws = make_workspace(tmp_path / "ws")
     hashed = load_embedder(EmbeddingsConfig(model="hash-test"))
     _service(ws, hashed).sync()
-    caplog.set_level(logging.WARNING, logger="memclaw.memory")
+    caplog.set_level(logging.WARNING, logger="memclaw.service.facade")
     svc = _service(ws, embedder)
     (report,) = svc.sync(["owner"])
     assert report.rebuilt and report.added == 7
@@ -168,7 +168,7 @@ def test_the_store_switch_of_the_issue_through_the_cli(tmp_path, chroma_server, 
     stats = json.loads(out)
     assert stats["rebuild"] == f"the store changed (server {chroma_server.url} -> embedded)"
     assert stats["scopes"]["owner"]["fresh"] is False
-    caplog.set_level(logging.WARNING, logger="memclaw.memory")  # the CLI's log lines go to stderr
+    caplog.set_level(logging.WARNING, logger="memclaw.service.facade")  # the CLI's log lines go to stderr
     code, out, err = run_cli(monkeypatch, capsys, "recall", "where is my passport", "--json")
     assert code == 0
     hit = json.loads(out)[0]

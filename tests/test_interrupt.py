@@ -19,14 +19,14 @@ from pathlib import Path
 import pytest
 
 from memclaw.config import Config
-from memclaw.memfiles import read_units
-from memclaw.memory import INTERRUPTED_SYNC, MemoryService
-from memclaw.passages import unit_vectors
+from memclaw.index.passages import unit_vectors
+from memclaw.markdown.files import read_units
+from memclaw.service.facade import INTERRUPTED_SYNC, MemoryService
 from memclaw.workspace import Workspace
 
 pytestmark = pytest.mark.slow
 
-N_FACTS = 5000  # two chunks of vectors (memclaw.vector_writer): the interrupt comes between them
+N_FACTS = 5000  # two chunks of vectors (memclaw.index.vector_writer): the interrupt comes between them
 
 
 def _env(home: Path) -> dict[str, str]:

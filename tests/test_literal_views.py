@@ -29,18 +29,18 @@ from hypothesis import strategies as st
 from rich.cells import cell_len
 from rich.console import Console
 
-from memclaw.agent import AgentReply, recall_text
+from memclaw.agent.loop import AgentReply, recall_text
 from memclaw.cli import agent_cmd, common, context_cmd, memory_cmds
 from memclaw.config import Config
-from memclaw.context import Sender, build_messages
+from memclaw.context.builder import Sender, build_messages
+from memclaw.context.memory_section import fill_hits
+from memclaw.context.views import forgot_text, memory_table
 from memclaw.errors import UsageError
-from memclaw.memory_section import fill_hits
-from memclaw.recall import RecallHit, RecallResult, Signal
-from memclaw.render import forgot_text, memory_table
-from memclaw.richtext import warning
-from memclaw.shorten import ECHO_CHARS, MEMORY_CHARS, shorten
-from memclaw.units import MemoryUnit
-from memclaw.visible import visible
+from memclaw.markdown.units import MemoryUnit
+from memclaw.recall.results import RecallHit, RecallResult, Signal
+from memclaw.util.richtext import warning
+from memclaw.util.text import ECHO_CHARS, MEMORY_CHARS, shorten
+from memclaw.util.visible import visible
 from tests import test_bad_input
 from tests.test_context_support import make_workspace
 
@@ -290,9 +290,11 @@ def test_log_lines_show_control_characters_as_symbols():
     from memclaw.cli.common import log_through
     from memclaw.runtime import VisibleFormatter
 
-    record = logging.LogRecord("memclaw.memory", logging.WARNING, __file__, 1, "cannot read %s", ("a\x1b[2Jb",), None)
+    record = logging.LogRecord(
+        "memclaw.service.facade", logging.WARNING, __file__, 1, "cannot read %s", ("a\x1b[2Jb",), None
+    )
     assert VisibleFormatter("%(levelname)s %(name)s: %(message)s").format(record) == (
-        "WARNING memclaw.memory: cannot read a␛[2Jb"
+        "WARNING memclaw.service.facade: cannot read a␛[2Jb"
     )
     root = logging.getLogger()
     plain = logging.StreamHandler(io.StringIO())
@@ -300,7 +302,7 @@ def test_log_lines_show_control_characters_as_symbols():
     try:
         c = Captured()
         log_through(c.err_console)  # the chat's handler: prints above the spinner
-        logging.getLogger("memclaw.memory").warning("cannot read %s", "a\x1b[2Jb")
+        logging.getLogger("memclaw.service.facade").warning("cannot read %s", "a\x1b[2Jb")
     finally:
         for h in [h for h in root.handlers if h is plain or type(h).__name__ == "_ConsoleLogHandler"]:
             root.removeHandler(h)

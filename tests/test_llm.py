@@ -10,7 +10,7 @@ import pytest
 
 from memclaw.config import Config
 from memclaw.errors import LLMError
-from memclaw.llm import LLMClient, scrub
+from memclaw.llm.client import LLMClient, scrub
 from tests.llm_server import scripted_server
 
 
@@ -72,7 +72,7 @@ def test_tool_calls_are_parsed_and_tools_sent(llm_server):
 
 def test_5xx_then_success_is_retried(llm_server, caplog):
     llm_server.status(500, times=2).reply("finally")
-    with caplog.at_level(logging.WARNING, logger="memclaw.llm"):
+    with caplog.at_level(logging.WARNING, logger="memclaw.llm.client"):
         r = run(client(max_retries=3).chat(MSGS))
     assert r.content == "finally" and r.attempts == 3
     assert len(llm_server.requests) == 3

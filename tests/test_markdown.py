@@ -7,9 +7,9 @@ from datetime import datetime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memclaw.markdown import format_history_entry, parse_history, render_history
-from memclaw.memory_md import ParseNote, describe_notes, parse_memory, render_memory, scan_memory
-from memclaw.units import unit_id
+from memclaw.markdown.formats import format_history_entry, parse_history, render_history
+from memclaw.markdown.memory_md import ParseNote, describe_notes, parse_memory, render_memory, scan_memory
+from memclaw.markdown.units import unit_id
 
 SRC = "memory/MEMORY.md"
 

@@ -14,8 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memclaw.errors import MemoryFileError
-from memclaw.mdsyntax import bullet_first_line
-from memclaw.memfiles import (
+from memclaw.markdown.files import (
     DEFAULT_SECTION,
     FactOp,
     append_fact,
@@ -26,7 +25,8 @@ from memclaw.memfiles import (
     lock_path,
     read_units,
 )
-from memclaw.memory_md import parse_memory
+from memclaw.markdown.memory_md import parse_memory
+from memclaw.markdown.syntax import bullet_first_line
 
 SRC = "memory/MEMORY.md"
 

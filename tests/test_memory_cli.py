@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from memclaw.memory_md import parse_memory
+from memclaw.markdown.memory_md import parse_memory
 from tests import test_bad_input
 from tests.test_bad_input import assert_error, user_files
 

@@ -7,9 +7,9 @@ from datetime import datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memclaw.memory_section import Candidate, candidates, fill, fill_hits, render_memory
-from memclaw.recall import RecallHit, Signal
-from memclaw.tokens import counter_for
+from memclaw.context.memory_section import Candidate, candidates, fill, fill_hits, render_memory
+from memclaw.llm.tokens import counter_for
+from memclaw.recall.results import RecallHit, Signal
 from tests.test_context_support import fact_unit, history_unit
 
 COUNT = counter_for("openai/gpt-4o-mini")

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from memclaw.config import Config
-from memclaw.memory import MemoryService, _session_links
-from memclaw.units import sender_scope
-from memclaw.unittable import UnitTable
+from memclaw.index.unittable import UnitTable
+from memclaw.markdown.units import sender_scope
+from memclaw.service.facade import MemoryService, _session_links
 
 OWNER_MEMORY = """# About me
 - I live at 14 Rue des Lilas, Lyon
@@ -213,7 +213,7 @@ def test_corrupted_state_is_rebuilt(service):
 
 
 def _damage_bm25(lay, data_sql: str) -> None:
-    """Damage the BM25 index held in the scope's state file (memclaw.scope_state), nothing else."""
+    """Damage the BM25 index held in the scope's state file (memclaw.index.scope_state), nothing else."""
     import sqlite3
 
     con = sqlite3.connect(lay.state_file("owner"))
@@ -285,7 +285,7 @@ def _unit_rows(units):
 
 
 def _count_full_parses(monkeypatch) -> list[str]:
-    import memclaw.incremental as inc
+    import memclaw.markdown.incremental as inc
 
     calls: list[str] = []
     real = inc.parse_file
@@ -350,7 +350,7 @@ def test_add_fact_after_a_hand_edit_parses_in_full(service, monkeypatch):
 
 def test_model_change_triggers_full_rebuild(tmp_path, embedder):
     from memclaw.config import EmbeddingsConfig
-    from memclaw.embedding import load_embedder
+    from memclaw.embedding.models import load_embedder
 
     ws = make_workspace(tmp_path / "ws")
     svc = MemoryService(ws, Config(workspace=ws.root), embedder=load_embedder(EmbeddingsConfig(model="hash-test")))
@@ -399,7 +399,7 @@ def test_a_cold_recall_reads_chroma_without_importing_chromadb(tmp_path, embedde
     import subprocess
     import sys
 
-    from memclaw.store import release_embedded
+    from memclaw.store.chroma import release_embedded
 
     ws = make_workspace(tmp_path / "ws")
     cfg = Config(workspace=ws.root)
@@ -416,7 +416,7 @@ def test_a_cold_recall_reads_chroma_without_importing_chromadb(tmp_path, embedde
         "import json, sys\n"
         "from pathlib import Path\n"
         "from memclaw.config import Config\n"
-        "from memclaw.memory import MemoryService\n"
+        "from memclaw.service.facade import MemoryService\n"
         "from memclaw.workspace import Workspace\n"
         f"ws = Workspace(Path({str(ws.root)!r}))\n"
         "svc = MemoryService(ws, Config(workspace=ws.root))\n"

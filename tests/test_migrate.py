@@ -10,8 +10,8 @@ import pytest
 
 from memclaw.cli.main import run
 from memclaw.config import Config
-from memclaw.memory import MemoryService
-from memclaw.units import sender_scope
+from memclaw.markdown.units import sender_scope
+from memclaw.service.facade import MemoryService
 from memclaw.workspace import Workspace
 
 MEMORY = """# About me

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from memclaw import index as ix
 from memclaw.config import Config, EmbeddingsConfig
-from memclaw.memory import MemoryService
-from memclaw.store import release_embedded
+from memclaw.index import layout as ix
+from memclaw.service.facade import MemoryService
+from memclaw.store.chroma import release_embedded
 from memclaw.workspace import Workspace
 from tests.embedding_server import embedding_server
 from tests.test_memory_service import make_workspace

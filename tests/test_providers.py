@@ -1,4 +1,5 @@
-"""memclaw.providers knows litellm's providers and key variables without importing litellm (issue 19, items 2 and 5):
+"""memclaw.llm.providers knows litellm's providers and key variables without importing litellm (issue 19, items 2 and
+5):
 its tables are checked here against the pinned litellm itself, so an upgrade that changes them fails here."""
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memclaw import providers
-from memclaw.llm import litellm_module
+from memclaw.llm import providers
+from memclaw.llm.client import litellm_module
 
 # every variable either side could read for a key, cleared before each comparison
 _ALL_VARS = sorted(

@@ -1,4 +1,5 @@
-"""The scope state file (memclaw.scope_state): a snapshot plus a log of appends reads back exactly as written, folds
+"""The scope state file (memclaw.index.scope_state): a snapshot plus a log of appends reads back exactly as written,
+folds
 its log into the snapshot past the limit, and refuses anything that is not its own layout as damage."""
 
 from __future__ import annotations
@@ -8,13 +9,13 @@ from datetime import datetime
 
 import pytest
 
-from memclaw import scope_state
-from memclaw.bm25 import make_lexical_index
 from memclaw.errors import IndexError_
-from memclaw.incremental import parse_file
-from memclaw.index import ScopeState
-from memclaw.units import MemoryUnit
-from memclaw.unittable import UnitTable
+from memclaw.index import scope_state
+from memclaw.index.bm25 import make_lexical_index
+from memclaw.index.layout import ScopeState
+from memclaw.index.unittable import UnitTable
+from memclaw.markdown.incremental import parse_file
+from memclaw.markdown.units import MemoryUnit
 
 SRC_M, SRC_H = "memory/MEMORY.md", "memory/HISTORY.md"
 

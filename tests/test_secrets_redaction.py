@@ -3,7 +3,7 @@ migrate --to http://u:SECRET@...`) never reach stdout, stderr or the index's fil
 error paths (a closed port, so the warnings and errors fire), through the real console script in a subprocess.
 (b) The `exec` tool's environment holds no variable whose value is a secret memclaw knows, or carries URL
 credentials, whatever its name. (c) `-vv` turns on memclaw's debug lines, never third-party request dumps: a
-secret a tool read is not on stderr (litellm over real HTTP to the scripted server). memclaw.redact unit cases
+secret a tool read is not on stderr (litellm over real HTTP to the scripted server). memclaw.util.redact unit cases
 last."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from memclaw.config import Config
-from memclaw.redact import (
+from memclaw.util.redact import (
     RedactingFilter,
     environment_without_secrets,
     has_url_credentials,
@@ -100,8 +100,8 @@ def test_chroma_url_credentials_in_the_environment_are_masked_too(home):
 
 def test_a_manifest_written_before_the_fix_does_not_show_its_credentials(home, embedder):
     """An index built by an older memclaw recorded the server's URL with its credentials: stats mask them too."""
-    from memclaw import index as ix
-    from memclaw.memory import MemoryService
+    from memclaw.index import layout as ix
+    from memclaw.service.facade import MemoryService
     from memclaw.workspace import Workspace
 
     mem = MemoryService(Workspace(home / "workspace"), Config(), embedder=embedder)
@@ -122,7 +122,7 @@ API_KEY = "sk-proj-agent-SECRET-4455"
 
 
 def test_exec_environment_drops_every_known_secret_whatever_its_name(tmp_path, monkeypatch):
-    from memclaw.tools import ToolContext, ToolRegistry
+    from memclaw.tools.registry import ToolContext, ToolRegistry
 
     cfg = Config(
         agent={"api_key": API_KEY},
@@ -188,13 +188,13 @@ def test_debug_logging_never_dumps_requests_or_secrets(tmp_path, llm_server):
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "I read the file."
     assert FILE_SECRET in json.dumps(llm_server.requests[1])  # the secret really went out in a request body
-    assert "INFO memclaw.agent: tool read_file -> ok" in p.stderr  # -vv shows memclaw's own lines
+    assert "INFO memclaw.agent.loop: tool read_file -> ok" in p.stderr  # -vv shows memclaw's own lines
     assert FILE_SECRET not in p.stderr and "DBPASS" not in p.stderr
     assert "openai._base_client" not in p.stderr and "Request options" not in p.stderr
     assert "HTTP Request:" not in p.stderr  # httpx's request lines stay off too
 
 
-# ----- memclaw.redact --------------------------------------------------------------------------------------------
+# ----- memclaw.util.redact --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("url", "shown"),
     [
@@ -226,7 +226,7 @@ def test_environment_filter_keeps_ordinary_variables():
 
 
 def test_redacting_filter_masks_message_arguments_and_tracebacks(monkeypatch):
-    from memclaw.redact import remember_secrets
+    from memclaw.util.redact import remember_secrets
 
     remember_secrets(["remembered-SECRET-value"])
     records: list[str] = []

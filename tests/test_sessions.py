@@ -7,7 +7,7 @@ import logging
 import multiprocessing as mp
 from pathlib import Path
 
-from memclaw.sessions import SessionStore, llm_messages, parse_filename, session_filename
+from memclaw.agent.sessions import SessionStore, llm_messages, parse_filename, session_filename
 
 
 def test_roundtrip_and_ts(tmp_path):

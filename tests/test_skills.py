@@ -1,4 +1,4 @@
-"""memclaw.skills: SKILL.md loading, overrides, requirements, broken frontmatter, caching; bundled skills."""
+"""memclaw.context.skills: SKILL.md loading, overrides, requirements, broken frontmatter, caching; bundled skills."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 from memclaw.config import Config
-from memclaw.context import Sender, build_messages
-from memclaw.skills import bundled_skills_dir, load_skills, skills_summary
+from memclaw.context.builder import Sender, build_messages
+from memclaw.context.skills import bundled_skills_dir, load_skills, skills_summary
 from tests.test_context_support import make_workspace
 
 
@@ -55,7 +55,7 @@ def test_broken_frontmatter_is_skipped_with_a_clear_warning(tmp_path, caplog):
     (ws / "nofm" / "SKILL.md").write_text("# just markdown\n")
     (ws / "binary").mkdir()
     (ws / "binary" / "SKILL.md").write_bytes(b"---\nname: x\xff\xfe\n---\n")
-    with caplog.at_level(logging.WARNING, logger="memclaw.skills"):
+    with caplog.at_level(logging.WARNING, logger="memclaw.context.skills"):
         skills = load_skills(ws, tmp_path / "none")
     assert [s.name for s in skills.skills] == ["good"]
     text = caplog.text

@@ -124,7 +124,7 @@ def test_owner_file_linked_outside_is_never_written_nor_replaced(cli, ws, memcla
 def test_history_append_through_a_link_is_refused(ws, outside, embedder):
     from datetime import datetime
 
-    from memclaw.memory import MemoryService
+    from memclaw.service.facade import MemoryService
     from memclaw.workspace import Workspace
 
     mem = MemoryService(Workspace(ws), Config(), embedder=embedder)
@@ -134,7 +134,7 @@ def test_history_append_through_a_link_is_refused(ws, outside, embedder):
     with pytest.raises(MemoryFileError, match="is a symlink"):
         mem.append_history("owner", "We talked about the vault.", datetime(2026, 3, 3, 9, 0))
     # even past the workspace's check (a link put in place after it): O_NOFOLLOW refuses the open itself
-    from memclaw.memfiles import append_history, read_bytes
+    from memclaw.markdown.files import append_history, read_bytes
 
     with pytest.raises(MemoryFileError, match="is a symlink"):
         append_history(link, datetime(2026, 3, 3, 9, 0), "We talked about the vault.")
@@ -206,7 +206,7 @@ def test_the_workspace_and_memory_folder_themselves_may_be_links(cli, memclaw_ho
 # ----- the agent's file tools ------------------------------------------------------------------------------------
 @pytest.fixture
 def tool_ctx(ws):
-    from memclaw.tools import ToolContext
+    from memclaw.tools.registry import ToolContext
 
     return ToolContext(root=ws, config=Config(), scope="owner", is_owner=True)
 
@@ -214,7 +214,7 @@ def tool_ctx(ws):
 def run_tool(name: str, args: dict, ctx):
     import asyncio
 
-    from memclaw.tools import ToolRegistry
+    from memclaw.tools.registry import ToolRegistry
 
     return asyncio.run(ToolRegistry().execute(name, args, ctx))
 
@@ -244,7 +244,7 @@ def test_file_tools_never_follow_a_link(ws, tool_ctx, outside, tool, args):
 
 def test_file_tools_refuse_a_link_made_after_the_check(ws, tool_ctx, outside, monkeypatch):
     """The race: the path is checked, then swapped for a link before the open; O_NOFOLLOW refuses the open."""
-    import memclaw.tools as tools
+    import memclaw.tools.registry as tools
 
     real = ws / "plain.md"
     real.write_text("plain")
@@ -266,7 +266,7 @@ def test_file_tools_refuse_a_link_made_after_the_check(ws, tool_ctx, outside, mo
 
 # ----- sessions ------------------------------------------------------------------------------------------------
 def test_a_session_file_linked_to_another_chat_is_refused(tmp_path):
-    from memclaw.sessions import SessionStore
+    from memclaw.agent.sessions import SessionStore
 
     store = SessionStore(tmp_path / "sessions")
     owner = store.load("cli", "cli")
@@ -275,7 +275,7 @@ def test_a_session_file_linked_to_another_chat_is_refused(tmp_path):
     eve_path.symlink_to(owner.path)  # Eve's session file -> the owner's conversation
     with pytest.raises(SessionError, match="is a symlink"):
         store.load("discord", "777")
-    from memclaw.sessions import Session
+    from memclaw.agent.sessions import Session
 
     eve = Session(channel="discord", chat_id="777", path=eve_path)
     with pytest.raises(SessionError, match="is a symlink"):
@@ -288,6 +288,6 @@ def test_a_session_file_linked_to_another_chat_is_refused(tmp_path):
 
 def test_o_nofollow_is_available_here():
     """The checks above rely on O_NOFOLLOW on this platform (Linux, macOS); elsewhere safepath falls back to lstat."""
-    from memclaw.safepath import O_NOFOLLOW
+    from memclaw.util.safepath import O_NOFOLLOW
 
     assert O_NOFOLLOW == getattr(os, "O_NOFOLLOW", 0) != 0

@@ -17,12 +17,12 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
-from memclaw import scope_state
-from memclaw.bm25 import make_lexical_index
 from memclaw.config import Config
-from memclaw.memory import MemoryService
-from memclaw.passages import split_passages, unit_of, unit_vectors
-from memclaw.units import OWNER_SCOPE, sender_scope
+from memclaw.index import scope_state
+from memclaw.index.bm25 import make_lexical_index
+from memclaw.index.passages import split_passages, unit_of, unit_vectors
+from memclaw.markdown.units import OWNER_SCOPE, sender_scope
+from memclaw.service.facade import MemoryService
 from memclaw.workspace import Workspace
 
 # A small vocabulary, so that identical texts (occurrence-numbered ids) and shared BM25 terms are common.
@@ -35,7 +35,7 @@ PROBES = sorted({w.lower() for w in VOCAB} | {"tea oolong", "sister Lena Porto",
 
 short_text = st.lists(st.sampled_from(VOCAB), min_size=1, max_size=6).map(" ".join)
 sentence = st.lists(st.sampled_from(VOCAB), min_size=11, max_size=13).map(lambda ws: " ".join(ws) + ".")
-# 66+ words over several lines or sentences: two passages or more (memclaw.passages.MAX_WORDS = 60). Kept near
+# 66+ words over several lines or sentences: two passages or more (memclaw.index.passages.MAX_WORDS = 60). Kept near
 # the limit: embedding long passages is most of this test's time.
 long_text = st.tuples(st.lists(sentence, min_size=6, max_size=7), st.sampled_from([" ", "\n"])).map(
     lambda p: p[1].join(p[0])
@@ -279,7 +279,7 @@ class SyncMachine(RuleBasedStateMachine):
                 continue
             assert set(sc.state.units) == set(want)
             assert {i: u.text for i, u in sc.state.units.items()} == want
-            # The saved state (snapshot + log, memclaw.scope_state) reads back as exactly the live one.
+            # The saved state (snapshot + log, memclaw.index.scope_state) reads back as exactly the live one.
             loaded = scope_state.load(self.svc.layout.state_file(scope))
             assert loaded is not None and loaded.lexical is not None
             st = loaded.state
@@ -313,7 +313,7 @@ class SyncMachine(RuleBasedStateMachine):
         finally:
             self.svc.close()
             if self.chroma_url is None:
-                from memclaw.store import release_embedded
+                from memclaw.store.chroma import release_embedded
 
                 self.svc._store = None
                 release_embedded(self.svc.layout.chroma_dir)

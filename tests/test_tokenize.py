@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import memclaw.tokenize as tokmod
+import memclaw.index.tokenizer as tokmod
 from memclaw.errors import ConfigError
-from memclaw.tokenize import Tokenizer
+from memclaw.index.tokenizer import Tokenizer
 
 TOK = Tokenizer()
 PLAIN = Tokenizer(stem=False)

@@ -1,4 +1,4 @@
-"""Token counts without litellm (issue 19, item 5): memclaw.tokens counts with tiktoken on litellm's bundled BPE
+"""Token counts without litellm (issue 19, item 5): memclaw.llm.tokens counts with tiktoken on litellm's bundled BPE
 files, and every count must equal litellm's `token_counter` (the prompt budget and the benchmarks' budgeted recall
 figures depend on it). Compared here on the repository's own texts, edge cases and random text, both families."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memclaw import tokens
-from memclaw.llm import litellm_module
+from memclaw.llm import tokens
+from memclaw.llm.client import litellm_module
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = {"o200k": "gpt-4o", "cl100k": "gpt-4"}  # what litellm counts each family as
@@ -69,7 +69,7 @@ def test_a_text_above_the_exact_limit_is_extrapolated_as_litellm_does():
 
 def test_counting_does_not_import_litellm():
     code = (
-        "import sys; from memclaw.tokens import count_tokens; "
+        "import sys; from memclaw.llm.tokens import count_tokens; "
         "n = count_tokens('hello world', 'openai/gpt-4o-mini'); "
         "assert 'litellm' not in sys.modules, 'litellm imported'; print(n)"
     )

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from memclaw.config import Config
-from memclaw.tools import ToolContext, ToolRegistry, denied_reason
+from memclaw.tools.registry import ToolContext, ToolRegistry, denied_reason
 
 
 @pytest.fixture
@@ -204,7 +204,7 @@ def test_exec_unavailable_for_outsiders_and_when_disabled(ctx):
 
 
 def test_tool_crash_becomes_result(ctx):
-    from memclaw.tools import ReadFileArgs, Tool
+    from memclaw.tools.registry import ReadFileArgs, Tool
 
     class Boom(Tool):
         name = "boom"

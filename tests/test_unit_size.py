@@ -23,11 +23,11 @@ import pytest
 
 from memclaw.bench.locomo import load_locomo, write_conversation
 from memclaw.bench.longmemeval import convert_question, load_longmemeval
-from memclaw.incremental import parse_appended, parse_file
-from memclaw.memfiles import read_units
-from memclaw.passages import unit_vectors
-from memclaw.progress import stderr_progress
-from memclaw.unit_size import MAX_UNIT_CHARS, cut
+from memclaw.index.passages import unit_vectors
+from memclaw.markdown.files import read_units
+from memclaw.markdown.incremental import parse_appended, parse_file
+from memclaw.markdown.unit_size import MAX_UNIT_CHARS, cut
+from memclaw.util.progress import stderr_progress
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 WORDS = ["the", "bike", "garden", "weather", "Lyon", "sister", "Porto", "groceries", "Monday", "hiking", "Anna"]
@@ -65,7 +65,7 @@ def test_the_parsers_cut_a_huge_unit_but_keep_its_id(caplog):
     data = f"# Notes\n- small fact\n- {big}\n".encode()
     units, mark = parse_file(data, kind="fact", scope="owner", source="memory/MEMORY.md")
     assert [len(u.text) <= MAX_UNIT_CHARS for u in units] == [True, True]
-    from memclaw.memory_md import parse_memory
+    from memclaw.markdown.memory_md import parse_memory
 
     whole = parse_memory(data.decode(), scope="owner", source="memory/MEMORY.md")
     assert [u.id for u in units] == [u.id for u in whole]
@@ -105,7 +105,7 @@ def test_a_huge_hand_written_fact_and_history_entry_are_indexed_up_to_the_limit(
 
     # What was embedded: the passages of the cut texts, not of 8 MB.
     from memclaw.config import Config, EmbeddingsConfig
-    from memclaw.memory import MemoryService
+    from memclaw.service.facade import MemoryService
     from memclaw.workspace import Workspace
 
     cfg = Config(workspace=home / "workspace")

@@ -9,8 +9,8 @@ import pytest
 
 from memclaw.config import Config, load_config
 from memclaw.errors import InvalidSenderError, MemoryFileError, WorkspaceError
-from memclaw.memfiles import read_units
-from memclaw.units import sender_scope
+from memclaw.markdown.files import read_units
+from memclaw.markdown.units import sender_scope
 from memclaw.workspace import (
     BOOTSTRAP_FILES,
     Workspace,

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memclaw.units import MemoryUnit
+from memclaw.markdown.units import MemoryUnit
 
 STOP_WORDS = frozenset(
     [

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memclaw.units import OWNER_SCOPE, MemoryUnit
+from memclaw.markdown.units import OWNER_SCOPE, MemoryUnit
 
 _STAMP = re.compile(r"^\[\d{4}-\d{2}-\d{2}(?: \d{2}:\d{2})?\]\s*")
 _DATE_SUFFIX = re.compile(r"\s*\(\d{4}-\d{2}-\d{2}\)\s*$")
@@ -44,7 +44,7 @@ class BenchCorpus:
 
 def parse_units(root: Path, scope: str = OWNER_SCOPE) -> list[MemoryUnit]:
     """The units memclaw's parser reads from a workspace scope, MEMORY.md first, each file in line order."""
-    from memclaw.memfiles import read_units
+    from memclaw.markdown.files import read_units
     from memclaw.workspace import Workspace
 
     ws = Workspace(Path(root))

@@ -30,7 +30,7 @@ from memclaw.errors import UsageError
 if TYPE_CHECKING:
     from memclaw.bench.systems import SystemSpec
     from memclaw.config import Config
-    from memclaw.embedding import Embedder
+    from memclaw.embedding.models import Embedder
 
 _DATE = re.compile(r"(\d{4})[/-](\d{1,2})[/-](\d{1,2})(?:\s*\([A-Za-z]+\))?(?:\s+(\d{1,2}):(\d{2}))?")
 
@@ -163,9 +163,9 @@ def run_longmemeval(
     from memclaw.bench.locomo import coverage_path
     from memclaw.bench.runner import (
         Progress,
-        _config_summary,
         bench_config,
         bench_workspace,
+        config_summary,
         fill_k,
         load_embedder_once,
         machine_info,
@@ -243,27 +243,27 @@ def run_longmemeval(
         "run_seconds": round(time.time() - started, 1),
         "date": datetime.now().astimezone().isoformat(timespec="seconds"),
         "machine": machine_info(),
-        "config": _config_summary(base),
+        "config": config_summary(base),
         "systems": {s.name: {**M.summarize_lme(scores[s.name]), "description": s.description} for s in specs},
         **({"rankings": ranked_by_q} if rankings else {}),
     }
 
 
 def longmemeval_markdown(res: dict[str, Any]) -> str:
-    from memclaw.bench.runner import _provenance_md, _table, budget_md
+    from memclaw.bench.runner import budget_md, md_table, provenance_md
 
     keys = [f"{m}@{k}" for m in ("recall_any", "recall_all", "ndcg_any") for k in M.LME_KS]
     lines = [
         "# LongMemEval retrieval benchmark",
         "",
-        *_provenance_md(res),
+        *provenance_md(res),
         f"- {res['n_questions']} questions scored of {res['n_considered']} considered ({res['n_in_file']} in the "
         f"file); skipped: {res['skipped']}; {res['n_sessions']} haystack sessions; index time {res['index_seconds']} s",
         "",
         "## Overall",
         "",
     ]
-    lines += _table(
+    lines += md_table(
         ["system", *keys, "p50 ms", "p95 ms"],
         [[n, *[s[k] for k in keys], s["p50_ms"], s["p95_ms"]] for n, s in res["systems"].items()],
     )
@@ -273,7 +273,7 @@ def longmemeval_markdown(res: dict[str, Any]) -> str:
     for t in types:
         first = next(s for s in res["systems"].values() if t in s["by_question_type"])
         lines += ["", f"## {t} ({first['by_question_type'][t]['n']} questions)", ""]
-        lines += _table(
+        lines += md_table(
             ["system", *keys, *[k.replace("recall_", "") for k in bkeys]],
             [
                 [n, *[s["by_question_type"][t][k] for k in keys], *[s["by_question_type"][t].get(k) for k in bkeys]]

@@ -17,7 +17,7 @@ NDCG_K = 10
 LME_KS: tuple[int, ...] = (1, 5, 10)
 BUDGETS: tuple[int, ...] = (128, 256, 512, 1024)
 """Memory-section budgets (tokens) of the budgeted view: the units a system ranks are put into a memory section of
-B tokens by memclaw.memory_section (the code that fills the prompt), and only the units it keeps count."""
+B tokens by memclaw.context.memory_section (the code that fills the prompt), and only the units it keeps count."""
 TOKEN_KS: tuple[int, ...] = (5, 10)
 """The count view's cost: what the top k units would cost in the memory section (tokens@k)."""
 

@@ -378,8 +378,8 @@ def server_recall(
 ) -> dict[str, Any]:
     """Copy the workspace's embedded index to the Chroma server at `url` and measure recall over HTTP."""
     from memclaw.bench.metrics import percentile
-    from memclaw.memory import MemoryService
-    from memclaw.migrate import migrate_to_server
+    from memclaw.service.facade import MemoryService
+    from memclaw.service.migrate import migrate_to_server
     from memclaw.workspace import Workspace
 
     ws = Workspace(root)
@@ -417,8 +417,8 @@ def run_size(
     """Every perf measurement at one size, in a temp workspace removed afterwards."""
     from memclaw.bench.metrics import percentile
     from memclaw.bench.runner import bench_config
-    from memclaw.memory import MemoryService
-    from memclaw.store import release_embedded_below
+    from memclaw.service.facade import MemoryService
+    from memclaw.store.chroma import release_embedded_below
     from memclaw.workspace import Workspace
 
     facts, hist = synthetic_memories(n)
@@ -471,8 +471,9 @@ def run_size(
 def preload(embedder: Any) -> None:
     """Pay one-time process costs before timing, as for the model load: the model's first run (session
     warm-up) and importing chromadb (~1 s, which was charged to the first size's ingest alone)."""
-    import chromadb  # noqa: F401
+    from memclaw.store.chroma import import_client
 
+    import_client()
     warm = getattr(embedder, "warm_up", None)
     if callable(warm):
         warm()
@@ -528,7 +529,7 @@ def run_perf(
 
 
 def perf_markdown(res: dict[str, Any]) -> str:
-    from memclaw.bench.runner import _table
+    from memclaw.bench.runner import md_table
 
     m = res["machine"]
     rows = []
@@ -547,7 +548,7 @@ def perf_markdown(res: dict[str, Any]) -> str:
         f"- recall config: `{json.dumps(res['recall_config'])}`",
         "- memories: synthetic (seeded template grammar), 85 % MEMORY.md facts, 15 % HISTORY.md entries, one scope",
         "",
-        *_table(
+        *md_table(
             [
                 "memories",
                 "warm recall p50 ms",
@@ -581,7 +582,7 @@ def perf_markdown(res: dict[str, Any]) -> str:
             "The same index copied to the server with `memclaw memory migrate` (no re-embedding), then recalled over "
             "HTTP with `memory.chroma_url` set; BM25 stays local.",
             "",
-            *_table(
+            *md_table(
                 [
                     "memories",
                     "embedded p50 ms",

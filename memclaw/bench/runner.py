@@ -31,9 +31,9 @@ from memclaw.bench.systems import Ranked, SystemFn, SystemSpec, make_system, sys
 if TYPE_CHECKING:
     from memclaw.bench.locomo import LocomoData
     from memclaw.config import Config
-    from memclaw.embedding import Embedder
-    from memclaw.memory import MemoryService
-    from memclaw.memory_section import Candidate
+    from memclaw.context.memory_section import Candidate
+    from memclaw.embedding.models import Embedder
+    from memclaw.service.facade import MemoryService
 
 K_MAX = max(M.RECALL_KS)
 
@@ -164,10 +164,10 @@ def fill_k(base: Config) -> int:
 
 
 def budgeted_view(ranked: Ranked, items: dict[str, Candidate]) -> M.Budgeted:
-    """`ranked` through memclaw.memory_section.fill at each of M.BUDGETS, exactly as the prompt is filled."""
+    """`ranked` through memclaw.context.memory_section.fill at each of M.BUDGETS, exactly as the prompt is filled."""
     from dataclasses import replace
 
-    from memclaw.memory_section import fill
+    from memclaw.context.memory_section import fill
 
     cands = [replace(items[i], covered_by=cov) for i, cov in ranked]
     tokens: dict[str, float] = {f"@{k}": float(sum(c.tokens for c in cands[:k])) for k in M.TOKEN_KS}
@@ -190,9 +190,9 @@ def prepare_corpus(
 ) -> PreparedCorpus:
     """Parse the workspace at `root`, index it once with memclaw (if any memclaw system is asked for), and bind
     every system to it."""
-    from memclaw.memory import MemoryService
-    from memclaw.memory_section import candidates
-    from memclaw.tokens import counter_for
+    from memclaw.context.memory_section import candidates
+    from memclaw.llm.tokens import counter_for
+    from memclaw.service.facade import MemoryService
     from memclaw.workspace import Workspace
 
     corpus = load_corpus(root, side_file)
@@ -232,7 +232,7 @@ def temp_workspace(prefix: str) -> Iterator[Path]:
     try:
         yield d / "ws"
     finally:
-        from memclaw.store import release_embedded_below
+        from memclaw.store.chroma import release_embedded_below
 
         release_embedded_below(d)
         shutil.rmtree(d, ignore_errors=True)
@@ -260,7 +260,7 @@ def bench_workspace(prefix: str, workdir: Path | None, key: str) -> Iterator[tup
         yield d / "ws", reused
         (d / KEPT_MARK).touch()
     finally:
-        from memclaw.store import release_embedded_below
+        from memclaw.store.chroma import release_embedded_below
 
         release_embedded_below(d)
 
@@ -268,12 +268,12 @@ def bench_workspace(prefix: str, workdir: Path | None, key: str) -> Iterator[tup
 def load_embedder_once(base: Config, specs: Sequence[SystemSpec]) -> Embedder | None:
     if not any(s.kind == "memclaw" for s in specs):
         return None
-    from memclaw.embedding import load_embedder
+    from memclaw.embedding.models import load_embedder
 
     return load_embedder(base.embeddings)
 
 
-def _config_summary(base: Config) -> dict[str, Any]:
+def config_summary(base: Config) -> dict[str, Any]:
     return {"recall": json.loads(base.recall.model_dump_json()), "embeddings_model": base.embeddings.model}
 
 
@@ -395,7 +395,7 @@ def run_locomo(
         "run_seconds": round(time.time() - started, 1),
         "date": datetime.now().astimezone().isoformat(timespec="seconds"),
         "machine": machine_info(),
-        "config": _config_summary(base),
+        "config": config_summary(base),
         "systems": {s.name: {**M.summarize(scores[s.name]), "description": s.description} for s in specs},
         **({"questions": per_question} if details else {}),
         **({"rankings": ranked_by_q} if rankings else {}),
@@ -441,13 +441,13 @@ def _fmt(x: Any) -> str:
     return f"{x:.3f}" if isinstance(x, float) else str(x)
 
 
-def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+def md_table(header: list[str], rows: list[list[Any]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(_fmt(c) for c in r) + " |" for r in rows]
     return out
 
 
-def _provenance_md(res: dict[str, Any]) -> list[str]:
+def provenance_md(res: dict[str, Any]) -> list[str]:
     m = res["machine"]
     return [
         f"- date: {res['date']}",
@@ -463,7 +463,7 @@ def locomo_markdown(res: dict[str, Any]) -> str:
     lines = [
         f"# LoCoMo recall benchmark — corpus `{res['corpus']}`",
         "",
-        *_provenance_md(res),
+        *provenance_md(res),
         f"- corpus `{res['corpus']}`: {res['units']['fact']} facts, {res['units']['history']} history entries "
         f"over {res['n_conversations']} conversations; {res['n_questions']} questions (categories 1-4 with evidence; "
         f"{res['n_qa_total']} QA in the file, {res['n_eligible']} eligible); top {res['k_max']} per query",
@@ -480,7 +480,7 @@ def locomo_markdown(res: dict[str, Any]) -> str:
             [name, *[s[f"recall@{k}"] for k in ks], s["hit@1"], s["hit@5"], s["mrr"], s["ndcg@10"],
              s["recall_all@5"], s["p50_ms"], s["p95_ms"]]
         )  # fmt: skip
-    lines += _table(header, rows)
+    lines += md_table(header, rows)
     lines += ["", *budget_md(res, ["recall"])]
     for cat, cname in res["categories"].items():
         if not any(cat in s["by_category"] for s in res["systems"].values()):
@@ -503,7 +503,7 @@ def locomo_markdown(res: dict[str, Any]) -> str:
                 rows.append(
                     [name, *[c[f"recall@{k}"] for k in ks], c["hit@5"], c["mrr"], c["ndcg@10"], *[c.get(k) for k in bk]]
                 )
-        lines += _table(header, rows)
+        lines += md_table(header, rows)
     lines += ["", "## Systems", ""]
     lines += [f"- `{n}`: {s.get('description', '')}" for n, s in res["systems"].items()]
     if res["evidence_anomalies"]:
@@ -513,7 +513,7 @@ def locomo_markdown(res: dict[str, Any]) -> str:
 
 
 def budget_md(res: dict[str, Any], metrics: Sequence[str]) -> list[str]:
-    """The budgeted view: recall within a memory section of B tokens (filled by memclaw.memory_section, as the
+    """The budgeted view: recall within a memory section of B tokens (filled by memclaw.context.memory_section, as the
     prompt is), beside the count view with what its top k costs in tokens."""
     budgets = res.get("budgets") or []
     if not budgets:
@@ -538,7 +538,7 @@ def budget_md(res: dict[str, Any], metrics: Sequence[str]) -> list[str]:
             row += [s.get(f"{m}@{b}t") for b in budgets]
         row += [s.get(f"tokens@{b}t") for b in budgets] + [s.get("tokens@5"), s.get("tokens@10")]
         rows.append(row)
-    return lines + _table(header, rows)
+    return lines + md_table(header, rows)
 
 
 def budget_plot(res: dict[str, Any], path: Path, *, key: str = "recall", title: str = "") -> None:

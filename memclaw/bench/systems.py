@@ -16,7 +16,7 @@ from memclaw.errors import UsageError
 if TYPE_CHECKING:
     from memclaw.bench.baselines import GrepIndex
     from memclaw.config import Config
-    from memclaw.memory import MemoryService
+    from memclaw.service.facade import MemoryService
 
 Ranked = list[tuple[str, tuple[str, ...]]]
 """A system's answer: unit ids best first, each with the ids of the units that cover it (for the memory section)."""

@@ -1,1 +1,3 @@
-"""The `memclaw` command line. Command functions stay thin; the work lives in the library modules."""
+"""The `memclaw` command: thin command functions over the packages below.
+
+See ARCHITECTURE.md for the layers and the rule each import follows."""

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memclaw.cli.common import arg_or_stdin, console, err_console, log_through
-from memclaw.richtext import line, lit, warning
+from memclaw.util.richtext import line, lit, warning
 
 if TYPE_CHECKING:
-    from memclaw.agent import Agent, AgentReply
+    from memclaw.agent.loop import Agent, AgentReply
 
 EXIT_WORDS = {"exit", "quit", ":q", "/exit", "/quit"}
 _COMMAND_RE = re.compile(r"/[A-Za-z][\w-]*")  # "/recall", not "/etc/hosts is missing"
@@ -28,13 +28,13 @@ def make_agent(workspace: Path | None, *, need_key: bool = False) -> Agent:
     """The terminal's agent. `need_key`: a provider without its API key is LLMError (exit 5) here, before the
     agent, the memory or litellm is loaded."""
     from memclaw.cli.common import load, memory_service
-    from memclaw.llm import LLMClient
+    from memclaw.llm.client import LLMClient
 
     cfg, ws = load(workspace)
     llm = LLMClient(cfg)
     if need_key:
         llm.check_key()
-    from memclaw.agent import Agent
+    from memclaw.agent.loop import Agent
 
     return Agent(cfg, ws, memory_service(cfg, ws), llm=llm, background_consolidation=False)
 
@@ -46,7 +46,7 @@ def _print_reply(reply: AgentReply) -> None:
     if _failed(reply):  # an error is not a reply: stderr, so a script reading stdout never takes it for one
         err_console.print(lit(reply.text, "yellow"))
     elif reply.recall is not None and reply.recall.hits:  # /recall: the table of `memclaw recall`, with ids
-        from memclaw.render import recall_table
+        from memclaw.context.views import recall_table
 
         for w in reply.recall.warnings:
             err_console.print(warning(w))
@@ -65,7 +65,7 @@ def _failed(reply: AgentReply) -> bool:
 
 
 async def _turn(agent: Agent, text: str) -> AgentReply:
-    from memclaw.agent import InboundMessage
+    from memclaw.agent.loop import InboundMessage
 
     with err_console.status(line(("thinking...", "dim")), spinner="dots"):
         return await agent.handle(InboundMessage.cli(text))
@@ -137,7 +137,7 @@ def _saved(agent: Agent, text: str) -> bool:
 def chat_command(workspace: Path | None = None) -> None:
     """Interactive chat as the owner, with line editing and history; Ctrl-D, `exit` or `/exit` to leave. An unknown
     /command is answered with the list of commands, never sent to the model."""
-    from memclaw.agent import COMMANDS
+    from memclaw.agent.loop import COMMANDS
 
     agent = make_agent(workspace)
     from memclaw.runtime import steady_gc

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from memclaw.visible import visible
+from memclaw.util.visible import visible
 
 if TYPE_CHECKING:
     from memclaw.config import Config
-    from memclaw.memory import MemoryService
+    from memclaw.service.facade import MemoryService
     from memclaw.workspace import Workspace
 
-# Markup and emoji codes off: whatever reaches these consoles is shown as written (see memclaw.richtext).
+# Markup and emoji codes off: whatever reaches these consoles is shown as written (see memclaw.util.richtext).
 console = Console(markup=False, emoji=False, highlight=False)
 err_console = Console(stderr=True, markup=False, emoji=False, highlight=False)
 
@@ -41,8 +41,8 @@ def open_memory(workspace: Path | None = None, *, json_out: bool = False) -> Mem
 def memory_service(cfg: Config, ws: Workspace, *, progress: bool = True) -> MemoryService:
     """The workspace's memory, showing long index work (a rebuild, a large first sync) on stderr unless `progress`
     is off (--json)."""
-    from memclaw.memory import MemoryService
-    from memclaw.progress import stderr_progress
+    from memclaw.service.facade import MemoryService
+    from memclaw.util.progress import stderr_progress
 
     mem = MemoryService(ws, cfg)
     mem.on_interrupt = note_interrupt
@@ -153,10 +153,10 @@ def tolerant_streams() -> None:
 
 def error_line(e: Exception) -> None:
     """`Error: <message>` on stderr, as written (a message may quote a user's text: its control characters are
-    shown, never sent to the terminal), with URL credentials and known secrets masked (memclaw.redact)."""
+    shown, never sent to the terminal), with URL credentials and known secrets masked (memclaw.util.redact)."""
     import typer
 
-    from memclaw.redact import redact_text
-    from memclaw.visible import visible
+    from memclaw.util.redact import redact_text
+    from memclaw.util.visible import visible
 
     typer.echo(f"Error: {visible(redact_text(str(e)))}", err=True)

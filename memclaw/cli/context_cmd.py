@@ -12,14 +12,14 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from memclaw.config import Config
-    from memclaw.context import BuiltContext, Sender
+    from memclaw.context.builder import BuiltContext, Sender
 
 
 def resolve_sender(config: Config, sender: str | None, channel: str) -> Sender:
     """`--sender`/`--channel` to a Sender. No sender: the owner (the CLI, or the channel's first configured
     owner id). `--sender discord:1234` with the default channel means channel discord, id 1234."""
-    from memclaw.context import Sender
-    from memclaw.units import normalize_sender_id
+    from memclaw.context.builder import Sender
+    from memclaw.markdown.units import normalize_sender_id
 
     channel = channel or "cli"
     if sender is None:
@@ -53,7 +53,7 @@ def budget_table(built: BuiltContext) -> Table:
     from rich.table import Table
     from rich.text import Text
 
-    from memclaw.richtext import lit
+    from memclaw.util.richtext import lit
 
     t = Table(
         title=lit(
@@ -92,8 +92,8 @@ def memory_section_table(built: BuiltContext) -> Table:
     from rich.table import Table
     from rich.text import Text
 
-    from memclaw.richtext import lit
-    from memclaw.shorten import MEMORY_CHARS, shorten
+    from memclaw.util.richtext import lit
+    from memclaw.util.text import MEMORY_CHARS, shorten
 
     f = built.memory_fill
     assert f is not None
@@ -123,8 +123,8 @@ def build_for_cli(
 ) -> tuple[BuiltContext, list[str]]:
     """Build the context as the agent would (auto-recall over the workspace's MemoryService)."""
     from memclaw.cli.common import load, memory_service
-    from memclaw.context import build_messages, scope_for
-    from memclaw.redact import config_secrets
+    from memclaw.config import config_secrets
+    from memclaw.context.builder import build_messages, scope_for
 
     cfg, ws = load(workspace)
     who = resolve_sender(cfg, sender, channel)
@@ -140,7 +140,7 @@ def build_for_cli(
 def context_command(message: str, sender: str | None, channel: str, json_out: bool, workspace: Path | None) -> None:
     """Print the assembled messages and the budget table (or {messages, report, ...} as JSON)."""
     from memclaw.cli.common import arg_or_stdin
-    from memclaw.markdown import clean_text
+    from memclaw.markdown.formats import clean_text
 
     message = arg_or_stdin(message)
     if not message or not message.strip():
@@ -154,9 +154,9 @@ def print_context(built: BuiltContext, secrets: list[str], json_out: bool) -> No
     from rich.panel import Panel
 
     from memclaw.cli.common import console, print_json
-    from memclaw.redact import redact_data
-    from memclaw.richtext import line, lit, warning
-    from memclaw.shorten import ECHO_CHARS, shorten
+    from memclaw.util.redact import redact_data
+    from memclaw.util.richtext import line, lit, warning
+    from memclaw.util.text import ECHO_CHARS, shorten
 
     data = redact_data(built.to_json(), secrets)
     if json_out:

@@ -60,7 +60,7 @@ def gateway_command(workspace: Path | None) -> None:
     """Run the Discord gateway until SIGINT/SIGTERM. Missing or rejected token: ConfigError (exit code 2)."""
     from memclaw.cli.common import err_console
     from memclaw.config import load_config
-    from memclaw.richtext import line, warning
+    from memclaw.util.richtext import line, warning
 
     cfg = load_config()
     token = discord_token(cfg)  # fail before touching the workspace or loading anything heavy
@@ -77,9 +77,9 @@ def gateway_command(workspace: Path | None) -> None:
             )
         )
 
-    from memclaw.agent import Agent
+    from memclaw.agent.loop import Agent
+    from memclaw.channels.discord.gateway import DiscordGateway
     from memclaw.cli.common import memory_service
-    from memclaw.discord_gateway import DiscordGateway
     from memclaw.errors import MemclawError
 
     memory = memory_service(cfg, ws)
@@ -87,8 +87,8 @@ def gateway_command(workspace: Path | None) -> None:
         memory.sync()
     except MemclawError as e:
         err_console.print(warning(f"memory sync failed: {e}; recall will retry on each turn"))
-    from memclaw.llm import litellm_module
-    from memclaw.tokens import count_tokens
+    from memclaw.llm.client import litellm_module
+    from memclaw.llm.tokens import count_tokens
 
     count_tokens("warm-up", cfg.agent.model)  # the tokenizer and litellm loaded now, not on the first message
     litellm_module()

@@ -15,14 +15,14 @@ from memclaw.cli.common import (
     open_memory,
     print_json,
 )
-from memclaw.redact import redact_url
-from memclaw.richtext import line, warning
-from memclaw.shorten import ECHO_CHARS, shorten
-from memclaw.units import MemoryUnit, sender_scope
+from memclaw.markdown.units import MemoryUnit, sender_scope
+from memclaw.util.redact import redact_url
+from memclaw.util.richtext import line, warning
+from memclaw.util.text import ECHO_CHARS, shorten
 
 if TYPE_CHECKING:
-    from memclaw.memory_section import SectionFill
-    from memclaw.recall import RecallResult
+    from memclaw.context.memory_section import SectionFill
+    from memclaw.recall.results import RecallResult
 
 
 def onboard(workspace: Path | None, demo: bool) -> None:
@@ -43,9 +43,9 @@ def onboard(workspace: Path | None, demo: bool) -> None:
 
 def demo(workspace: Path | None, queries: list[str]) -> None:
     from memclaw.config import Config, memclaw_home
-    from memclaw.memory import MemoryService
-    from memclaw.progress import stderr_progress
-    from memclaw.render import recall_table
+    from memclaw.context.views import recall_table
+    from memclaw.service.facade import MemoryService
+    from memclaw.util.progress import stderr_progress
     from memclaw.workspace import build_demo_workspace, demo_queries
 
     root = workspace or memclaw_home() / "demo"
@@ -82,8 +82,8 @@ def recall(
         err_console.print(warning(w))
     section = None
     if tokens is not None:
-        from memclaw.memory_section import fill_hits
-        from memclaw.tokens import counter_for
+        from memclaw.context.memory_section import fill_hits
+        from memclaw.llm.tokens import counter_for
 
         section = fill_hits(result.hits, tokens, counter_for(mem.config.agent.model))
     if json_out:
@@ -94,7 +94,7 @@ def recall(
 
 def print_recall(result: RecallResult, section: SectionFill | None, asked: int) -> None:
     """The recall view: the table (with the memory-section cut when `section`), or why there is none."""
-    from memclaw.render import recall_table
+    from memclaw.context.views import recall_table
 
     if not result.hits:
         shown = shorten(result.query, ECHO_CHARS)
@@ -144,7 +144,7 @@ def _print_reports(reports, json_out: bool) -> None:
     for r in reports:
         for w in r.warnings:
             err_console.print(warning(w))
-    from memclaw.render import sync_table
+    from memclaw.context.views import sync_table
 
     console.print(sync_table(rows))
 
@@ -203,7 +203,7 @@ def list_memories(sender: str | None, kind: str | None, json_out: bool, workspac
     if json_out:
         print_json([unit_json(u) for u in units])
         return
-    from memclaw.render import memory_table
+    from memclaw.context.views import memory_table
 
     console.print(memory_table(units, scope, width=console.width))
 
@@ -219,7 +219,7 @@ def forget(ids: list[str], sender: str | None, json_out: bool, workspace: Path |
 
 def print_forgot(gone: list[MemoryUnit]) -> None:
     """What `memory forget` removed, one line each. The memories are gone by now: printing them cannot fail."""
-    from memclaw.render import forgot_lines
+    from memclaw.context.views import forgot_lines
 
     for text in forgot_lines(gone):
         console.print(text, soft_wrap=True)
@@ -231,13 +231,13 @@ def stats(workspace: Path | None, json_out: bool) -> None:
     if json_out:
         print_json(data)
         return
-    from memclaw.render import stats_table
+    from memclaw.context.views import stats_table
 
     console.print(stats_table(data))
 
 
 def migrate(to: str, workspace: Path | None) -> None:
-    from memclaw.migrate import migrate_to_server
+    from memclaw.service.migrate import migrate_to_server
 
     cfg, ws = load(workspace)
     n = migrate_to_server(ws, cfg, to, console=err_console)
@@ -247,7 +247,7 @@ def migrate(to: str, workspace: Path | None) -> None:
 def status(workspace: Path | None, json_out: bool) -> None:
     from memclaw.cli.gateway_cmd import token_source
     from memclaw.config import config_path, dump_config
-    from memclaw.llm import LLMClient
+    from memclaw.llm.client import LLMClient
 
     mem = open_memory(workspace)
     cfg = mem.config
@@ -284,7 +284,7 @@ def status(workspace: Path | None, json_out: bool) -> None:
 def print_status(data: dict) -> None:
     """`memclaw status` for people (the data is `status --json`'s)."""
     from memclaw.cli.gateway_cmd import TOKEN_ENV
-    from memclaw.render import stats_table
+    from memclaw.context.views import stats_table
 
     console.print(line(("config", "bold"), f"    {data['config_file'] or '(defaults + environment)'}"))
     console.print(
@@ -309,8 +309,8 @@ def print_status(data: dict) -> None:
 
 def _embedding_key_missing(cfg) -> str | None:
     """A provider embedding model without its key: the note naming the variable (no request, no litellm)."""
-    from memclaw import providers
-    from memclaw.embedding_provider import KEY_SETTING
+    from memclaw.embedding.provider import KEY_SETTING
+    from memclaw.llm import providers
 
     e = cfg.embeddings
     if not providers.is_provider_model(e.model):

@@ -1,0 +1,431 @@
+"""The agent loop: one inbound message -> session -> context (with auto-recall) -> LLM <-> tools -> reply.
+
+`Agent.handle(InboundMessage) -> AgentReply` is the only entry point channels need (CLI, Discord). Per turn:
+
+1. Slash commands (`/new`, `/help`, `/recall <query>`) are answered directly and not stored in the session.
+2. The user's message is appended to the session JSONL (fsynced) before anything can fail.
+3. `memclaw.context.builder.build_messages` assembles the prompt for this sender (owner or outsider) with recalled
+   memories of the sender's scope and the session history.
+4. The LLM is called with the tools this sender may use; tool calls are executed and their results appended (to
+   the conversation and the session) until the model answers without tools or `agent.max_tool_iterations` is
+   reached (then an honest "I stopped" reply).
+5. The reply is appended to the session (fsynced) and returned; if the session is now longer than
+   `agent.memory_window`, its older part is consolidated into memory (in the background by default).
+
+Turns of one chat run one at a time (a lock per chat); different chats run concurrently. Blocking work (index,
+embedding, files) runs in worker threads. A failure gives a short apology; the session and memory stay intact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memclaw.agent.consolidate import ConsolidationReport, Consolidator, describe
+from memclaw.agent.sessions import SessionStore
+from memclaw.context.builder import IncomingMessage, Sender, build_messages, is_owner, scope_for
+from memclaw.errors import InvalidSenderError, LLMError, MemclawError, MemoryFileError
+from memclaw.llm.client import LLMClient, LLMResponse, Usage
+from memclaw.prompts import render
+from memclaw.tools.registry import ToolContext, ToolRegistry
+from memclaw.util.text import ECHO_CHARS, MEMORY_CHARS, shorten
+
+if TYPE_CHECKING:
+    from memclaw.config import Config
+    from memclaw.recall.results import RecallResult
+    from memclaw.service.facade import MemoryService
+    from memclaw.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+APOLOGY = "Sorry, something went wrong on my side and I could not answer. Your message is saved; please try again."
+REFUSED = "Sorry, I cannot answer you: your memory here cannot be used safely. The owner can see why in the log."
+COMMANDS = ("/new", "/help", "/recall", "/forget")
+OWNER_COMMANDS = ("/recall", "/forget")
+
+
+@dataclass
+class InboundMessage:
+    """One message from a channel. `sender_id` is the platform's user id ("owner" on the CLI)."""
+
+    channel: str
+    chat_id: str
+    sender_id: str
+    sender_name: str | None = None
+    text: str = ""
+    images: Sequence[Path | str | bytes] = ()
+    attachments: Sequence[str] = ()  # descriptions of non-image attachments, e.g. "report.pdf (1.2 MB)"
+
+    @classmethod
+    def cli(cls, text: str, chat_id: str = "cli") -> InboundMessage:
+        return cls(channel="cli", chat_id=chat_id, sender_id="owner", sender_name=None, text=text)
+
+
+@dataclass
+class ToolUse:
+    name: str
+    ok: bool
+    ms: float
+
+
+@dataclass
+class TurnRecord:
+    """What one turn cost and did (kept on the reply, in `Agent.turns`, and usage/reasoning in the session)."""
+
+    channel: str = ""
+    chat_id: str = ""
+    scope: str = ""
+    is_owner: bool = False
+    usage: Usage = field(default_factory=Usage)
+    llm_calls: int = 0
+    tools: list[ToolUse] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    recalled: list[str] = field(default_factory=list)  # ids of memories that made it into the prompt
+    context_tokens: int = 0
+    stopped_at_limit: bool = False
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)  # session, context, llm, tools, total
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "channel": self.channel,
+            "chat_id": self.chat_id,
+            "scope": self.scope,
+            "usage": self.usage.to_json(),
+            "llm_calls": self.llm_calls,
+            "tools": [{"name": t.name, "ok": t.ok} for t in self.tools],
+            "recalled": self.recalled,
+            "context_tokens": self.context_tokens,
+            "stopped_at_limit": self.stopped_at_limit,
+            "error": self.error,
+            "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
+        }
+
+
+@dataclass
+class AgentReply:
+    text: str
+    ok: bool = True
+    command: str | None = None  # "/new", "/help", "/recall" when the message was a command
+    record: TurnRecord = field(default_factory=TurnRecord)
+    recall: RecallResult | None = None  # /recall's result, for channels that draw their own table
+
+
+def _as_workspace(root: Path) -> Workspace | Path:
+    """A plain directory as a memclaw Workspace (falls back to the path if the module is unavailable)."""
+    try:
+        from memclaw.workspace import Workspace
+    except ImportError:
+        return root
+    return Workspace(root)
+
+
+def _describe_attachments(msg: InboundMessage) -> str:
+    text = msg.text or ""
+    if msg.attachments:
+        listed = "; ".join(str(a) for a in msg.attachments)
+        text = f"{text}\n\n[Attachments (not readable here): {listed}]".strip()
+    return text
+
+
+class Agent:
+    def __init__(
+        self,
+        config: Config,
+        workspace: Workspace | Path,
+        memory: MemoryService | None = None,
+        *,
+        llm: LLMClient | None = None,
+        sessions: SessionStore | None = None,
+        tools: ToolRegistry | None = None,
+        background_consolidation: bool = True,
+    ) -> None:
+        self.config = config
+        if isinstance(workspace, str | Path):
+            workspace = _as_workspace(Path(workspace))
+        self.workspace = workspace
+        self.root = Path(workspace) if isinstance(workspace, Path) else Path(workspace.root)
+        self.memory = memory
+        self.llm = llm or LLMClient(config)
+        self.sessions = sessions or SessionStore(
+            Path(workspace.sessions_dir) if hasattr(workspace, "sessions_dir") else self.root / "sessions"
+        )
+        self.tools = tools or ToolRegistry()
+        self.background_consolidation = background_consolidation
+        self.consolidator = Consolidator(config, self.llm, memory, self.sessions) if memory is not None else None
+        self.turns: deque[TurnRecord] = deque(maxlen=100)
+        self.last_consolidation: ConsolidationReport | None = None
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._consolidating: dict[tuple[str, str], asyncio.Lock] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+
+    # ----- public ----------------------------------------------------------------------------------------
+    async def handle(self, message: InboundMessage) -> AgentReply:
+        """Answer one message. Never raises for model, tool or memory failures: they become a short reply."""
+        key = (message.channel, message.chat_id)
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            t0 = time.perf_counter()
+            try:
+                reply = self._refused(message) or await self._handle(message)
+            except Exception as e:  # the last line of defence: the user gets an answer, nothing is lost
+                log.exception("turn in %s/%s failed", *key)
+                rec = TurnRecord(channel=message.channel, chat_id=message.chat_id, error=f"{type(e).__name__}: {e}")
+                reply = AgentReply(APOLOGY, ok=False, record=rec)
+            reply.record.timings_ms["total"] = (time.perf_counter() - t0) * 1000
+            self.turns.append(reply.record)
+            return reply
+
+    def _refused(self, msg: InboundMessage) -> AgentReply | None:
+        """A sender whose memory scope cannot be used safely (an id no scope can hold, or a scope folder or file
+        that is a symlink) is refused before anything is read or written: one log line, a short reply."""
+        sender = Sender(channel=msg.channel, sender_id=str(msg.sender_id), chat_id=msg.chat_id)
+        try:
+            scope = scope_for(self.config, sender)
+            if hasattr(self.workspace, "check_scope"):
+                self.workspace.check_scope(scope)
+        except (InvalidSenderError, MemoryFileError) as e:
+            log.warning("refused a message from %s user %s: %s", msg.channel, shorten(str(msg.sender_id), 40), e)
+            rec = TurnRecord(channel=msg.channel, chat_id=msg.chat_id, error=str(e))
+            return AgentReply(REFUSED, ok=False, record=rec)
+        return None
+
+    async def consolidate(self, channel: str, chat_id: str, *, everything: bool = False) -> ConsolidationReport:
+        """Consolidate a session now (older part, or all of it). One consolidation per session at a time."""
+        if self.consolidator is None:
+            return ConsolidationReport(ok=False, error="no memory service attached")
+        key = (channel, chat_id)
+        lock = self._consolidating.setdefault(key, asyncio.Lock())
+        async with lock:
+            session = await asyncio.to_thread(self.sessions.load, channel, chat_id)
+            report = await self.consolidator.consolidate(session, everything=everything)
+        self.last_consolidation = report
+        if not report.nothing_to_do:
+            log.info("session %s/%s: %s", channel, chat_id, describe(report))
+        return report
+
+    async def drain(self) -> None:
+        """Wait for background consolidations to finish."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+
+    async def aclose(self) -> None:
+        await self.drain()
+
+    # ----- the turn --------------------------------------------------------------------------------------
+    async def _handle(self, msg: InboundMessage) -> AgentReply:
+        sender = Sender(
+            channel=msg.channel, sender_id=str(msg.sender_id), display_name=msg.sender_name, chat_id=msg.chat_id
+        )
+        owner = is_owner(self.config, sender)
+        scope = scope_for(self.config, sender)
+        rec = TurnRecord(channel=msg.channel, chat_id=msg.chat_id, scope=scope, is_owner=owner)
+        ctx = ToolContext(root=self.root, config=self.config, scope=scope, is_owner=owner, memory=self.memory)
+
+        text = (msg.text or "").strip()
+        cmd = text.split(maxsplit=1)[0].lower() if text.startswith("/") else ""
+        if cmd in COMMANDS:
+            return await self._command(cmd, text[len(cmd) :].strip(), msg, ctx, rec)
+
+        # 1. the user's message, on disk before anything else can fail
+        t = time.perf_counter()
+        session = await asyncio.to_thread(self.sessions.load, msg.channel, msg.chat_id)
+        rec.warnings += session.warnings
+        history = session.history()
+        content = _describe_attachments(msg)
+        stored = content + (f"\n[{len(msg.images)} image(s) attached]" if msg.images else "")
+        user_msg = {
+            "role": "user",
+            "content": stored,
+            "sender_id": str(msg.sender_id),
+            "sender_name": msg.sender_name,
+            "scope": scope,
+        }
+        await asyncio.to_thread(self.sessions.append, session, user_msg)
+        rec.timings_ms["session"] = (time.perf_counter() - t) * 1000
+
+        # 2. the context (auto-recall inside)
+        t = time.perf_counter()
+        built = await asyncio.to_thread(
+            build_messages,
+            config=self.config,
+            workspace=self.workspace,
+            message=IncomingMessage(content, tuple(msg.images)),
+            sender=sender,
+            history=history,
+            recall=self.memory.recall if self.memory is not None else None,
+            model=self.llm.model,
+        )
+        rec.timings_ms["context"] = (time.perf_counter() - t) * 1000
+        rec.context_tokens = built.total_tokens
+        rec.recalled = [h.unit.id for h in built.hits]
+        rec.warnings += built.warnings
+        messages: list[dict[str, Any]] = list(built.messages)
+        tool_defs = self.tools.definitions(ctx)
+
+        # 3. model <-> tools
+        final: str | None = None
+        rec.timings_ms["llm"] = 0.0
+        rec.timings_ms["tools"] = 0.0
+        try:
+            for _ in range(self.config.agent.max_tool_iterations):
+                t = time.perf_counter()
+                resp = await self.llm.chat(messages, tool_defs or None)
+                rec.timings_ms["llm"] += (time.perf_counter() - t) * 1000
+                self._account(rec, resp)
+                if not resp.tool_calls:
+                    final = (resp.content or "").strip() or "(The model returned an empty reply.)"
+                    break
+                await self._run_tools(resp, messages, session, ctx, rec)
+            else:
+                rec.stopped_at_limit = True
+                names = [u.name for u in rec.tools[-3:]]
+                final = render("agent_max_iterations", n=self.config.agent.max_tool_iterations, last_tools=names)
+        except LLMError as e:
+            rec.error = str(e)
+            # the terminal shows the error itself (one line); other channels' operators need it in the log
+            level = logging.INFO if msg.channel == "cli" else logging.WARNING
+            log.log(level, "turn in %s/%s: %s", msg.channel, msg.chat_id, e)
+            if owner:
+                text = f"Sorry, I could not get an answer from the model: {e}. Your message is saved."
+            else:
+                text = "Sorry, I can't answer right now. Please try again in a little while."
+            return AgentReply(text, ok=False, record=rec)
+
+        # 4. the reply, on disk before it is returned
+        t = time.perf_counter()
+        final_msg: dict[str, Any] = {"role": "assistant", "content": final}
+        if rec.reasoning:
+            final_msg["reasoning_content"] = rec.reasoning[-1]
+        final_msg["usage"] = rec.usage.to_json()
+        await asyncio.to_thread(self.sessions.append, session, final_msg)
+        rec.timings_ms["session"] += (time.perf_counter() - t) * 1000
+
+        # 5. consolidation when the session outgrew the window
+        if self.consolidator is not None and len(session.unconsolidated) > self.config.agent.memory_window:
+            await self._after_turn(msg.channel, msg.chat_id)
+        return AgentReply(final, ok=not rec.stopped_at_limit, record=rec)
+
+    def _account(self, rec: TurnRecord, resp: LLMResponse) -> None:
+        rec.llm_calls += 1
+        rec.usage = rec.usage + resp.usage
+        if resp.reasoning_content:
+            rec.reasoning.append(resp.reasoning_content)
+
+    async def _run_tools(
+        self, resp: LLMResponse, messages: list[dict[str, Any]], session: Any, ctx: ToolContext, rec: TurnRecord
+    ) -> None:
+        assistant = resp.assistant_message()
+        new: list[dict[str, Any]] = [assistant]
+        for tc in resp.tool_calls:
+            t = time.perf_counter()
+            result = await self.tools.execute(tc.name, tc.arguments, ctx)
+            ms = (time.perf_counter() - t) * 1000
+            rec.timings_ms["tools"] += ms
+            rec.tools.append(ToolUse(tc.name, result.ok, ms))
+            log.info("tool %s -> %s", tc.name, "ok" if result.ok else result.content[:200])
+            new.append({"role": "tool", "tool_call_id": tc.id, "name": tc.name, "content": result.content})
+        messages.extend(new)
+        stored = [dict(new[0], reasoning_content=resp.reasoning_content) if resp.reasoning_content else new[0]]
+        await asyncio.to_thread(self.sessions.append, session, *stored, *new[1:])
+
+    async def _after_turn(self, channel: str, chat_id: str) -> None:
+        if self.background_consolidation:
+            task = asyncio.get_running_loop().create_task(
+                self.consolidate(channel, chat_id), name=f"consolidate {channel}/{chat_id}"
+            )
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+        else:
+            await self.consolidate(channel, chat_id)
+
+    # ----- commands --------------------------------------------------------------------------------------
+    async def _command(self, cmd: str, arg: str, msg: InboundMessage, ctx: ToolContext, rec: TurnRecord) -> AgentReply:
+        if cmd == "/help":
+            text = render(
+                "agent_help",
+                agent_name=self.config.agent.name,
+                is_owner=ctx.is_owner,
+                tools=self.tools.names(ctx),
+                terminal=msg.channel == "cli",
+            )
+            return AgentReply(text, command=cmd, record=rec)
+        if cmd == "/new":
+            return await self._cmd_new(msg, rec)
+        if cmd in OWNER_COMMANDS and not ctx.is_owner:  # outsiders never see nor change the owner's memories
+            return AgentReply(f"{cmd} is only available to the owner.", ok=False, command=cmd, record=rec)
+        if not arg:
+            usage = "/recall <query>" if cmd == "/recall" else "/forget <id> [<id>...] (ids from /recall)"
+            return AgentReply(f"Usage: {usage}", ok=False, command=cmd, record=rec)
+        if self.memory is None:
+            return AgentReply("Memory is not available.", ok=False, command=cmd, record=rec)
+        if cmd == "/forget":
+            try:
+                gone = await asyncio.to_thread(self.memory.forget, arg.split(), scope=ctx.scope)
+            except MemclawError as e:
+                return AgentReply(f"Forget failed: {e}", ok=False, command=cmd, record=rec)
+            from memclaw.context.views import forgot_text
+
+            return AgentReply(forgot_text(gone), command=cmd, record=rec)
+        # /recall
+        try:
+            result = await asyncio.to_thread(self.memory.recall_detailed, arg, scope=ctx.scope)
+        except MemclawError as e:
+            return AgentReply(f"Recall failed: {e}", ok=False, command=cmd, record=rec)
+        return AgentReply(recall_text(arg, ctx.scope, result.hits), command=cmd, record=rec, recall=result)
+
+    async def _cmd_new(self, msg: InboundMessage, rec: TurnRecord) -> AgentReply:
+        # wait for a running background consolidation of this chat, then consolidate everything
+        key = (msg.channel, msg.chat_id)
+        pending = [t for t in self._background if t.get_name() == f"consolidate {key[0]}/{key[1]}"]
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        session = await asyncio.to_thread(self.sessions.load, msg.channel, msg.chat_id)
+        if not session.unconsolidated:
+            if session.messages:
+                await asyncio.to_thread(self.sessions.clear, session)
+            return AgentReply("New session started.", command="/new", record=rec)
+        if self.consolidator is None:
+            return AgentReply(
+                "I can't save this conversation to memory (no memory attached), so the session was kept.",
+                ok=False,
+                command="/new",
+                record=rec,
+            )
+        report = await self.consolidate(msg.channel, msg.chat_id, everything=True)
+        if report.usage:
+            rec.usage = rec.usage + report.usage
+        if not report.ok:
+            rec.error = report.error
+            return AgentReply(
+                "I couldn't save this conversation to long-term memory, so I kept it; try /new again later."
+                + (f" ({report.error})" if rec.is_owner else ""),
+                ok=False,
+                command="/new",
+                record=rec,
+            )
+        return AgentReply("Saved this conversation to memory. New session started.", command="/new", record=rec)
+
+
+def recall_text(query: str, scope: str, hits: Sequence[Any]) -> str:
+    """The recall table as compact plain text (for chat channels)."""
+    query = shorten(query, ECHO_CHARS)
+    if not hits:
+        return f'No memories found for "{query}" ({scope}).'
+    lines = [f'Recall for "{query}" ({scope}, {len(hits)} hits)', "#  score  kind     source              text"]
+    for i, h in enumerate(hits, 1):
+        u = h.unit
+        src = f"{u.source}:{u.line}"
+        date = f"{u.timestamp:%Y-%m-%d} " if u.timestamp else ""
+        text = shorten(u.text, MEMORY_CHARS)
+        b = f"bm25 #{h.bm25.rank}" if h.bm25.rank else "bm25 -"
+        v = f"vec #{h.vector.rank} {h.vector.score:.2f}" if h.vector.rank and h.vector.score is not None else "vec -"
+        lines.append(f"{i:<2} {h.score:.3f}  {u.kind:<7}  {src:<18}  {date}{text}  ({b}, {v}, id {u.id})")
+    return "\n".join(lines)

@@ -1,0 +1,322 @@
+"""Crash-safe conversation sessions: one JSONL file per (channel, chat id) under `<workspace>/sessions/`.
+
+Each line is one message (an OpenAI-style dict plus `ts` and, for user messages, who sent it) or a metadata record
+`{"_meta": {...}}` (the last one wins; it carries the consolidation pointer `last_consolidated`: how many of the
+file's messages are already in long-term memory).
+
+- Appends take an exclusive `fcntl` lock on a sidecar `.lock` file (stable across rewrites), write whole lines with
+  one `write` and fsync before returning, so two writers (threads or processes) never interleave and an
+  acknowledged message is on disk.
+- Loading drops a torn last line (a crash mid-write) and skips a corrupt line in the middle, each with a warning;
+  never the whole session. The next append first cuts a torn tail off so new lines start clean.
+- `trim` (after consolidation) rewrites the file atomically (temp file, fsync, rename, fsync dir) under the lock,
+  re-reading it first so messages appended meanwhile are kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+from memclaw.errors import SessionError
+from memclaw.util.files import fsync_dir
+from memclaw.util.safepath import is_symlink_error, open_nofollow, read_nofollow, refusal
+
+log = logging.getLogger(__name__)
+
+LLM_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+_MAX_NAME = 180
+
+
+CHUNK_PROGRESS = "consolidating"
+"""Meta key: which scopes of the chunk being consolidated are already written to memory, so a retry after a
+partial failure does not write them twice. Cleared when the pointer moves past the chunk."""
+
+
+def session_filename(channel: str, chat_id: str) -> str:
+    """A file name safe for any ids: percent-encoded, never starting with a dot, bounded in length."""
+    name = quote(str(channel), safe="") + "__" + quote(str(chat_id), safe="")
+    if name.startswith("."):
+        name = "%2E" + name[1:]
+    if len(name) > _MAX_NAME:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:16]
+        name = name[: _MAX_NAME - 17] + "-" + digest
+    return name + ".jsonl"
+
+
+def parse_filename(name: str) -> tuple[str, str] | None:
+    stem = name.removesuffix(".jsonl")
+    if "__" not in stem:
+        return None
+    ch, cid = stem.split("__", 1)
+    return unquote(ch), unquote(cid)
+
+
+@dataclass
+class Session:
+    channel: str
+    chat_id: str
+    path: Path
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    last_consolidated: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.channel, self.chat_id)
+
+    @property
+    def unconsolidated(self) -> list[dict[str, Any]]:
+        return self.messages[self.last_consolidated :]
+
+    def history(self) -> list[dict[str, Any]]:
+        """The not-yet-consolidated messages as the LLM should see them (see `llm_messages`)."""
+        return llm_messages(self.unconsolidated)
+
+
+def llm_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Session messages -> OpenAI messages: only the keys the API takes, and no dangling tool calls (an assistant
+    tool call whose results never made it to disk is dropped with its partial results, so the provider never
+    sees a call without its answer)."""
+    out: list[dict[str, Any]] = []
+    i = 0
+    n = len(messages)
+    while i < n:
+        m = messages[i]
+        role = m.get("role")
+        if role == "assistant" and m.get("tool_calls"):
+            ids = [tc.get("id") for tc in m["tool_calls"]]
+            j = i + 1
+            results = []
+            while j < n and messages[j].get("role") == "tool":
+                results.append(messages[j])
+                j += 1
+            got = {r.get("tool_call_id") for r in results}
+            if all(x in got for x in ids):
+                out.append({k: m[k] for k in LLM_KEYS if k in m})
+                out.extend({k: r[k] for k in LLM_KEYS if k in r} for r in results if r.get("tool_call_id") in ids)
+            elif m.get("content"):
+                out.append({"role": "assistant", "content": m["content"]})
+            i = j
+            continue
+        if role == "tool":  # orphan result
+            i += 1
+            continue
+        if role in ("user", "assistant", "system"):
+            out.append({k: m[k] for k in LLM_KEYS if k in m and k not in ("tool_calls", "tool_call_id")})
+        i += 1
+    return out
+
+
+class SessionStore:
+    """All sessions of one workspace."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def path_for(self, channel: str, chat_id: str) -> Path:
+        return self.root / session_filename(channel, chat_id)
+
+    @contextlib.contextmanager
+    def _locked(self, path: Path) -> Iterator[None]:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd = open_nofollow(Path(str(path) + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as e:
+            _refuse_link(e, Path(str(path) + ".lock"))
+            raise SessionError(
+                f"cannot open session lock for {path}: {e.strerror}; check the workspace permissions"
+            ) from e
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    # ----- reading ---------------------------------------------------------------------------------------
+    def load(self, channel: str, chat_id: str) -> Session:
+        path = self.path_for(channel, chat_id)
+        s = Session(channel=channel, chat_id=chat_id, path=path)
+        try:
+            raw = read_nofollow(path)
+        except FileNotFoundError:
+            return s
+        except OSError as e:
+            _refuse_link(e, path)
+            raise SessionError(f"cannot read session {path}: {e.strerror}; check its permissions") from e
+        self._parse_into(s, raw)
+        return s
+
+    def _parse_into(self, s: Session, raw: bytes) -> None:
+        lines = raw.split(b"\n")
+        torn_tail = lines[-1] != b""  # no final newline: the last write did not complete
+        last = _last_nonempty(lines)
+        for i, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                if not isinstance(rec, dict):
+                    raise ValueError("not a JSON object")
+            except (ValueError, UnicodeDecodeError) as e:
+                if i == last and torn_tail:
+                    msg = f"session {s.path.name}: dropped a torn last line ({len(line)} bytes; a crash mid-write?)"
+                else:
+                    msg = f"session {s.path.name}: skipped corrupt line {i + 1} ({e})"
+                log.warning(msg)
+                s.warnings.append(msg)
+                continue
+            if "_meta" in rec:
+                if isinstance(rec["_meta"], dict):
+                    s.meta.update(rec["_meta"])
+                continue
+            s.messages.append(rec)
+        lc = s.meta.get("last_consolidated", 0)
+        s.last_consolidated = min(max(int(lc), 0), len(s.messages)) if isinstance(lc, int) else 0
+
+    def list(self) -> list[tuple[str, str]]:
+        if not self.root.exists():
+            return []
+        out = []
+        for p in sorted(self.root.glob("*.jsonl")):
+            key = parse_filename(p.name)
+            if key:
+                out.append(key)
+        return out
+
+    # ----- writing ---------------------------------------------------------------------------------------
+    def append(self, session: Session, *messages: Mapping[str, Any]) -> None:
+        """Append messages (each gets a `ts` if missing), fsynced before returning."""
+        recs = []
+        for m in messages:
+            rec = dict(m)
+            rec.setdefault("ts", datetime.now().astimezone().isoformat(timespec="milliseconds"))
+            recs.append(rec)
+        self._write_lines(session.path, [json.dumps(r, ensure_ascii=False, default=str) for r in recs])
+        session.messages.extend(recs)
+
+    def set_pointer(self, session: Session, last_consolidated: int) -> None:
+        """Record durably that the first `last_consolidated` messages are in long-term memory."""
+        last_consolidated = min(max(0, last_consolidated), len(session.messages))
+        self.set_meta(session, last_consolidated=last_consolidated, **{CHUNK_PROGRESS: None})
+        session.last_consolidated = last_consolidated
+
+    def set_meta(self, session: Session, **values: Any) -> None:
+        """Record metadata durably (a `_meta` line; the last value of each key wins when the file is read)."""
+        self._write_lines(session.path, [json.dumps({"_meta": values}, ensure_ascii=False, default=str)])
+        session.meta.update(values)
+
+    def _write_lines(self, path: Path, lines: list[str]) -> None:
+        data = ("\n".join(lines) + "\n").encode("utf-8")
+        with self._locked(path):
+            try:
+                fd = open_nofollow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+            except OSError as e:
+                _refuse_link(e, path)
+                raise SessionError(f"cannot write session {path}: {e.strerror}; check the workspace permissions") from e
+            try:
+                _cut_torn_tail(fd, path)
+                view = memoryview(data)
+                while view:
+                    n = os.write(fd, view)
+                    view = view[n:]
+                os.fsync(fd)
+            except OSError as e:
+                raise SessionError(
+                    f"cannot write session {path}: {e.strerror}; free disk space or fix permissions"
+                ) from e
+            finally:
+                os.close(fd)
+
+    def trim(self, session: Session, upto: int) -> None:
+        """Drop the first `upto` messages (already consolidated) by an atomic rewrite; the pointer moves with them.
+        Messages appended by anyone since `session` was loaded are kept."""
+        path = session.path
+        with self._locked(path):
+            fresh = Session(session.channel, session.chat_id, path)
+            try:
+                self._parse_into(fresh, read_nofollow(path))
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                _refuse_link(e, path)
+                raise SessionError(f"cannot read session {path}: {e.strerror}; check its permissions") from e
+            upto = min(max(0, upto), len(fresh.messages))
+            keep = fresh.messages[upto:]
+            meta = {k: v for k, v in fresh.meta.items() if k not in ("last_consolidated", CHUNK_PROGRESS)}
+            meta["last_consolidated"] = max(0, fresh.last_consolidated - upto)
+            meta["trimmed_at"] = datetime.now().astimezone().isoformat(timespec="seconds")
+            lines = [json.dumps({"_meta": meta})] + [json.dumps(m, ensure_ascii=False, default=str) for m in keep]
+            tmp = path.with_name(path.name + ".tmp")
+            try:
+                with os.fdopen(open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+                    f.write(("\n".join(lines) + "\n").encode("utf-8"))
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, path)
+                fsync_dir(path.parent)
+            except OSError as e:
+                _refuse_link(e, tmp)
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+                raise SessionError(f"cannot rewrite session {path}: {e.strerror}; free disk space") from e
+        session.messages = keep
+        session.meta = meta
+        session.last_consolidated = meta["last_consolidated"]
+
+    def clear(self, session: Session) -> None:
+        """Start a fresh session (everything in it must already be consolidated or deliberately dropped)."""
+        self.trim(session, len(session.messages) + 10**9)
+
+
+def _refuse_link(e: OSError, path: Path) -> None:
+    """A session file (or its lock or temp file) that is a symlink is refused, never followed: a link could hand one
+    chat another's conversation."""
+    if is_symlink_error(e, path):
+        raise SessionError(refusal(path, "sessions")) from e
+
+
+def _last_nonempty(lines: list[bytes]) -> int:
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].strip():
+            return i
+    return -1
+
+
+def _cut_torn_tail(fd: int, path: Path) -> None:
+    """If the file does not end with a newline (a torn write), cut the partial line off before appending."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return
+    pos = size
+    chunk = 4096
+    cut = 0
+    while pos > 0:
+        start = max(0, pos - chunk)
+        buf = os.pread(fd, pos - start, start)
+        k = buf.rfind(b"\n")
+        if k >= 0:
+            cut = start + k + 1
+            break
+        pos = start
+    tail = os.pread(fd, size - cut, cut)
+    try:
+        if isinstance(json.loads(tail), dict):  # complete record, only its newline is missing
+            os.write(fd, b"\n")
+            return
+    except (ValueError, UnicodeDecodeError):
+        pass
+    log.warning("session %s: cut a torn last line (%d bytes) before appending", path.name, size - cut)
+    os.ftruncate(fd, cut)

@@ -1,0 +1,1 @@
+"""The Discord channel: the gateway (discord.py) and its errors in memclaw's words."""

@@ -1,0 +1,331 @@
+"""Configuration: pydantic models, a TOML or JSON file under MEMCLAW_HOME, and environment overrides.
+
+Precedence, highest first: environment (`MEMCLAW_<SECTION>__<KEY>`, e.g. `MEMCLAW_AGENT__MODEL`), the config
+file (`$MEMCLAW_HOME/config.toml` or `config.json`), defaults. Unknown keys and wrong types fail loudly with
+the key and the file named; nothing silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
+
+from memclaw.config.env import ENV_PREFIX, TypedEnvSource, check_env_names
+from memclaw.errors import ConfigError
+
+
+class _Section(BaseModel):
+    # strict: `k = true` or `k = "8"` in the file is an error, not 1 or 8 (the environment's text is typed first,
+    # see memclaw.config.env); NaN and infinity are no setting's value
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True, allow_inf_nan=False)
+
+
+def http_url_problem(url: str) -> str | None:
+    """Why `url` cannot be a Chroma server's address (said without the URL: it may hold credentials), or None."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port  # ValueError for a port that is not a number
+    except ValueError:
+        return "is not a valid URL; use e.g. http://127.0.0.1:8000"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "is not an http(s) URL with a host; use e.g. http://127.0.0.1:8000"
+    if port == 0:
+        return "has port 0; use the port the server listens on, e.g. http://127.0.0.1:8000"
+    return None
+
+
+class EmbeddingsConfig(_Section):
+    model: str = "all-MiniLM-L6-v2"
+    """A name from embeddings/registry.toml, any sentence-transformers model name or local path (on this machine),
+    or "<provider>/<model>" for the provider's embeddings through litellm, e.g. openai/text-embedding-3-small
+    (memories then leave the machine)."""
+    backend: Literal["auto", "onnx", "torch"] = "auto"
+    """auto: the cached ONNX export when present (fast start), else sentence-transformers (torch)."""
+    batch_size: int = Field(64, ge=1, le=4096)
+    cache_dir: Path | None = Field(None, strict=False)
+    """Where ONNX exports (default: the repository's embeddings/cache, else $MEMCLAW_HOME/models) and a provider's
+    query embeddings (default: $MEMCLAW_HOME/cache) are cached."""
+    api_base: str | None = None
+    """Provider models: the endpoint (else the provider's variable, e.g. OPENAI_API_BASE, or its default)."""
+    api_key: SecretStr | None = None
+    """Provider models: the API key (else the provider's variable, e.g. OPENAI_API_KEY); never printed."""
+    timeout_s: float = Field(30.0, gt=0, le=600)
+    """Provider models: how long one request may take."""
+    max_retries: int = Field(3, ge=0, le=10)
+    """Provider models: retries on 429, 5xx, timeouts and connection errors (never on a rejected key)."""
+    dimensions: int | None = Field(None, ge=1)
+    """Provider models that can shorten their vectors (text-embedding-3-*): the size to ask for."""
+    max_input_tokens: int | None = Field(None, ge=16)
+    """Provider models: cut each input to this many tokens; default: litellm's model info, else 8191."""
+
+
+class MemoryConfig(_Section):
+    chroma_url: str | None = None
+    """Use a Chroma server (chromadb.HttpClient) instead of the embedded store, e.g. http://127.0.0.1:8000."""
+    chroma_headers: dict[str, SecretStr] = Field(default_factory=dict)
+    """Extra HTTP headers for the Chroma server (e.g. Authorization); never printed."""
+    chroma_timeout_s: float = Field(30.0, gt=0, le=600)
+    """With chroma_url: how long one request may wait for the server (connecting is bounded at 3 s). A frozen
+    server then costs recall this long once, and recall answers from BM25 with a warning."""
+    index_dir: Path | None = Field(None, strict=False)
+    """Where the derived index lives; default <workspace>/.memclaw-index."""
+    auto_sync: bool = True
+    """Sync the index from the Markdown before recall when the files changed."""
+
+    @field_validator("chroma_url")
+    @classmethod
+    def _chroma_url(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None  # "" unsets it
+        problem = http_url_problem(v)
+        if problem:
+            raise ValueError(f"the URL {problem}")
+        return v.strip()
+
+
+class RecallConfig(_Section):
+    k: int = Field(8, ge=1, le=200)
+    mode: Literal["hybrid", "bm25", "vector"] = "hybrid"
+    fusion: Literal["rrf", "weighted"] = "weighted"
+    """weighted: bm25_weight * normalised BM25 + vector_weight * cosine; rrf: reciprocal-rank fusion."""
+    rrf_k: int = Field(60, ge=1)
+    bm25_weight: float = Field(0.7, ge=0)
+    vector_weight: float = Field(1.0, ge=0)
+    candidates: int = Field(50, ge=1, le=2000)
+    vector_signal: Literal["max", "passages", "head"] = "max"
+    """A long unit's vector similarity: its best vector (`max`: passages and head), its best passage
+    (`passages`), or its head vector alone (`head`: one vector per unit, its first 256 word pieces)."""
+    min_similarity: float = Field(0.15, ge=-1, le=1)
+    """Vector hits below this cosine similarity are not evidence of relevance."""
+    min_bm25: float = Field(0.0, ge=0)
+    """BM25 hits at or below this score are not evidence of relevance."""
+    recency_half_life_days: float | None = Field(None, gt=0)
+    """If set, history entries (never facts) are boosted by recency with this half-life."""
+    link_sessions: bool = True
+    """A matching fact lifts the history entry of the same session (same date), and the memory section leaves out
+    a fact whose session entry it already holds (the entry covers it)."""
+    link_weight: float = Field(0.5, ge=0)
+    date_weight: float = Field(0.5, ge=0)
+    """A query naming a date range ("in August 2023", "last week") lifts memories stamped inside it by this share
+    of the best score; 0 turns date handling off."""
+
+
+class AgentConfig(_Section):
+    model: str = "openai/gpt-4o-mini"
+    api_base: str | None = None
+    api_key: SecretStr | None = None
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(3, ge=0, le=10)
+    max_tool_iterations: int = Field(20, ge=1, le=200)
+    memory_window: int = Field(50, ge=4)
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_tokens: int = Field(2048, ge=16)
+    context_window: int | None = Field(None, ge=512)
+    """Override the model's context window (tokens)."""
+    model_overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Per-model settings, e.g. {"ollama/llama3": {"context_window": 8192}}."""
+    name: str = "memclaw"
+    exec_timeout_s: float = Field(30.0, gt=0)
+    exec_enabled: bool = True
+    restrict_to_workspace: bool = True
+
+
+class ContextConfig(_Section):
+    recall_k: int = Field(40, ge=0, le=200)
+    """At most this many recalled memories are offered to the memory section (0 turns auto-recall off)."""
+    memory_tokens: int = Field(1024, ge=0)
+    """Token budget of the recalled memories in the prompt: the best-ranked memories that fit, whatever their
+    count (see benchmarks/README.md for how the default was chosen)."""
+    reply_reserve: int = Field(2048, ge=0)
+    timezone: str | None = None
+    """IANA name (e.g. Europe/Berlin); default: the machine's local zone."""
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, v: str | None) -> str | None:
+        if v is None:
+            return None
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError("unknown time zone: use an IANA name such as Europe/Berlin or UTC") from None
+        return v
+
+    followup_max_words: int = Field(4, ge=0)
+    """Messages this short are recalled together with the previous user turn ("and then?")."""
+
+
+class DiscordConfig(_Section):
+    token: SecretStr | None = None
+    allow_from: list[str] = Field(default_factory=list)
+    guilds: list[str] = Field(default_factory=list)
+    channels: list[str] = Field(default_factory=list)
+    always_answer_channels: list[str] = Field(default_factory=list)
+
+
+class ChannelsConfig(_Section):
+    discord: DiscordConfig = Field(default_factory=DiscordConfig)
+
+
+class Config(BaseSettings):
+    """The whole configuration."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_assignment=True,
+        # not strict here: the sections are, and pydantic-settings would otherwise type the environment's text
+        # leniently itself ("true" -> 1 for a number); memclaw.config.env types it strictly instead
+    )
+
+    workspace: Path | None = Field(None, strict=False)
+    """Default workspace; default $MEMCLAW_HOME/workspace."""
+    owners: dict[str, list[str]] = Field(default_factory=dict)
+    """Owner ids per channel, e.g. {"discord": ["123456789"]}. The CLI is always the owner."""
+    embeddings: EmbeddingsConfig = Field(default_factory=EmbeddingsConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    recall: RecallConfig = Field(default_factory=RecallConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    context: ContextConfig = Field(default_factory=ContextConfig)
+    channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # env beats the file (passed as init kwargs by load_config); no dotenv, no secrets dir; the environment's
+        # text is typed for the strict models (memclaw.config.env)
+        return (TypedEnvSource(settings_cls), init_settings)
+
+
+def memclaw_home() -> Path:
+    return Path(os.environ.get("MEMCLAW_HOME") or Path.home() / ".memclaw").expanduser()
+
+
+def config_path(home: Path | None = None) -> Path | None:
+    """The config file in use: config.toml, else config.json, else None."""
+    home = home or memclaw_home()
+    for name in ("config.toml", "config.json"):
+        p = home / name
+        if p.exists():
+            return p
+    return None
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except IsADirectoryError as e:
+        raise ConfigError(f"config {path} is a directory; remove it or make it a config file") from e
+    except OSError as e:
+        raise ConfigError(f"cannot read config {path}: {e.strerror}; fix its permissions") from e
+    try:
+        text = raw.decode("utf-8")
+        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"config {path} is not UTF-8 text; re-save it as UTF-8") from e
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
+        raise ConfigError(f"config {path} is not valid {path.suffix[1:].upper()}: {e}; fix the syntax there") from e
+    if not isinstance(data, dict):
+        raise ConfigError(f"config {path} must hold a table/object at the top level")
+    return data
+
+
+def _env_var_for(loc: tuple) -> str | None:
+    """The MEMCLAW_* variable that set the key at `loc` (or a section holding it), if one is set."""
+    names = {k.upper(): k for k in os.environ}
+    parts = [str(p) for p in loc]
+    for n in range(len(parts), 0, -1):
+        name = ENV_PREFIX + "__".join(parts[:n]).upper()
+        if name in names:
+            return names[name]
+    return None
+
+
+def _describe(err: ValidationError, file_origin: str | None) -> str:
+    first = err.errors()[0]
+    key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    msg = first["msg"]  # never the value: it may be a secret
+    if first["type"] == "extra_forbidden":
+        msg = "unknown key (check the spelling against `memclaw config --defaults`)"
+    more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
+    env = _env_var_for(tuple(first["loc"]))  # the environment beats the file, so a set variable is the culprit
+    if env is not None:
+        return f"invalid config key '{key}' from environment variable {env}: {msg}{more}; fix or unset it"
+    origin = file_origin or "the environment"
+    return f"invalid config key '{key}' in {origin}: {msg}{more}; fix the value or remove the key"
+
+
+def load_config(home: Path | None = None, *, path: Path | None = None) -> Config:
+    """Load and validate the config. Raises ConfigError naming the key and the file (or variable)."""
+    path = path or config_path(home)
+    data = _read_file(path) if path else {}
+    check_env_names({name: _is_section(f.annotation) for name, f in Config.model_fields.items()})
+    try:
+        cfg = Config(**data)
+    except ValidationError as e:
+        raise ConfigError(_describe(e, str(path) if path else None)) from None
+    except SettingsError as e:  # a variable for a section, table or list whose value is not the JSON it needs
+        field = str(e).split('"')[1] if str(e).count('"') >= 2 else ""
+        base = f"{ENV_PREFIX}{field.upper()}"
+        names = sorted(k for k in os.environ if k.upper() == base or k.upper().startswith(base + "__")) or [base]
+        raise ConfigError(
+            f"environment variable {' / '.join(names)} is not valid JSON (sections, tables and lists are set as "
+            f"JSON, e.g. {base}='{{\"k\": 5}}'); fix or unset it, or set one key as {base}__<KEY>"
+        ) from None
+    from memclaw.util.redact import remember_secrets
+
+    remember_secrets(config_secrets(cfg))  # masked in every later error, warning and log line
+    return cfg
+
+
+def _is_section(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def dump_config(cfg: Config) -> dict[str, Any]:
+    """The effective config as plain data, secrets masked (URL credentials too)."""
+    from memclaw.util.redact import redact_url
+
+    return json.loads(redact_url(cfg.model_dump_json()))
+
+
+def config_secrets(config: Config) -> list[str]:
+    """Every secret value `config` holds: API keys, Chroma headers, the Discord token, URL credentials."""
+    from urllib.parse import unquote, urlsplit
+
+    from memclaw.util.redact import MIN_SECRET_CHARS, has_url_credentials, secret_pieces
+
+    vals: list[str] = []
+    for v in (
+        config.agent.api_key,
+        config.embeddings.api_key,
+        config.channels.discord.token,
+        *config.memory.chroma_headers.values(),
+    ):
+        if v is not None:
+            vals += secret_pieces(v.get_secret_value())
+    for url in (config.memory.chroma_url, config.agent.api_base, config.embeddings.api_base):
+        if url and has_url_credentials(url):
+            try:
+                parts = urlsplit(url)
+            except ValueError:
+                continue
+            vals += [unquote(x) for x in (parts.password, parts.username) if x and len(x) >= MIN_SECRET_CHARS]
+    return vals

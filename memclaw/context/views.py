@@ -1,0 +1,214 @@
+"""Rich tables for people (the JSON forms are built by the data classes themselves).
+
+Every cell, title and caption that holds user or file text is a `Text` from memclaw.util.richtext (never markup). A
+table keeps its text column readable on any terminal: optional columns are left out, least useful first, until
+the text has at least TEXT_MIN columns; the text then wraps at word boundaries (`--json` always has everything).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from rich import box
+from rich.cells import cell_len
+from rich.table import Table
+from rich.text import Text
+
+from memclaw.markdown.units import MemoryUnit
+from memclaw.recall.dates import DateRange
+from memclaw.recall.results import RecallResult
+from memclaw.util.richtext import lit
+from memclaw.util.text import ECHO_CHARS, MEMORY_CHARS, shorten
+from memclaw.util.visible import visible
+
+if TYPE_CHECKING:
+    from memclaw.context.memory_section import SectionFill
+
+TEXT_MIN = 30
+"""Columns the text of a memory keeps at least, on any terminal (while optional columns can still go)."""
+CUT_MAX = 28
+"""The widest the recall table's `cut` column gets (its reasons wrap)."""
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+@dataclass
+class _Col:
+    """One column of a table being laid out: its cells, and the group it is left out with (0: always shown)."""
+
+    header: str
+    cells: list[Text] = field(default_factory=list)
+    drop: int = 0  # columns are left out by group, the highest group first
+    justify: str = "left"
+    wrap_max: int | None = None  # a column that wraps (its text folds), at most this wide
+
+    def width(self) -> int:
+        natural = max([cell_len(self.header), *(c.cell_len for c in self.cells)])
+        return min(natural, self.wrap_max) if self.wrap_max else natural
+
+
+def _layout(cols: list[_Col], width: int, text_min: int = TEXT_MIN) -> list[_Col] | None:
+    """The columns to show on a `width`-column terminal: drop groups (highest first) until the text column
+    (not in `cols`) has `text_min` columns; an optional column with nothing in it is not shown. None when even
+    the columns that must stay leave the text too little room (then each row is stacked: see `_table`). A table
+    costs each column's width + 3, plus 1."""
+    groups = sorted({c.drop for c in cols if c.drop}, reverse=True)
+    shown = [c for c in cols if not c.drop or any(x.plain for x in c.cells)]  # an optional column with no values
+
+    def room() -> int:
+        return width - (sum(c.width() + 3 for c in shown) + 3 + 1)
+
+    for g in groups:
+        if room() >= text_min:
+            break
+        shown = [c for c in shown if c.drop != g]
+    for c in shown:  # still no room: narrow the wrapping columns
+        if c.wrap_max and room() < text_min:
+            c.wrap_max = max(10, c.width() - (text_min - room()))
+    return shown if room() >= text_min else None
+
+
+def _table(
+    title: Text, caption: Text | None, cols: list[_Col] | None, texts: list[Text], all_cols: list[_Col]
+) -> Table:
+    """The table of `cols` and the text; with `cols` None (a terminal too narrow for columns), one row per item:
+    its values (`all_cols`' that have a value, the optional ones too) on a line, the text under them."""
+    t = Table(title=title, title_justify="left", caption=caption, caption_justify="left", box=box.SIMPLE_HEAD)
+    if cols is None:
+        t.show_header = False
+        t.add_column(overflow="fold")
+        for n, text in enumerate(texts):
+            head = Text(" · ", style="dim").join(
+                Text.assemble((c.header if c.header == "#" else c.header + " ", "dim"), c.cells[n])
+                for c in all_cols
+                if c.cells[n].plain
+            )
+            t.add_row(Text.assemble(head, "\n", text, "\n"))
+        return t
+    for c in cols:
+        if c.wrap_max:
+            t.add_column(c.header, justify=c.justify, overflow="fold", max_width=c.wrap_max)  # type: ignore[arg-type]
+        else:
+            t.add_column(c.header, justify=c.justify, no_wrap=True)  # type: ignore[arg-type]
+    t.add_column("text", overflow="fold", ratio=1)
+    for n, text in enumerate(texts):
+        t.add_row(*(c.cells[n] for c in cols), text)
+    return t
+
+
+def recall_table(
+    result: RecallResult, *, width: int = 140, section: SectionFill | None = None, ids: bool = False
+) -> Table:
+    """The recall hits with each signal's rank and score. The scope is in the title (one scope per recall).
+    `ids`: a column with each memory's id (what /forget takes). On a narrow terminal the date and source columns
+    go first, then the per-signal ones. Long queries and texts are shortened."""
+    skips = {s.index: s.reason for s in section.skipped} if section is not None else {}
+    cols = [_Col("#", justify="right"), _Col("fused", justify="right")]
+    if ids:
+        cols.append(_Col("id"))
+    bm25, vector = _Col("bm25", drop=2, justify="right"), _Col("vector", drop=2, justify="right")
+    kind, date, source = _Col("kind"), _Col("date", drop=3), _Col("source", drop=3)
+    tok, cut = _Col("tok", justify="right"), _Col("cut", wrap_max=CUT_MAX)
+    cols += [bm25, vector, kind, date, source] + ([tok, cut] if section is not None else [])
+    texts: list[Text] = []
+    for n, h in enumerate(result.hits, 1):
+        u = h.unit
+        cols[0].cells.append(Text(str(n)))
+        cols[1].cells.append(Text(f"{h.score:.4f}"))
+        if ids:
+            cols[2].cells.append(lit(u.id))
+        b = f"{h.bm25.rank}/{_fmt(h.bm25.score, 2)}" if h.bm25.rank else "-"
+        bm25.cells.append(lit(b + "".join(f" +{k}" for k in h.boosts)))
+        vector.cells.append(Text(f"{h.vector.rank}/{_fmt(h.vector.score)}" if h.vector.rank else "-"))
+        kind.cells.append(lit(u.kind))
+        date.cells.append(Text(u.timestamp.strftime("%Y-%m-%d") if u.timestamp else ""))
+        source.cells.append(lit(f"{u.source}:{u.line}"))
+        if section is not None:
+            reason = skips.get(n - 1)
+            tok.cells.append(Text(str(section.candidates[n - 1].tokens)))
+            cut.cells.append(lit(reason, "red") if reason else Text("in", style="green"))
+        texts.append(lit(shorten(u.text, MEMORY_CHARS)))
+    shown = _layout(cols, width)
+    caption = ["bm25: rank/score · vector: rank/cosine similarity · +link: lifted by a linked memory"]
+    if shown is not None and bm25 not in shown:
+        caption = []
+    caption += [f"+date: stamped {_span(r)} ({shorten(r.text, ECHO_CHARS)!r})" for r in result.date_ranges]
+    if section is not None:
+        caption.append(
+            f"memory section: {len(section.kept)} of {len(section.candidates)} hits, {section.used} of "
+            f"{section.budget} tokens (tok: what each costs in the prompt; cut: why it is left out)"
+        )
+    title = lit(f"recall {shorten(result.query, ECHO_CHARS)!r} · scope {result.scope} · {result.mode}")
+    return _table(title, lit("\n".join(caption)) if caption else None, shown, texts, cols)
+
+
+def _span(r: DateRange) -> str:
+    last = r.end - timedelta(days=1)
+    return r.start.strftime("%Y-%m-%d") + ("" if last <= r.start else last.strftime(" to %Y-%m-%d"))
+
+
+def sync_table(rows: list[dict[str, Any]]) -> Table:
+    t = Table(title="index sync", title_justify="left")
+    for col in ("scope", "added", "updated", "removed", "unchanged", "rebuilt"):
+        t.add_column(col, justify="left" if col == "scope" else "right")
+    for r in rows:
+        t.add_row(
+            lit(r["scope"]),
+            *(str(r[c]) for c in ("added", "updated", "removed", "unchanged")),
+            "yes" if r["rebuilt"] else "",
+        )
+    return t
+
+
+def memory_table(units: list[MemoryUnit], scope: str, *, width: int = 140) -> Table:
+    """`memclaw memory list`: each memory with the id that `memory forget` takes. On a narrow terminal the
+    source column goes first, then the kind, then the section or date."""
+    ident, kind = _Col("id"), _Col("kind", drop=2)
+    where, source = _Col("section / date", drop=1, wrap_max=24), _Col("source", drop=3)
+    texts: list[Text] = []
+    for u in units:
+        ident.cells.append(lit(u.id))
+        kind.cells.append(lit(u.kind))
+        stamp = u.timestamp.strftime("%Y-%m-%d %H:%M") if u.kind == "history" and u.timestamp else None
+        where.cells.append(lit(stamp or u.section or ""))
+        source.cells.append(lit(f"{u.source}:{u.line}"))
+        texts.append(lit(shorten(u.text, MEMORY_CHARS)))
+    cols = [ident, kind, where, source]
+    return _table(lit(f"memories · scope {scope} · {len(units)}"), None, _layout(cols, width), texts, cols)
+
+
+def forgot_text(units: list[MemoryUnit]) -> str:
+    """What /forget removed, one line per memory (plain text for chat channels)."""
+    return "\n".join(["Forgot:"] + [f"- {u.id} ({u.kind}): {shorten(u.text, MEMORY_CHARS)}" for u in units])
+
+
+def forgot_lines(units: list[MemoryUnit]) -> list[Text]:
+    """`memclaw memory forget`: one line per forgotten memory, the id in bold, the text as written."""
+    return [
+        Text.assemble("forgot ", (visible(u.id), "bold"), visible(f" ({u.kind}, {u.source}:{u.line}): {u.text}"))
+        for u in units
+    ]
+
+
+def stats_table(data: dict[str, Any]) -> Table:
+    t = Table(
+        title=lit(f"memory · {data['workspace']} · model {data['model']} · store {data['store']}"),
+        title_justify="left",
+    )
+    for col in ("scope", "facts", "history", "indexed", "index"):
+        t.add_column(col, justify="left" if col in ("scope", "index") else "right")
+    for scope, s in data["scopes"].items():
+        t.add_row(
+            lit(scope),
+            str(s["facts"]),
+            str(s["history"]),
+            str(s["indexed"]),
+            Text("fresh", style="green") if s["fresh"] else Text("stale (syncs on next recall)", style="yellow"),
+        )
+    if data.get("rebuild"):
+        t.caption = lit(f"the index must be rebuilt: {data['rebuild']} (on the next recall or `memclaw memory sync`)")
+    return t

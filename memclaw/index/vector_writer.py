@@ -1,0 +1,65 @@
+"""Embed a sync's passages and write them to the vector store chunk by chunk.
+
+A rebuild of 5,000 memories used to embed everything, then write it: interrupted at 90 %, it kept nothing, and the
+next command started again from zero. Written a chunk at a time, what was stored stays stored: the next sync
+(which reconciles with the store after an interruption, memclaw.service.facade) embeds only the rest.
+
+The passages are embedded longest first, in chunks that are whole batches: exactly the batches one call over all
+of them makes (memclaw.embedding.models sorts by length too), so the vectors do not depend on the chunking. The chunks
+are
+of equal size (at most CHUNK_PASSAGES, at least half that when there are more): a last write of a few hundred
+vectors after thousands leaves Chroma work it does on the next write instead (20 s on the next `memory add` after
+a 10k rebuild, measured), while a big last chunk keeps that work inside the rebuild.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from memclaw.errors import EmbeddingUnavailable
+from memclaw.index.layout import Progress, embed_texts
+from memclaw.markdown.formats import clean_text
+from memclaw.util.batches import even_chunk
+
+CHUNK_PASSAGES = 4096
+
+
+@dataclass(frozen=True)
+class Passage:
+    id: str  # the vector's id in the store (memclaw.index.passages)
+    text: str
+    meta: dict[str, Any]
+    unit: str  # the id of the unit it belongs to
+
+
+def write_vectors(
+    embedder: Any,
+    store: Any,
+    scope: str,
+    passages: list[Passage],
+    *,
+    batch_size: int,
+    progress: Progress | None,
+    before_write: Callable[[], None],
+    on_dimensions: Callable[[int], None],
+) -> tuple[set[str], EmbeddingUnavailable | None]:
+    """Embed and upsert `passages`. `on_dimensions(dim)` sees the first vectors before anything is written;
+    `before_write()` runs before the first write. Returns the ids of the units not all of whose passages were
+    stored, and why (the embedding provider went down), or (empty, None)."""
+    order = sorted(range(len(passages)), key=lambda i: -len(clean_text(passages[i].text)))
+    chunk = even_chunk(len(order), CHUNK_PASSAGES, batch_size)
+    stored = 0
+    try:
+        for start in range(0, len(order), chunk):
+            part = [passages[i] for i in order[start : start + chunk]]
+            vectors = embed_texts(embedder, [p.text for p in part], batch_size, progress)
+            if start == 0:
+                on_dimensions(int(vectors.shape[1]))
+                before_write()
+            store.upsert(scope, [p.id for p in part], vectors, [p.meta for p in part], [p.text for p in part])
+            stored = start + len(part)
+    except EmbeddingUnavailable as e:
+        return {passages[i].unit for i in order[stored:]}, e
+    return set(), None

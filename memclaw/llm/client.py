@@ -1,0 +1,382 @@
+"""The LLM seam: one async call over litellm with timeouts, bounded retries and a clear error.
+
+Any litellm model string works (`openai/...`, `anthropic/...`, `openrouter/...`, `ollama/...`). Endpoint and key come
+from `agent.api_base` / `agent.api_key` (or `agent.model_overrides[model]`), else from the provider's usual
+environment variables (`OPENAI_API_BASE`, `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, ...), which litellm reads itself.
+
+A missing or rejected API key (litellm reports it as AuthenticationError, or as a 500 "Missing credentials" for
+some providers) is never retried: `LLMError` names the environment variable to set for the provider. Rate limits
+(429), server errors (5xx, including unparseable bodies, which litellm reports as 500), timeouts and connection
+errors are retried with exponential backoff (honouring Retry-After, bounded); anything else, or running
+out of retries, raises `LLMError` with a one-line message that says what to do. Keys never appear in logs or
+messages. litellm is imported on first use (it is slow to import).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memclaw.errors import LLMError
+from memclaw.llm import providers
+from memclaw.runtime import set_offline_env
+
+if TYPE_CHECKING:
+    from memclaw.config import Config
+
+log = logging.getLogger(__name__)
+
+RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
+MAX_BACKOFF_S = 20.0
+# Keys of `agent.model_overrides[model]` this client understands (others, e.g. context_window and vision, are
+# read by the ContextBuilder). `params` is a dict passed to litellm as-is (e.g. {"reasoning_effort": "low"}).
+_OVERRIDE_KEYS = {"api_base", "api_key", "temperature", "max_tokens", "timeout_s", "max_retries", "params"}
+# How providers say "no key" when litellm does not raise AuthenticationError (e.g. openai: InternalServerError 500).
+_NO_KEY_RE = re.compile(r"missing credentials|missing [\w ]*api key|api_key client option must be set", re.I)
+_KEY_SETTING = "agent.api_key in config.toml"
+_SECRET_RE = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+[A-Za-z0-9_\-\.]{8,}|key=[A-Za-z0-9_\-]{8,})")
+
+_litellm: Any = None
+_import_lock = threading.Lock()
+
+
+def litellm_module() -> Any:
+    """litellm, imported once with the offline switches and quiet settings (no "Provider List" banner on an unknown
+    model). Every use of litellm in memclaw goes through here."""
+    global _litellm
+    with _import_lock:
+        if _litellm is None:
+            set_offline_env()
+            import litellm
+
+            litellm.disable_hf_tokenizer_download = True
+            litellm.suppress_debug_info = True
+            litellm.drop_params = True  # e.g. temperature on models that do not take it
+            litellm.telemetry = False
+            _litellm = litellm
+    return _litellm
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # raw JSON text as the model produced it (may be invalid: the tool layer reports that)
+
+    def to_message(self) -> dict[str, Any]:
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None  # USD, when litellm knows the model's price
+
+    def __add__(self, other: Usage) -> Usage:
+        cost = None if self.cost is None and other.cost is None else (self.cost or 0.0) + (other.cost or 0.0)
+        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens, cost)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "cost": self.cost}
+
+
+@dataclass
+class LLMResponse:
+    content: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    reasoning_content: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    finish_reason: str | None = None
+    attempts: int = 1
+
+    def assistant_message(self) -> dict[str, Any]:
+        """The OpenAI-style assistant message to append to the conversation."""
+        msg: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            msg["tool_calls"] = [tc.to_message() for tc in self.tool_calls]
+        return msg
+
+
+def scrub(text: str, secrets: list[str] | None = None) -> str:
+    """Remove API keys and bearer tokens from a message before it is logged or shown."""
+    for s in secrets or []:
+        if s and len(s) >= 4:
+            text = text.replace(s, "***")
+    return _SECRET_RE.sub("***", text)
+
+
+class LLMClient:
+    """Chat completions for one configured model. Stateless apart from settings; safe to share."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        model: str | None = None,
+        backoff_base_s: float = 1.0,
+        max_backoff_s: float = MAX_BACKOFF_S,
+    ) -> None:
+        a = config.agent
+        self.model = model or a.model
+        ov = dict(a.model_overrides.get(self.model, {}))
+        self.api_base: str | None = ov.get("api_base") or a.api_base
+        key = ov.get("api_key")
+        self._api_key: str | None = str(key) if key else (a.api_key.get_secret_value() if a.api_key else None)
+        self.timeout_s = float(ov.get("timeout_s", a.timeout_s))
+        self.max_retries = int(ov.get("max_retries", a.max_retries))
+        self.temperature = ov.get("temperature", a.temperature)
+        self.max_tokens = int(ov.get("max_tokens", a.max_tokens))
+        self.params: dict[str, Any] = dict(ov.get("params") or {})
+        self.backoff_base_s = backoff_base_s
+        self.max_backoff_s = max_backoff_s
+
+    def __repr__(self) -> str:  # never the key
+        return f"LLMClient(model={self.model!r}, api_base={self.api_base!r})"
+
+    def missing_key(self) -> str | None:
+        """A one-line note when no API key for this model is configured or in the environment, else None (known
+        without importing litellm)."""
+        return providers.missing_key(self.model, self._api_key, _KEY_SETTING)
+
+    def check_key(self) -> None:
+        """LLMError (one line naming the variable) when the provider needs a key and none is set: known before any
+        request and without importing litellm."""
+        no_key = providers.required_key_missing(self.model, self._api_key, _KEY_SETTING)
+        if no_key:
+            raise LLMError(no_key)
+
+    def _kwargs(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, **over: Any) -> dict:
+        kw: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "timeout": self.timeout_s,
+            "max_retries": 0,  # retries are ours (the provider SDK's own retries would multiply them)
+            "max_tokens": over.pop("max_tokens", None) or self.max_tokens,
+            **self.params,
+        }
+        temperature = over.pop("temperature", None)
+        temperature = self.temperature if temperature is None else temperature
+        if temperature is not None:
+            kw["temperature"] = temperature
+        if self.api_base:
+            kw["api_base"] = self.api_base
+        if self._api_key:
+            kw["api_key"] = self._api_key
+        if tools:
+            kw["tools"] = tools
+            kw["tool_choice"] = "auto"
+        kw.update({k: v for k, v in over.items() if v is not None})
+        return kw
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        response_format: dict[str, Any] | None = None,
+    ) -> LLMResponse:
+        """One completion, retried on transient failures. Raises LLMError when the model stays unavailable, at once
+        (before litellm is imported) when the provider needs a key and none is set."""
+        self.check_key()
+        # the slow first import, off the loop
+        lib = _litellm if _litellm is not None else await asyncio.to_thread(litellm_module)
+        kw = self._kwargs(
+            messages, tools, temperature=temperature, max_tokens=max_tokens, response_format=response_format
+        )
+        attempts = 1 + self.max_retries
+        last: BaseException | None = None
+        for attempt in range(1, attempts + 1):
+            try:
+                raw = await lib.acompletion(**kw)
+                resp = self._parse(raw)
+                resp.attempts = attempt
+                return resp
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # litellm maps provider errors to its own exception classes
+                last = e
+                if not retryable(e) or attempt == attempts:
+                    break
+                wait = self._backoff(attempt, e)
+                log.warning(
+                    "LLM call to %s failed (%s); retry %d/%d in %.1fs",
+                    self.model,
+                    self._describe(e),
+                    attempt,
+                    self.max_retries,
+                    wait,
+                )
+                await asyncio.sleep(wait)
+        assert last is not None
+        raise self._error(last, attempts) from None
+
+    def chat_sync(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, **kw: Any
+    ) -> LLMResponse:
+        """`chat` for synchronous callers (no running event loop)."""
+        return asyncio.run(self.chat(messages, tools, **kw))
+
+    # ----- helpers ---------------------------------------------------------------------------------------
+    def _backoff(self, attempt: int, e: BaseException) -> float:
+        return backoff_seconds(attempt, e, self.backoff_base_s, self.max_backoff_s)
+
+    def _describe(self, e: BaseException) -> str:
+        status = getattr(e, "status_code", None)
+        name = type(e).__name__
+        msg = str(e).splitlines()[0] if str(e) else ""
+        msg = re.sub(r"^litellm\.\w+:\s*", "", msg)
+        text = f"{name}{f' {status}' if status else ''}: {msg}"[:300]
+        return scrub(text, [self._api_key or ""])
+
+    def _error(self, e: BaseException, attempts: int) -> LLMError:
+        lib = litellm_module()
+        status = getattr(e, "status_code", None)
+        what = self._describe(e)
+        if _auth_failure(e):
+            no_key = self.missing_key()
+            if no_key:
+                return LLMError(no_key)
+            where = _KEY_SETTING if self._api_key else providers.key_env_names(self.model) or "the provider's API key"
+            return LLMError(f"the model {self.model} rejected the API key ({what}); check {where}")
+        if "LLM Provider NOT provided" in str(e):
+            return LLMError(
+                f"litellm does not know the provider of model {self.model!r}: name it as provider/model, e.g. "
+                "openai/gpt-4o-mini or anthropic/claude-3-5-haiku-latest (https://docs.litellm.ai/docs/providers); "
+                "check agent.model"
+            )
+        if isinstance(e, lib.NotFoundError) or status == 404:
+            return LLMError(f"model {self.model} was not found ({what}); check agent.model and agent.api_base")
+        if isinstance(e, lib.ContextWindowExceededError):
+            return LLMError(
+                f"the conversation is too long for {self.model} ({what}); start over with /new "
+                "or set agent.context_window lower"
+            )
+        if retryable(e):
+            return LLMError(
+                f"the model {self.model} is unavailable after {attempts} attempt(s) ({what}); "
+                "try again later or check agent.api_base / your provider's status"
+            )
+        return LLMError(f"the model {self.model} refused the request ({what}); check agent.model and its settings")
+
+    def _parse(self, raw: Any) -> LLMResponse:
+        choices = getattr(raw, "choices", None) or []
+        if not choices:
+            raise _JunkResponse("the provider returned no choices")
+        choice = choices[0]
+        msg = getattr(choice, "message", None)
+        if msg is None:
+            raise _JunkResponse("the provider returned no message")
+        tool_calls = []
+        for i, tc in enumerate(getattr(msg, "tool_calls", None) or []):
+            fn = getattr(tc, "function", None)
+            name = getattr(fn, "name", None) or ""
+            args = getattr(fn, "arguments", None)
+            if not isinstance(args, str):
+                import json
+
+                args = json.dumps(args or {})
+            tool_calls.append(ToolCall(id=getattr(tc, "id", None) or f"call_{i}", name=name, arguments=args))
+        reasoning = getattr(msg, "reasoning_content", None)
+        if not reasoning:
+            psf = getattr(msg, "provider_specific_fields", None) or {}
+            reasoning = psf.get("reasoning_content") or psf.get("reasoning") if isinstance(psf, dict) else None
+        u = getattr(raw, "usage", None)
+        usage = Usage(
+            prompt_tokens=int(getattr(u, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(u, "completion_tokens", 0) or 0),
+            cost=_cost(raw),
+        )
+        content = getattr(msg, "content", None)
+        return LLMResponse(
+            content=content if isinstance(content, str) else None,
+            tool_calls=tool_calls,
+            reasoning_content=reasoning or None,
+            usage=usage,
+            model=getattr(raw, "model", "") or self.model,
+            finish_reason=getattr(choice, "finish_reason", None),
+        )
+
+
+class _JunkResponse(Exception):
+    """A 200 response without a usable message; retried like a server error."""
+
+    status_code = 502
+
+
+def _auth_failure(e: BaseException) -> bool:
+    """A missing or rejected key: litellm's AuthenticationError, a 401/403, or a provider's "missing credentials"."""
+    if isinstance(e, litellm_module().AuthenticationError) or getattr(e, "status_code", None) in (401, 403):
+        return True
+    return bool(_NO_KEY_RE.search(str(e)))
+
+
+def retryable(e: BaseException) -> bool:
+    """Whether a failed request is worth retrying: rate limits, 5xx, timeouts, connection errors (not a key)."""
+    if isinstance(e, _JunkResponse):
+        return True
+    if _auth_failure(e):
+        return False
+    lib = litellm_module()
+    if isinstance(e, lib.ContextWindowExceededError | lib.AuthenticationError | lib.NotFoundError):
+        return False
+    if isinstance(e, lib.Timeout | lib.APIConnectionError | lib.RateLimitError | lib.InternalServerError):
+        return True
+    if isinstance(e, lib.ServiceUnavailableError | lib.BadGatewayError):
+        return True
+    status = getattr(e, "status_code", None)
+    if isinstance(status, int):
+        return status in RETRY_STATUS or status >= 500
+    return isinstance(e, TimeoutError | ConnectionError)
+
+
+def backoff_seconds(attempt: int, e: BaseException, base_s: float, max_s: float) -> float:
+    """How long to wait before retry `attempt`: exponential with jitter, at least Retry-After, at most `max_s`."""
+    wait = base_s * (2 ** (attempt - 1))
+    wait *= 0.8 + 0.4 * random.random()
+    ra = _retry_after(e)
+    if ra is not None:
+        wait = max(wait, ra)
+    return min(wait, max_s)
+
+
+def _retry_after(e: BaseException) -> float | None:
+    resp = getattr(e, "response", None)
+    headers = getattr(resp, "headers", None) or getattr(e, "litellm_response_headers", None) or {}
+    try:
+        v = headers.get("retry-after") or headers.get("Retry-After")
+        return float(v) if v is not None else None
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def model_info(model: str) -> dict[str, Any]:
+    """litellm's offline model info for `model` (context window, input limit, prices); {} when it does not know it.
+    Imports litellm."""
+    try:
+        info = litellm_module().get_model_info(model)
+    except Exception:  # an unknown model
+        return {}
+    return dict(info) if info else {}
+
+
+def _cost(raw: Any) -> float | None:
+    hidden = getattr(raw, "_hidden_params", None) or {}
+    cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
+    if cost is None:
+        try:
+            cost = litellm_module().completion_cost(completion_response=raw)
+        except Exception:
+            return None
+    try:
+        return float(cost)
+    except (TypeError, ValueError):
+        return None

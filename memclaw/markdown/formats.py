@@ -1,0 +1,223 @@
+"""The Markdown memory formats' shared text rules, and HISTORY.md (pure: no I/O).
+
+MEMORY.md (facts) is parsed and rendered by memclaw.markdown.memory_md, line syntax in memclaw.markdown.syntax; what
+both formats
+share is here: clean text, section paths, a fact's trailing date, history stamps.
+
+HISTORY.md (history entries)
+    An entry starts at a line beginning `[YYYY-MM-DD HH:MM]` (also `[YYYY-MM-DD]`, `[YYYY-MM-DD HH:MM:SS]`)
+    and runs until the next such line; trailing blank lines are dropped. Text before the first stamp is one
+    undated entry. A comment block (a line starting `<!--`, up to the line holding `-->`) is ignored.
+
+Parsing never raises, whatever the text (control characters, surrogate-escaped bytes, 5 MB files).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date, datetime
+
+from memclaw.markdown.units import MemoryUnit, unit_id
+
+_TRAILING_DATE = re.compile(r"(?:\(([0-9]{4}-[0-9]{2}-[0-9]{2})\)|\[([0-9]{4}-[0-9]{2}-[0-9]{2})\])\s*\Z")
+_LEADING_DATE = re.compile(r"\[([0-9]{4}-[0-9]{2}-[0-9]{2})\]")
+_STAMP = re.compile(r"\[([0-9]{4})-([0-9]{2})-([0-9]{2})(?: ([0-9]{2}):([0-9]{2})(?::([0-9]{2}))?)?\]")
+_SURROGATES = re.compile("[\ud800-\udfff]+")
+SECTION_SEP = " > "
+MAX_HEADING_LEVEL = 6
+
+
+# ----- small helpers -------------------------------------------------------------------------------------
+def clean_text(s: str) -> str:
+    """Valid UTF-8 text: surrogates (undecodable bytes read with surrogateescape) become U+FFFD."""
+    if s.isascii():
+        return s
+    return _SURROGATES.sub("\ufffd", s)
+
+
+def split_trailing_date(text: str) -> tuple[str, str | None]:
+    """`text` without the date it ends in, `... (2023-05-08)` or `... [2023-05-08]`, and that date as written
+    (YYYY-MM-DD); `(text, None)` when it ends in none. The one reading of a fact's trailing date."""
+    m = _TRAILING_DATE.search(text)
+    if m is None:
+        return text, None
+    return text[: m.start()].rstrip(), m.group(1) or m.group(2)
+
+
+def fact_date(text: str) -> tuple[datetime | None, str | None]:
+    """A fact's date: the date it ends in (or starts with, `[2023-05-08] ...`) and None; (None, the date as
+    written) when that is no real date (`2026-02-30`); (None, None) when it names none."""
+    raw = split_trailing_date(text)[1]
+    if raw is None:
+        m = _LEADING_DATE.match(text)
+        raw = m.group(1) if m else None
+    if raw is None:
+        return None, None
+    try:
+        d = date.fromisoformat(raw)
+    except ValueError:
+        return None, raw
+    return datetime(d.year, d.month, d.day), None
+
+
+def parse_stamp(line: str) -> tuple[datetime, int] | None:
+    """(timestamp, end of the stamp) if `line` begins with a valid history stamp."""
+    m = _STAMP.match(line)
+    if m is None:
+        return None
+    y, mo, d, h, mi, s = m.groups()
+    try:
+        ts = datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(s or 0))
+    except ValueError:
+        return None
+    return ts, m.end()
+
+
+def section_pieces(section: str | None) -> list[str]:
+    """A section path "A > B" as its headings, whitespace-normalised, empty pieces dropped."""
+    if not section:
+        return []
+    pieces = [" ".join(p.split()) for p in " ".join(section.split()).split(SECTION_SEP)]
+    return [p for p in pieces if p]
+
+
+def normalize_section(section: str | None) -> str | None:
+    return SECTION_SEP.join(section_pieces(section)) or None
+
+
+def keep_bom(text: str) -> str:
+    """Parsing drops one leading byte-order mark: double a leading U+FEFF that is part of the text."""
+    return "\ufeff" + text if text.startswith("\ufeff") else text
+
+
+# ----- HISTORY.md ----------------------------------------------------------------------------------------
+@dataclass
+class HistoryBlock:
+    unit: MemoryUnit
+    start: int
+    end: int
+
+
+def scan_history(text: str, *, scope: str, source: str, line_offset: int = 0) -> list[HistoryBlock]:
+    return scan_history_doc(text, scope=scope, source=source, line_offset=line_offset)[0]
+
+
+def scan_history_doc(text: str, *, scope: str, source: str, line_offset: int = 0) -> tuple[list[HistoryBlock], bool]:
+    """HISTORY.md text -> (entries, whether the text ends inside a comment block). `line_offset` resumes a parse
+    at that 0-based line after a clean boundary (see memclaw.markdown.incremental)."""
+    lines = text.split("\n")
+    if not line_offset and lines and lines[0].startswith("\ufeff"):
+        lines[0] = lines[0][1:]
+    blocks: list[HistoryBlock] = []
+    counts: dict[str, int] = {}
+    in_comment = False
+    start: int | None = None  # first line of the current entry (None: the undated prelude)
+    ts: datetime | None = None
+    body: list[str] = []
+    first_line: int | None = None
+    last = 0
+
+    def close() -> None:
+        t = clean_text("\n".join(_edge_trim(body)) if ts is None else "\n".join(body).strip())
+        if not t or first_line is None:
+            return
+        norm = " ".join(t.split())
+        occ = counts.get(norm, 0)
+        counts[norm] = occ + 1
+        unit = MemoryUnit(
+            id=unit_id(scope, source, "history", t, occ),
+            kind="history",
+            scope=scope,
+            source=source,
+            line=first_line + 1,
+            text=t,
+            timestamp=ts,
+        )
+        blocks.append(HistoryBlock(unit, first_line, last))
+
+    for i, raw in enumerate(lines, line_offset):
+        line = raw.rstrip("\r")
+        if in_comment:
+            if "-->" in line:
+                in_comment = False
+            continue
+        if "<!--" in line:
+            st = line.lstrip()
+            if st.startswith("<!--"):
+                in_comment = "-->" not in st[4:]
+                continue
+        stamp = parse_stamp(line) if line[:1] == "[" else None
+        if stamp is not None:
+            close()
+            ts, end = stamp
+            start = first_line = last = i
+            body = [line[end:].strip()]
+            continue
+        if start is None and first_line is None:
+            if not line.strip():
+                continue
+            first_line = i
+        body.append(line.rstrip())
+        if line.strip():
+            last = i
+    close()
+    return blocks, in_comment
+
+
+def parse_history(text: str, *, scope: str, source: str) -> list[MemoryUnit]:
+    """HISTORY.md text -> history units, in file order."""
+    return [b.unit for b in scan_history(text, scope=scope, source=source)]
+
+
+def format_stamp(ts: datetime, *, seconds: bool = False) -> str:
+    return f"[{ts:%Y-%m-%d %H:%M:%S}]" if seconds else f"[{ts:%Y-%m-%d %H:%M}]"
+
+
+def _edge_trim(lines: list[str]) -> list[str]:
+    lines = [x.rstrip() for x in lines]
+    a, b = 0, len(lines)
+    while a < b and not lines[a]:
+        a += 1
+    while b > a and not lines[b - 1]:
+        b -= 1
+    return lines[a:b]
+
+
+def history_text_lines(text: str, *, undated: bool = False) -> list[str]:
+    """Entry text as lines: newlines kept, trailing space and blank edges dropped, and a line that would read
+    as a stamp or a comment start escaped with a backslash so it cannot start a new entry. Undated text keeps
+    its first line's indentation (it has no stamp in front of it)."""
+    text = text.replace("\r\n", "\n")
+    lines = _edge_trim(text.split("\n")) if undated else [x.rstrip() for x in text.strip().split("\n")]
+    if not lines:
+        return [""]
+    for j in range(0 if undated else 1, len(lines)):
+        x = lines[j]
+        if parse_stamp(x) is not None or x.lstrip().startswith("<!--"):
+            lines[j] = "\\" + x
+    return lines
+
+
+def format_history_entry(ts: datetime, text: str, *, seconds: bool = False) -> str:
+    """One HISTORY.md entry (no trailing newline): `[YYYY-MM-DD HH:MM] text` (`seconds`: `HH:MM:SS`)."""
+    lines = history_text_lines(text)
+    first = format_stamp(ts, seconds=seconds) + (" " + lines[0] if lines[0] else "")
+    return "\n".join([first, *lines[1:]])
+
+
+def render_history(units: Iterable[MemoryUnit]) -> str:
+    """History units -> HISTORY.md text: undated text first, then one entry per unit, blank-line separated."""
+    blocks: list[str] = []
+    undated: list[str] = []
+    for u in units:
+        if u.kind != "history" or not u.text.strip():
+            continue
+        if u.timestamp is None:
+            undated.append("\n".join(history_text_lines(u.text, undated=True)))
+        else:
+            blocks.append(format_history_entry(u.timestamp, u.text, seconds=bool(u.timestamp.second)))
+    if undated:
+        blocks.insert(0, "\n\n".join(undated))
+    return keep_bom("\n\n".join(blocks) + "\n" if blocks else "")

@@ -1,0 +1,77 @@
+"""The one size limit of a memory unit (a MEMORY.md fact or a HISTORY.md entry) and the two ways it applies.
+
+`MAX_UNIT_CHARS` characters (about 15,000 words). Every unit the benchmarks index is well under it: the longest
+LongMemEval_S session (a history entry of the user's turns) holds 31,122 characters, LoCoMo's longest unit 6,394.
+A unit at the limit costs a few seconds to embed once (about 300 passages); a 5 MB one, if it were embedded
+whole, about 17,000 passages, minutes with no end in sight.
+
+* New text given to memclaw (`memory add`, the assistant's `remember` tool): refused above the limit, before
+  anything is written (MemoryService.add_fact, with `too_long`'s words).
+* A longer unit in a memory file (a hand edit, a paste): kept in the file as it is, but read, indexed, recalled and
+  shown only up to the limit, with one warning naming the file and line (`cap_units`). Its id is that of the
+  whole text, so `memory forget` still finds it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memclaw.markdown.units import MemoryUnit
+
+log = logging.getLogger(__name__)
+
+MAX_UNIT_CHARS = 100_000
+_WORD_BACKOFF = 200  # a cut moves back to the last space within this many characters
+
+_warned: set[tuple[str, str, int, int]] = set()
+_warned_lock = threading.Lock()
+
+
+def too_long(text: str, what: str = "fact") -> str | None:
+    """Why new memory text cannot be kept (over the limit; what to do instead), or None when it fits."""
+    if len(text) <= MAX_UNIT_CHARS:
+        return None
+    return (
+        f"{what} too long ({len(text):,} characters, at most {MAX_UNIT_CHARS:,}): a memory is a fact or a short "
+        "summary; save long text as a file in the workspace instead"
+    )
+
+
+def cut(text: str) -> str:
+    """`text` up to the limit, at a word boundary when one is near it."""
+    if len(text) <= MAX_UNIT_CHARS:
+        return text
+    head = text[:MAX_UNIT_CHARS]
+    space = max(head.rfind(" ", MAX_UNIT_CHARS - _WORD_BACKOFF), head.rfind("\n", MAX_UNIT_CHARS - _WORD_BACKOFF))
+    return head[:space].rstrip() if space > 0 else head
+
+
+def cap_units(units: list[MemoryUnit]) -> list[MemoryUnit]:
+    """The units, each over the limit cut to it (warned about once per process, naming its file and line)."""
+    if all(len(u.text) <= MAX_UNIT_CHARS for u in units):
+        return units
+    out = []
+    for u in units:
+        if len(u.text) > MAX_UNIT_CHARS:
+            _warn(u)
+            u = dataclasses.replace(u, text=cut(u.text))
+        out.append(u)
+    return out
+
+
+def _warn(u: MemoryUnit) -> None:
+    key = (u.scope, u.source, u.line, len(u.text))
+    with _warned_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    what = "fact" if u.kind == "fact" else "history entry"
+    log.warning(
+        "%s line %d: a %s of %s characters is longer than a memory may be (%s); only its first %s are indexed and "
+        "recalled (the file is unchanged): split it, or move the text to a file of its own",
+        u.source, u.line, what, f"{len(u.text):,}", f"{MAX_UNIT_CHARS:,}", f"{MAX_UNIT_CHARS:,}",
+    )  # fmt: skip

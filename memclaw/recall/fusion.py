@@ -1,0 +1,161 @@
+"""Pure rank fusion: BM25 and vector candidate lists in, one ranked list with per-signal provenance out.
+
+No I/O here. Floors are applied per signal *before* fusion, so a keyword-only hit is judged by its BM25 score
+and never vanishes under a floor meant for fused scores.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from memclaw.recall.dates import DateRange
+
+FusionMethod = Literal["rrf", "weighted"]
+
+
+@dataclass(frozen=True)
+class FusionParams:
+    method: FusionMethod = "rrf"
+    rrf_k: int = 60
+    bm25_weight: float = 1.0
+    vector_weight: float = 1.0
+    min_similarity: float = 0.25
+    min_bm25: float = 0.0
+    bm25_relative_floor: float = 0.0
+    """Drop BM25 hits scoring below this share of the best BM25 score (0 keeps every positive hit)."""
+
+
+@dataclass
+class Fused:
+    id: str
+    score: float = 0.0
+    bm25_rank: int | None = None
+    bm25_score: float | None = None
+    vector_rank: int | None = None
+    vector_similarity: float | None = None
+    boosts: dict[str, float] = field(default_factory=dict)
+
+
+def apply_floors(
+    bm25: Sequence[tuple[str, float]], vector: Sequence[tuple[str, float]], p: FusionParams
+) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """Keep only candidates that are evidence of relevance on their own signal."""
+    top = bm25[0][1] if bm25 else 0.0
+    bm = [(i, s) for i, s in bm25 if s > p.min_bm25 and s >= p.bm25_relative_floor * top]
+    vec = [(i, s) for i, s in vector if s >= p.min_similarity]
+    return bm, vec
+
+
+def fuse(
+    bm25: Sequence[tuple[str, float]],
+    vector: Sequence[tuple[str, float]],
+    p: FusionParams,
+    *,
+    bm25_scale: float | None = None,
+) -> list[Fused]:
+    """Fuse two best-first candidate lists (already floored). Ties break by id for determinism.
+
+    rrf: sum of weight / (rrf_k + rank). weighted: `bm25_weight * bm25 / bm25_scale + vector_weight * cosine`,
+    where `bm25_scale` is the query's BM25 upper bound (a unit matching every query term with saturated term
+    frequency scores 1), or the best BM25 score of the list when no bound is given. Weighted fusion keeps each
+    signal's confidence: a strong cosine match is not out-ranked by a unit that is mediocre on both signals."""
+    hits: dict[str, Fused] = {}
+    for rank, (i, s) in enumerate(bm25, 1):
+        h = hits.setdefault(i, Fused(i))
+        if h.bm25_rank is None:
+            h.bm25_rank, h.bm25_score = rank, float(s)
+    for rank, (i, s) in enumerate(vector, 1):
+        h = hits.setdefault(i, Fused(i))
+        if h.vector_rank is None:
+            h.vector_rank, h.vector_similarity = rank, float(s)
+    if p.method == "rrf":
+        for h in hits.values():
+            h.score = _rrf(h.bm25_rank, p.rrf_k) * p.bm25_weight + _rrf(h.vector_rank, p.rrf_k) * p.vector_weight
+    else:
+        scale = bm25_scale or max((h.bm25_score or 0.0 for h in hits.values()), default=0.0)
+        for h in hits.values():
+            b = (h.bm25_score or 0.0) / scale if scale > 0 else 0.0
+            v = max(0.0, h.vector_similarity or 0.0)
+            h.score = p.bm25_weight * b + p.vector_weight * v
+    return sorted(hits.values(), key=lambda h: (-h.score, h.id))
+
+
+def _rrf(rank: int | None, k: int) -> float:
+    return 0.0 if rank is None else 1.0 / (k + rank)
+
+
+def recency_boost(
+    hits: list[Fused],
+    timestamps: Mapping[str, datetime | None],
+    kinds: Mapping[str, str],
+    *,
+    now: datetime,
+    half_life_days: float,
+    weight: float,
+) -> list[Fused]:
+    """Boost history entries (never facts: they are evergreen) by age, with the given half-life.
+    The boost is `weight * 0.5 ** (age / half_life)` times the best fused score, so it can reorder
+    near-ties but not lift an irrelevant entry over a strong match."""
+    if not hits:
+        return hits
+    scale = hits[0].score
+    for h in hits:
+        ts = timestamps.get(h.id)
+        if kinds.get(h.id) != "history" or ts is None:
+            continue
+        age_days = max(0.0, (now - ts).total_seconds() / 86400.0)
+        b = weight * scale * math.pow(0.5, age_days / half_life_days)
+        h.score += b
+        h.boosts["recency"] = b
+    return sorted(hits, key=lambda h: (-h.score, h.id))
+
+
+def date_boost(
+    hits: list[Fused],
+    timestamps: Mapping[str, datetime | None],
+    ranges: Sequence[DateRange],
+    *,
+    weight: float,
+    extra: Sequence[str] = (),
+) -> list[Fused]:
+    """The query names a date range ("in August 2023", "last week"): units stamped inside it gain `weight` times
+    the best fused score. `extra` are in-range units with no signal of their own (a query such as "what did I
+    do last week" matches little by words); they enter with the date gain alone, which their provenance shows,
+    so they rank below every in-range unit that also matches the query."""
+    if weight <= 0 or not ranges:
+        return hits
+    by_id = {h.id: h for h in hits}
+    for i in extra:
+        by_id.setdefault(i, Fused(i))
+    top = max((h.score for h in hits), default=0.0) or 1.0
+    gain = weight * top
+    for h in by_id.values():
+        ts = timestamps.get(h.id)
+        if ts is not None and any(ts in r for r in ranges):
+            h.score += gain
+            h.boosts["date"] = gain
+    return sorted(by_id.values(), key=lambda h: -h.score)  # stable: ties keep fused order, extras newest first
+
+
+def link_boost(hits: list[Fused], links: Mapping[str, Sequence[str]], *, weight: float) -> list[Fused]:
+    """A matching unit lifts the units it links to (e.g. a fact lifts the history entry of its session):
+    each linked unit gains `weight` times the best score among the units linking to it. Linked units not yet
+    in the list are added (they carry no signal of their own, which their provenance shows)."""
+    if weight <= 0 or not hits:
+        return hits
+    by_id = {h.id: h for h in hits}
+    gains: dict[str, float] = {}
+    for h in hits:
+        for target in links.get(h.id, ()):
+            gains[target] = max(gains.get(target, 0.0), weight * h.score)
+    for target, g in gains.items():
+        t = by_id.get(target)
+        if t is None:
+            t = by_id[target] = Fused(target)
+        t.score += g
+        t.boosts["link"] = g
+    return sorted(by_id.values(), key=lambda h: (-h.score, h.id))

@@ -1,0 +1,65 @@
+"""Recall results: what the hybrid pipeline returns, with each signal's rank and score for explanation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from memclaw.markdown.units import MemoryUnit
+from memclaw.recall.dates import DateRange
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One retrieval signal's view of a hit."""
+
+    rank: int | None  # 1-based rank in that signal's candidate list; None if it did not retrieve the unit
+    score: float | None  # BM25 score, or cosine similarity for the vector signal
+
+
+@dataclass(frozen=True)
+class RecallHit:
+    unit: MemoryUnit
+    score: float  # fused score, higher is better
+    bm25: Signal
+    vector: Signal
+    boosts: dict[str, float] = field(default_factory=dict)
+    covered_by: tuple[str, ...] = ()
+    """Ids of the units that cover this one (a dated fact's session summary): the memory section skips it when
+    one of them is already in."""
+
+    def to_json(self) -> dict[str, Any]:
+        u = self.unit
+        return {
+            "id": u.id,
+            "text": u.text,
+            "kind": u.kind,
+            "scope": u.scope,
+            "source": f"{u.source}:{u.line}",
+            "date": u.timestamp.isoformat(timespec="minutes") if u.timestamp else None,
+            "section": u.section,
+            "score": round(self.score, 6),
+            "bm25": {"rank": self.bm25.rank, "score": _r(self.bm25.score)},
+            "vector": {"rank": self.vector.rank, "similarity": _r(self.vector.score)},
+            "boosts": {k: round(v, 6) for k, v in self.boosts.items()},
+            "covered_by": list(self.covered_by),
+        }
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 6)
+
+
+@dataclass
+class RecallResult:
+    query: str
+    scope: str
+    mode: str
+    hits: list[RecallHit]
+    warnings: list[str] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    date_ranges: list[DateRange] = field(default_factory=list)
+    """The date ranges the query named (they lifted the memories stamped inside them)."""
+    scope_size: int = 0
+    """How many memories the scope holds (of the kind asked): with fewer hits than k, the rest fell below the
+    relevance floor."""

@@ -1,0 +1,77 @@
+"""Durable file replacement: the one helper every writer of memclaw's files uses.
+
+`replace_atomically(path, data)` writes a temp file in the same folder, fsyncs it, gives it the mode of the file it
+replaces, renames it over `path` and fsyncs the folder: a reader (or a crash) sees the old content or the new one,
+never a torn file. It never replaces a symlink (which would turn a link to a file elsewhere into a copy). Errors
+are plain OSError; each caller turns them into its own message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import glob
+import os
+import stat
+import tempfile
+import time
+from pathlib import Path
+
+STALE_TEMP_S = 15 * 60
+"""A temp file of `replace_atomically` this old was left by a killed writer (a live one is seconds old)."""
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or a new file in `directory` durable (best effort: not every filesystem allows it)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def replace_atomically(path: Path, data: bytes, *, mode: int | None = None) -> None:
+    """Replace `path` with `data` atomically and durably; `mode` defaults to the replaced file's (else 0o644).
+
+    A symlink at `path` is neither followed nor replaced: OSError ELOOP (see memclaw.util.safepath.is_symlink_error)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise OSError(errno.ELOOP, "is a symlink (not replaced)", str(path))
+    if mode is None:
+        mode = stat.S_IMODE(st.st_mode) if st is not None else 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+    remove_stale_temps(path)
+
+
+def remove_stale_temps(path: Path, older_than_s: float = STALE_TEMP_S) -> list[Path]:
+    """Delete the temp files a killed writer of `path` left beside it (`.NAME.*.tmp`, older than the threshold;
+    a write in progress elsewhere is younger and kept). Best effort; returns what was removed."""
+    removed = []
+    cutoff = time.time() - older_than_s
+    for tmp in Path(path).parent.glob(f".{glob.escape(Path(path).name)}.*.tmp"):
+        with contextlib.suppress(OSError):
+            if tmp.lstat().st_mtime < cutoff:
+                tmp.unlink()
+                removed.append(tmp)
+    return removed

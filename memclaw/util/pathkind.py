@@ -1,0 +1,34 @@
+"""What kind of thing stands at a path, and the error for a path of memclaw's index that holds the wrong kind."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from memclaw.errors import IndexError_
+
+
+def kind_of(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISREG(mode):
+        return "a file"
+    return "a special file"
+
+
+def odd_path_error(path: Path, expected: str, root: Path) -> IndexError_:
+    """The error for `path` holding something other than the `expected` kind ("folder" or "file")."""
+    try:
+        what = kind_of(os.stat(path).st_mode)
+    except OSError:
+        what = "something else"
+    if Path(path) == Path(root):
+        return IndexError_(
+            f"the index folder {path} is {what}, not a folder: move it out of the way, or set memory.index_dir to a "
+            "folder memclaw may use; memclaw then builds the index there from the Markdown"
+        )
+    return IndexError_(
+        f"{path} is {what}, where memclaw keeps a {expected} of its index: move it out of the way; memclaw then "
+        "rebuilds the index from the Markdown"
+    )

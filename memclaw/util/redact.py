@@ -1,0 +1,119 @@
+"""Secrets are never shown: the one helper every place that prints a URL, an error or a log line goes through.
+
+* `redact_url` / `redact_text`: the credentials of a URL (`http://user:TOKEN@host` -> `http://***@host`), wherever
+  one appears in a text, and every value memclaw knows to be secret, become `***`.
+* Known secret values: the config's keys, headers and tokens (`config_secrets`, remembered by `load_config`), and
+  the environment's variables whose names say they hold one (OPENAI_API_KEY, MEMCLAW_DISCORD_TOKEN, ...).
+* `RedactingFilter`: a logging filter that passes every record through `redact_text` (installed on memclaw's log
+  handlers by memclaw.runtime.setup_logging).
+* `environment_without_secrets`: the environment the `exec` tool gives a command: no variable whose name says it
+  holds a secret, whose value is (or holds) a known secret, or whose value carries URL credentials.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+MASK = "***"
+MIN_SECRET_CHARS = 4
+"""A configured secret shorter than this is not searched for in text (it would mask ordinary words)."""
+MIN_ENV_SECRET_CHARS = 8
+"""A variable named like a secret holds one only from this length (TOKENIZERS_PARALLELISM=false does not)."""
+SECRET_NAME_RE = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
+"""Environment variable names that may hold a secret."""
+
+_URL_USERINFO_RE = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#\s'\"<>]*)@")
+_known: set[str] = set()
+_known_lock = threading.Lock()
+
+
+def redact_url(url: str) -> str:
+    """`url` with its credentials (the userinfo before '@') replaced by ***: `http://u:p@h:1/x` -> `http://***@h:1/x`."""
+    return _URL_USERINFO_RE.sub(lambda m: f"{m['scheme']}{MASK}@", url)
+
+
+def has_url_credentials(text: str) -> bool:
+    """Does `text` hold a URL with credentials (`scheme://user[:password]@host`)?"""
+    return any(m["userinfo"] for m in _URL_USERINFO_RE.finditer(text))
+
+
+def secretsecret_pieces(value: str) -> list[str]:
+    """A secret and, for a header like `Bearer abc...`, its token alone."""
+    out = [value]
+    parts = value.split()
+    if len(parts) > 1:
+        out += [p for p in parts if len(p) >= MIN_ENV_SECRET_CHARS]
+    return [v for v in out if len(v) >= MIN_SECRET_CHARS]
+
+
+def remember_secrets(values: Iterable[str]) -> None:
+    """Add values to the secrets every later `redact_text` masks (load_config remembers the config's)."""
+    with _known_lock:
+        _known.update(v for v in values if v and len(v) >= MIN_SECRET_CHARS)
+
+
+def env_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Values of the environment's variables whose names say they hold a secret (from MIN_ENV_SECRET_CHARS)."""
+    env = os.environ if environ is None else environ
+    return [v for k, v in env.items() if SECRET_NAME_RE.search(k) and len(v.strip()) >= MIN_ENV_SECRET_CHARS]
+
+
+def known_secrets(extra: Iterable[str] = ()) -> list[str]:
+    """Every secret value memclaw knows now, longest first (so a secret holding another is masked whole)."""
+    with _known_lock:
+        vals = set(_known)
+    vals.update(v for v in extra if v and len(v) >= MIN_SECRET_CHARS)
+    vals.update(env_secrets())
+    return sorted(vals, key=len, reverse=True)
+
+
+def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text` with URL credentials and every known secret (plus `secrets`) replaced by ***."""
+    text = redact_url(text)
+    for s in known_secrets(secrets):
+        if s in text:
+            text = text.replace(s, MASK)
+    return text
+
+
+def redact_data(data: Any, secrets: Iterable[str] = ()) -> Any:
+    """JSON-like `data` with URL credentials and every known secret (plus `secrets`) in any string replaced by ***."""
+    text = redact_url(json.dumps(data, ensure_ascii=False, default=str))
+    for s in known_secrets(secrets):
+        text = text.replace(json.dumps(s, ensure_ascii=False)[1:-1], MASK)
+    return json.loads(text)
+
+
+def environment_without_secrets(environ: Mapping[str, str], secrets: Iterable[str] = ()) -> dict[str, str]:
+    """`environ` minus every variable that names a secret, holds a known secret (or `secrets`), or carries URL
+    credentials, whatever its name (DATABASE_URL=postgres://u:pw@host, MEMCLAW_MEMORY__CHROMA_HEADERS=...)."""
+    known = known_secrets(secrets)
+    return {
+        k: v
+        for k, v in environ.items()
+        if not SECRET_NAME_RE.search(k) and not has_url_credentials(v) and not any(s in v for s in known)
+    }
+
+
+class RedactingFilter(logging.Filter):
+    """Masks URL credentials and known secrets in a record's message and traceback, for every handler it is on."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            msg = record.getMessage()
+        except Exception:  # a broken format string: leave it to the handler's own error path
+            return True
+        clean = redact_text(msg)
+        if clean != msg:
+            record.msg, record.args = clean, ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact_text(record.exc_text)
+        return True
