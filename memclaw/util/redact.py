@@ -43,7 +43,7 @@ def has_url_credentials(text: str) -> bool:
     return any(m["userinfo"] for m in _URL_USERINFO_RE.finditer(text))
 
 
-def secretsecret_pieces(value: str) -> list[str]:
+def secret_pieces(value: str) -> list[str]:
     """A secret and, for a header like `Bearer abc...`, its token alone."""
     out = [value]
     parts = value.split()
