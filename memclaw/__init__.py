@@ -29,7 +29,23 @@ _EXPORTS: dict[str, str] = {
     "resolve_workspace": "memclaw.workspace",
 }
 
-__all__ = ["__version__", *sorted(_EXPORTS)]
+__all__ = [
+    "__version__",
+    "Agent",
+    "AgentReply",
+    "BuiltContext",
+    "Config",
+    "MemclawError",
+    "MemoryService",
+    "MemoryUnit",
+    "RecallHit",
+    "RecallResult",
+    "Sender",
+    "Workspace",
+    "build_messages",
+    "load_config",
+    "resolve_workspace",
+]
 
 if TYPE_CHECKING:
     from memclaw.agent.loop import Agent, AgentReply
