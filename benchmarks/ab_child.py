@@ -144,7 +144,7 @@ def main() -> None:
     from memclaw.bench import perf as P
     from memclaw.bench.metrics import percentile
     from memclaw.bench.runner import bench_config
-    from memclaw.embedding.models import load_embedder
+    from memclaw.embedding.load import load_embedder
     from memclaw.service.facade import MemoryService
     from memclaw.workspace import Workspace
 

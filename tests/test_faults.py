@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from memclaw.config import Config, EmbeddingsConfig
-from memclaw.embedding.models import load_embedder
+from memclaw.embedding.load import load_embedder
 from memclaw.errors import VectorStoreUnavailable
 from memclaw.index.passages import unit_vectors
 from memclaw.markdown.files import read_units

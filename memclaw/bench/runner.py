@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from memclaw.bench.locomo import LocomoData
     from memclaw.config import Config
     from memclaw.context.memory_section import Candidate
-    from memclaw.embedding.models import Embedder
+    from memclaw.embedding.base import Embedder
     from memclaw.service.facade import MemoryService
 
 K_MAX = max(M.RECALL_KS)
@@ -268,7 +268,7 @@ def bench_workspace(prefix: str, workdir: Path | None, key: str) -> Iterator[tup
 def load_embedder_once(base: Config, specs: Sequence[SystemSpec]) -> Embedder | None:
     if not any(s.kind == "memclaw" for s in specs):
         return None
-    from memclaw.embedding.models import load_embedder
+    from memclaw.embedding.load import load_embedder
 
     return load_embedder(base.embeddings)
 

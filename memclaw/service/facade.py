@@ -41,7 +41,7 @@ from memclaw.util.redact import redact_url
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from memclaw.embedding.models import Embedder
+    from memclaw.embedding.base import Embedder
     from memclaw.index.bm25 import LexicalIndex
     from memclaw.index.tokenizer import Tokenizer
     from memclaw.index.unittable import UnitTable
@@ -163,7 +163,7 @@ class MemoryService:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            from memclaw.embedding.models import load_embedder
+            from memclaw.embedding.load import load_embedder
 
             self._embedder = load_embedder(self.config.embeddings)
         return self._embedder
@@ -254,7 +254,7 @@ class MemoryService:
     def _embedder_fingerprint(self) -> str:
         """The configured embedder's fingerprint, without loading the model when the config names it."""
         if self._embedder is None:
-            from memclaw.embedding.models import fingerprint_for
+            from memclaw.embedding.load import fingerprint_for
 
             fp = fingerprint_for(self.config.embeddings)
             if fp is not None:
@@ -837,7 +837,7 @@ class MemoryService:
                 bm25_hits = list(sc.lexical.search(tokens, n_cand)) if tokens else []
             result.timings_ms["bm25"] = (time.perf_counter() - t) * 1000
         if mode in ("hybrid", "vector"):
-            from memclaw.embedding.models import encode_query
+            from memclaw.embedding.load import encode_query
 
             down = store_down or self._deferred  # (the index's vectors are another model's)
             t = time.perf_counter()
