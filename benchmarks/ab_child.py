@@ -195,7 +195,7 @@ def main() -> None:
             fold_ms=fold_ms,
         )
     print(json.dumps(out))
-    from memclaw.store.chroma import release_embedded_below
+    from memclaw.store.clients import release_embedded_below
 
     release_embedded_below(tmp)
     shutil.rmtree(tmp, ignore_errors=True)

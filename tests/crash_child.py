@@ -57,6 +57,7 @@ WARM_IMPORTS = [
     "memclaw.service.facade",
     "memclaw.agent.sessions",
     "memclaw.store.chroma",
+    "memclaw.store.clients",
     "memclaw.index.bm25",
     "tests.llm_server",
 ]

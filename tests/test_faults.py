@@ -23,7 +23,7 @@ from memclaw.errors import VectorStoreUnavailable
 from memclaw.index.passages import unit_vectors
 from memclaw.markdown.files import read_units
 from memclaw.service.facade import MemoryService
-from memclaw.store.chroma import release_embedded
+from memclaw.store.clients import release_embedded
 from memclaw.workspace import Workspace
 from tests.chroma_server import ChromaServer, free_port
 

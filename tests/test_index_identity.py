@@ -9,7 +9,7 @@ import shutil
 from memclaw.config import Config
 from memclaw.index import layout as ix
 from memclaw.service.facade import MemoryService
-from memclaw.store.chroma import release_embedded
+from memclaw.store.clients import release_embedded
 from tests.test_memory_service import make_workspace
 
 QUESTION = "Which company do I work for?"

@@ -399,7 +399,7 @@ def test_a_cold_recall_reads_chroma_without_importing_chromadb(tmp_path, embedde
     import subprocess
     import sys
 
-    from memclaw.store.chroma import release_embedded
+    from memclaw.store.clients import release_embedded
 
     ws = make_workspace(tmp_path / "ws")
     cfg = Config(workspace=ws.root)

@@ -232,7 +232,7 @@ def temp_workspace(prefix: str) -> Iterator[Path]:
     try:
         yield d / "ws"
     finally:
-        from memclaw.store.chroma import release_embedded_below
+        from memclaw.store.clients import release_embedded_below
 
         release_embedded_below(d)
         shutil.rmtree(d, ignore_errors=True)
@@ -260,7 +260,7 @@ def bench_workspace(prefix: str, workdir: Path | None, key: str) -> Iterator[tup
         yield d / "ws", reused
         (d / KEPT_MARK).touch()
     finally:
-        from memclaw.store.chroma import release_embedded_below
+        from memclaw.store.clients import release_embedded_below
 
         release_embedded_below(d)
 

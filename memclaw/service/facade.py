@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from memclaw.index.unittable import UnitTable
     from memclaw.markdown.files import FactOp
     from memclaw.markdown.incremental import FileMark
-    from memclaw.store.chroma import VectorStore
+    from memclaw.store.base import VectorStore
     from memclaw.util.progress import ProgressFactory
     from memclaw.workspace import Workspace
 
@@ -207,7 +207,7 @@ class MemoryService:
 
     def _open_store(self) -> VectorStore:
         if self._store is None:
-            from memclaw.store.chroma import open_chroma_store
+            from memclaw.store.clients import open_chroma_store
 
             m = self.config.memory
             headers = {k: v.get_secret_value() for k, v in m.chroma_headers.items()}
@@ -355,7 +355,7 @@ class MemoryService:
             for scope in self._known_scopes_on_disk():
                 self.store.drop(scope)
         else:
-            from memclaw.store.chroma import release_embedded
+            from memclaw.store.clients import release_embedded
 
             self._store = None
             release_embedded(self.layout.chroma_dir)
