@@ -37,7 +37,7 @@ from typing import Any
 from urllib.request import pathname2url
 
 from memclaw.errors import IndexError_, MemclawError
-from memclaw.index.bm25 import InvertedBM25
+from memclaw.index.bm25_inverted import InvertedBM25
 from memclaw.index.layout import ScopeState
 from memclaw.index.unittable import UnitTable
 from memclaw.markdown.incremental import FileMark

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from memclaw.embedding.base import Embedder
-    from memclaw.index.bm25 import LexicalIndex
+    from memclaw.index.bm25_scoring import LexicalIndex
     from memclaw.index.tokenizer import Tokenizer
     from memclaw.index.unittable import UnitTable
     from memclaw.markdown.files import FactOp
