@@ -567,7 +567,7 @@ class MemoryService:
         """The scope's units as the Markdown holds them now, reading as little as possible: a file whose
         signature is unchanged keeps its rows; a file that was only appended to has just its tail parsed
         (memclaw.markdown.incremental, exact); any other file is parsed in full."""
-        from memclaw.index.unittable import FewLookups
+        from memclaw.index.few_lookups import FewLookups
         from memclaw.markdown.files import read_bytes
         from memclaw.markdown.incremental import parse_appended, parse_file
         from memclaw.markdown.memory_md import ParseNote, describe_notes
