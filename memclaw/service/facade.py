@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from memclaw.index.bm25_scoring import LexicalIndex
     from memclaw.index.tokenizer import Tokenizer
     from memclaw.index.unittable import UnitTable
-    from memclaw.markdown.files import FactOp
+    from memclaw.markdown.fact_ops import FactOp
     from memclaw.markdown.incremental import FileMark
     from memclaw.store.base import VectorStore
     from memclaw.util.progress import ProgressFactory
@@ -953,7 +953,7 @@ class MemoryService:
         return [u for u in self._parse(scope) if u.kind == "fact"]
 
     def add_fact(self, text: str, *, scope: str = OWNER_SCOPE, section: str | None = None) -> MemoryUnit:
-        from memclaw.markdown.files import append_fact, normalize_fact_text
+        from memclaw.markdown.fact_ops import append_fact, normalize_fact_text
         from memclaw.markdown.unit_size import too_long
 
         text = normalize_fact_text(text)  # as it will read back (undecodable bytes, comment openers defused)
@@ -985,7 +985,7 @@ class MemoryService:
         """The fact `add_fact(text, section=section)` would write again: the scope's last fact with this text, if
         it is under that section (DEFAULT_SECTION when None). From the synced state when MEMORY.md has not changed
         since, else from the file. (The same text under another heading is another fact.)"""
-        from memclaw.markdown.files import DEFAULT_SECTION, normalize_fact_text
+        from memclaw.markdown.fact_ops import DEFAULT_SECTION, normalize_fact_text
         from memclaw.markdown.formats import normalize_section
 
         text = normalize_fact_text(text)
@@ -1015,7 +1015,7 @@ class MemoryService:
         return sc.state.marks.get(self.workspace.source_of(path)) if sc is not None else None
 
     def apply_fact_ops(self, scope: str, ops: list[FactOp]) -> Any:
-        from memclaw.markdown.files import apply_fact_ops
+        from memclaw.markdown.fact_ops import apply_fact_ops
 
         path = self.workspace.memory_file(scope)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -1024,7 +1024,7 @@ class MemoryService:
         return result
 
     def append_history(self, scope: str, text: str, ts: datetime) -> MemoryUnit:
-        from memclaw.markdown.files import append_history
+        from memclaw.markdown.history_file import append_history
 
         path = self.workspace.history_file(scope)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -1045,7 +1045,8 @@ class MemoryService:
     def forget(self, ids: Sequence[str], *, scope: str = OWNER_SCOPE) -> list[MemoryUnit]:
         """Remove these memories (ids as `list_units` and recall give them) from the Markdown, then from the index.
         Every id is checked before anything is written. Returns the forgotten memories."""
-        from memclaw.markdown.files import FactOp, apply_fact_ops, delete_history_entries
+        from memclaw.markdown.fact_ops import FactOp, apply_fact_ops
+        from memclaw.markdown.history_file import delete_history_entries
         from memclaw.service.forgotten import note_forgotten
 
         current = {u.id: u for u in self._parse(scope)}
