@@ -144,7 +144,7 @@ def main() -> None:
     from memclaw.bench import perf as P
     from memclaw.bench.metrics import percentile
     from memclaw.bench.runner import bench_config
-    from memclaw.embedding.models import load_embedder
+    from memclaw.embedding.load import load_embedder
     from memclaw.service.facade import MemoryService
     from memclaw.workspace import Workspace
 
@@ -195,7 +195,7 @@ def main() -> None:
             fold_ms=fold_ms,
         )
     print(json.dumps(out))
-    from memclaw.store.chroma import release_embedded_below
+    from memclaw.store.clients import release_embedded_below
 
     release_embedded_below(tmp)
     shutil.rmtree(tmp, ignore_errors=True)

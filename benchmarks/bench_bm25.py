@@ -35,7 +35,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from memclaw.index.bm25 import DEFAULT_B, DEFAULT_K1, InvertedBM25, RankBM25Index  # noqa: E402
+from memclaw.index.bm25_inverted import InvertedBM25  # noqa: E402
+from memclaw.index.bm25_rank import RankBM25Index  # noqa: E402
+from memclaw.index.bm25_scoring import DEFAULT_B, DEFAULT_K1  # noqa: E402
 from memclaw.index.tokenizer import Tokenizer  # noqa: E402
 
 K = 50

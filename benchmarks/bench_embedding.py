@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from memclaw.config import EmbeddingsConfig  # noqa: E402
-from memclaw.embedding.models import load_embedder  # noqa: E402
+from memclaw.embedding.load import load_embedder  # noqa: E402
 
 _WORDS = (
     "the a my our we I you she he they it meeting project dinner mother sister friend doctor appointment "
@@ -75,7 +75,7 @@ _COLD = """
 import time, sys
 t0 = time.perf_counter()
 from memclaw.config import EmbeddingsConfig
-from memclaw.embedding.models import load_embedder
+from memclaw.embedding.load import load_embedder
 t1 = time.perf_counter()
 e = load_embedder(EmbeddingsConfig(backend=sys.argv[1]))
 t2 = time.perf_counter()
@@ -154,8 +154,8 @@ def main() -> None:
         "",
         f"Query latency: {nq} single 7-word queries, one at a time. Throughput: batch 64, {n20} texts of 20 words, "
         f"{n200} texts of 200 words (~260 tokens, truncated to 256). Cold: a fresh Python process importing "
-        f"memclaw.embedding.models, loading the model and encoding one query (median of {runs} runs for ONNX; "
-        "cold torch runs = half). `import` covers memclaw.config + memclaw.embedding.models.",
+        f"memclaw.embedding.load, loading the model and encoding one query (median of {runs} runs for ONNX; "
+        "cold torch runs = half). `import` covers memclaw.config + memclaw.embedding.load.",
         "",
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -84,6 +84,6 @@ def store_backend(request):
 def embedder():
     """The real bundled model, loaded once per test session."""
     from memclaw.config import EmbeddingsConfig
-    from memclaw.embedding.models import load_embedder
+    from memclaw.embedding.load import load_embedder
 
     return load_embedder(EmbeddingsConfig())

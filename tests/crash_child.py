@@ -2,7 +2,7 @@
 
 Importing litellm alone takes ~7 s here, so starting a fresh interpreter for each of the 50+ kills would blow the
 test's time budget. Instead this script starts once (imports, loads the real bundled model via
-memclaw.embedding.models.load_embedder), prints READY, then serves commands on stdin:
+memclaw.embedding.load.load_embedder), prints READY, then serves commands on stdin:
 
     RUN <workspace> <seed> <run>   fork a worker that runs `workload`; prints "PID <pid>", then, once the worker
                                    is gone (killed by the test with SIGKILL, or finished), "DONE <pid> <status>"
@@ -57,6 +57,7 @@ WARM_IMPORTS = [
     "memclaw.service.facade",
     "memclaw.agent.sessions",
     "memclaw.store.chroma",
+    "memclaw.store.clients",
     "memclaw.index.bm25",
     "tests.llm_server",
 ]
@@ -97,7 +98,7 @@ async def _workload(root: Path, seed: int, run: int) -> None:
     cfg.agent.api_key = SecretStr("sk-test-not-a-real-key")
     cfg.agent.max_retries = 0
     ws = Workspace(root)
-    from memclaw.embedding.models import load_embedder
+    from memclaw.embedding.load import load_embedder
 
     memory = MemoryService(ws, cfg, embedder=load_embedder(cfg.embeddings))
     sessions = SessionStore(ws.sessions_dir)
@@ -162,7 +163,7 @@ def serve() -> None:
         with contextlib.suppress(ImportError):  # another version of a dependency: the worker imports it itself
             importlib.import_module(name)
     from memclaw.config import EmbeddingsConfig
-    from memclaw.embedding.models import load_embedder
+    from memclaw.embedding.load import load_embedder
 
     load_embedder(EmbeddingsConfig()).encode(["warm up"])
     print("READY", flush=True)

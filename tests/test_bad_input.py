@@ -327,7 +327,7 @@ def test_a_memory_file_that_is_not_text_is_refused_and_never_written(cli, ws, me
 
 def test_a_history_that_is_not_text_is_never_appended_to(tmp_path):
     from memclaw.errors import MemoryFileError
-    from memclaw.markdown.files import append_history
+    from memclaw.markdown.history_file import append_history
 
     path = tmp_path / "HISTORY.md"
     path.write_bytes(NOT_TEXT["png"])

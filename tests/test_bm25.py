@@ -11,16 +11,10 @@ from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
 from memclaw.errors import IndexError_, UsageError
-from memclaw.index.bm25 import (
-    DEFAULT_B,
-    DEFAULT_K1,
-    InvertedBM25,
-    LexicalIndex,
-    RankBM25Index,
-    load_lexical_index,
-    lucene_idf,
-    make_lexical_index,
-)
+from memclaw.index.bm25 import load_lexical_index, make_lexical_index
+from memclaw.index.bm25_inverted import InvertedBM25
+from memclaw.index.bm25_rank import RankBM25Index
+from memclaw.index.bm25_scoring import DEFAULT_B, DEFAULT_K1, LexicalIndex, lucene_idf
 from memclaw.index.tokenizer import Tokenizer
 
 BACKENDS = [InvertedBM25, RankBM25Index]

@@ -39,7 +39,7 @@ def test_redact_replaces_configured_secrets_everywhere():
 @pytest.fixture
 def memory(tmp_path):
     ws_mod = pytest.importorskip("memclaw.workspace", reason="memclaw.workspace not written yet")
-    from memclaw.embedding.models import load_embedder
+    from memclaw.embedding.load import load_embedder
     from memclaw.service.facade import MemoryService
 
     root = make_workspace(tmp_path / "ws")

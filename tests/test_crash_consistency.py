@@ -45,7 +45,7 @@ from memclaw.index.passages import unit_vectors
 from memclaw.markdown.files import read_units
 from memclaw.markdown.units import OWNER_SCOPE, sender_scope
 from memclaw.service.facade import MemoryService
-from memclaw.store.chroma import release_embedded
+from memclaw.store.clients import release_embedded
 from memclaw.workspace import Workspace
 from tests.crash_child import OUTSIDER_ID
 

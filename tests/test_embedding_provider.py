@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memclaw.config import Config, EmbeddingsConfig
-from memclaw.embedding.models import load_embedder
+from memclaw.embedding.load import load_embedder
 from memclaw.embedding.provider import ProviderEmbedder
 from memclaw.errors import EmbeddingAuthError, EmbeddingUnavailable
 from memclaw.index import layout as ix

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from memclaw.config import Config, EmbeddingsConfig
-from memclaw.embedding.models import load_embedder
+from memclaw.embedding.load import load_embedder
 from memclaw.errors import VectorStoreUnavailable
 from memclaw.index.passages import unit_vectors
 from memclaw.markdown.files import read_units
 from memclaw.service.facade import MemoryService
-from memclaw.store.chroma import release_embedded
+from memclaw.store.clients import release_embedded
 from memclaw.workspace import Workspace
 from tests.chroma_server import ChromaServer, free_port
 

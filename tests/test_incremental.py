@@ -146,8 +146,8 @@ def test_append_fact_fast_path_writes_what_the_full_path_writes(tmp_path, monkey
     path runs only where the file does not end cleanly or does not end in the fact's section (DEFAULT_SECTION
     without one)."""
     from memclaw.errors import MemoryFileError
-    from memclaw.markdown import files as memfiles
-    from memclaw.markdown.files import DEFAULT_SECTION, append_fact
+    from memclaw.markdown import fact_ops as memfiles
+    from memclaw.markdown.fact_ops import DEFAULT_SECTION, append_fact
 
     full_path_calls = []
     real = memfiles.apply_fact_ops

@@ -9,7 +9,7 @@ import shutil
 from memclaw.config import Config
 from memclaw.index import layout as ix
 from memclaw.service.facade import MemoryService
-from memclaw.store.chroma import release_embedded
+from memclaw.store.clients import release_embedded
 from tests.test_memory_service import make_workspace
 
 QUESTION = "Which company do I work for?"
@@ -122,7 +122,7 @@ def test_a_copy_sharing_a_chroma_server_gets_its_own_vectors(tmp_path, embedder,
 
 def test_model_change_says_why_and_what_it_costs(tmp_path, embedder, caplog):
     from memclaw.config import EmbeddingsConfig
-    from memclaw.embedding.models import load_embedder
+    from memclaw.embedding.load import load_embedder
 
     ws = make_workspace(tmp_path / "ws")
     hashed = load_embedder(EmbeddingsConfig(model="hash-test"))

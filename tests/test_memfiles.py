@@ -14,17 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memclaw.errors import MemoryFileError
-from memclaw.markdown.files import (
-    DEFAULT_SECTION,
-    FactOp,
-    append_fact,
-    append_history,
-    apply_fact_ops,
-    delete_history_entries,
-    file_signature,
-    lock_path,
-    read_units,
-)
+from memclaw.markdown.fact_ops import DEFAULT_SECTION, FactOp, append_fact, apply_fact_ops
+from memclaw.markdown.files import file_signature, lock_path, read_units
+from memclaw.markdown.history_file import append_history, delete_history_entries
 from memclaw.markdown.memory_md import parse_memory
 from memclaw.markdown.syntax import bullet_first_line
 

@@ -350,7 +350,7 @@ def test_add_fact_after_a_hand_edit_parses_in_full(service, monkeypatch):
 
 def test_model_change_triggers_full_rebuild(tmp_path, embedder):
     from memclaw.config import EmbeddingsConfig
-    from memclaw.embedding.models import load_embedder
+    from memclaw.embedding.load import load_embedder
 
     ws = make_workspace(tmp_path / "ws")
     svc = MemoryService(ws, Config(workspace=ws.root), embedder=load_embedder(EmbeddingsConfig(model="hash-test")))
@@ -399,7 +399,7 @@ def test_a_cold_recall_reads_chroma_without_importing_chromadb(tmp_path, embedde
     import subprocess
     import sys
 
-    from memclaw.store.chroma import release_embedded
+    from memclaw.store.clients import release_embedded
 
     ws = make_workspace(tmp_path / "ws")
     cfg = Config(workspace=ws.root)

@@ -17,7 +17,7 @@ import pytest
 from memclaw.config import Config, EmbeddingsConfig
 from memclaw.index import layout as ix
 from memclaw.service.facade import MemoryService
-from memclaw.store.chroma import release_embedded
+from memclaw.store.clients import release_embedded
 from memclaw.workspace import Workspace
 from tests.embedding_server import embedding_server
 from tests.test_memory_service import make_workspace

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from memclaw.errors import VectorStoreUnavailable
-from memclaw.store.chroma import collection_name, distance_to_similarity, open_chroma_store
+from memclaw.store.base import collection_name, distance_to_similarity
+from memclaw.store.clients import open_chroma_store
 from tests.chroma_server import free_port
 
 
@@ -117,7 +118,7 @@ def _fill(path, n=120, seed=7):
 
 
 def test_engine_reader_answers_exactly_like_the_client(tmp_path):
-    from memclaw.store.chroma import release_embedded
+    from memclaw.store.clients import release_embedded
 
     path = tmp_path / "chroma"
     client_store, vecs = _fill(path)
@@ -140,7 +141,7 @@ def test_engine_reader_answers_exactly_like_the_client(tmp_path):
 def test_a_write_in_this_process_retires_the_engine_reader(tmp_path):
     """The client keeps its own copy of the index: once it writes, reads must go through it, in every store
     object of this process that reads the same files."""
-    from memclaw.store.chroma import release_embedded
+    from memclaw.store.clients import release_embedded
 
     path = tmp_path / "chroma"
     _, vecs = _fill(path)
@@ -158,7 +159,7 @@ def test_a_write_in_this_process_retires_the_engine_reader(tmp_path):
 def test_an_unreadable_store_falls_back_to_the_client_and_its_errors(tmp_path):
     """Whatever the engine reader cannot do is left to the client, which reports it the usual way."""
     from memclaw.errors import IndexError_
-    from memclaw.store.chroma import release_embedded
+    from memclaw.store.clients import release_embedded
 
     path = tmp_path / "chroma"
     _, vecs = _fill(path)
@@ -173,7 +174,7 @@ def test_engine_reader_serves_concurrent_queries(tmp_path):
     """The gateway recalls from worker threads: the engine reader answers them at once, as it does one by one."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from memclaw.store.chroma import release_embedded
+    from memclaw.store.clients import release_embedded
 
     path = tmp_path / "chroma"
     _, vecs = _fill(path, n=300)

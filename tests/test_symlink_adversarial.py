@@ -134,7 +134,8 @@ def test_history_append_through_a_link_is_refused(ws, outside, embedder):
     with pytest.raises(MemoryFileError, match="is a symlink"):
         mem.append_history("owner", "We talked about the vault.", datetime(2026, 3, 3, 9, 0))
     # even past the workspace's check (a link put in place after it): O_NOFOLLOW refuses the open itself
-    from memclaw.markdown.files import append_history, read_bytes
+    from memclaw.markdown.files import read_bytes
+    from memclaw.markdown.history_file import append_history
 
     with pytest.raises(MemoryFileError, match="is a symlink"):
         append_history(link, datetime(2026, 3, 3, 9, 0), "We talked about the vault.")

@@ -313,7 +313,7 @@ class SyncMachine(RuleBasedStateMachine):
         finally:
             self.svc.close()
             if self.chroma_url is None:
-                from memclaw.store.chroma import release_embedded
+                from memclaw.store.clients import release_embedded
 
                 self.svc._store = None
                 release_embedded(self.svc.layout.chroma_dir)

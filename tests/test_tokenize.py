@@ -15,7 +15,7 @@ from memclaw.index.tokenizer import Tokenizer
 
 TOK = Tokenizer()
 PLAIN = Tokenizer(stem=False)
-SHIPPED = Path(tokmod.__file__).parent / "data" / "stopwords_en.txt"
+SHIPPED = Path(tokmod.__file__).resolve().parents[1] / "data" / "stopwords_en.txt"
 
 
 def test_example_sentence() -> None:

@@ -350,8 +350,8 @@ def chunk_fingerprint(chunk: list[dict[str, Any]]) -> str:
 
 
 def to_fact_ops(ops: list[FactOpIn]) -> list[Any]:
-    """Our validated ops -> memclaw.markdown.files.FactOp (the memory layer's type)."""
-    from memclaw.markdown.files import FactOp
+    """Our validated ops -> memclaw.markdown.fact_ops.FactOp (the memory layer's type)."""
+    from memclaw.markdown.fact_ops import FactOp
 
     return [FactOp(op=o.op, id=o.id, text=o.text, section=o.section) for o in ops]
 

@@ -30,7 +30,7 @@ from memclaw.errors import UsageError
 if TYPE_CHECKING:
     from memclaw.bench.systems import SystemSpec
     from memclaw.config import Config
-    from memclaw.embedding.models import Embedder
+    from memclaw.embedding.base import Embedder
 
 _DATE = re.compile(r"(\d{4})[/-](\d{1,2})[/-](\d{1,2})(?:\s*\([A-Za-z]+\))?(?:\s+(\d{1,2}):(\d{2}))?")
 

@@ -418,7 +418,7 @@ def run_size(
     from memclaw.bench.metrics import percentile
     from memclaw.bench.runner import bench_config
     from memclaw.service.facade import MemoryService
-    from memclaw.store.chroma import release_embedded_below
+    from memclaw.store.clients import release_embedded_below
     from memclaw.workspace import Workspace
 
     facts, hist = synthetic_memories(n)
@@ -471,7 +471,7 @@ def run_size(
 def preload(embedder: Any) -> None:
     """Pay one-time process costs before timing, as for the model load: the model's first run (session
     warm-up) and importing chromadb (~1 s, which was charged to the first size's ingest alone)."""
-    from memclaw.store.chroma import import_client
+    from memclaw.store.clients import import_client
 
     import_client()
     warm = getattr(embedder, "warm_up", None)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from memclaw.bench.locomo import LocomoData
     from memclaw.config import Config
     from memclaw.context.memory_section import Candidate
-    from memclaw.embedding.models import Embedder
+    from memclaw.embedding.base import Embedder
     from memclaw.service.facade import MemoryService
 
 K_MAX = max(M.RECALL_KS)
@@ -232,7 +232,7 @@ def temp_workspace(prefix: str) -> Iterator[Path]:
     try:
         yield d / "ws"
     finally:
-        from memclaw.store.chroma import release_embedded_below
+        from memclaw.store.clients import release_embedded_below
 
         release_embedded_below(d)
         shutil.rmtree(d, ignore_errors=True)
@@ -260,7 +260,7 @@ def bench_workspace(prefix: str, workdir: Path | None, key: str) -> Iterator[tup
         yield d / "ws", reused
         (d / KEPT_MARK).touch()
     finally:
-        from memclaw.store.chroma import release_embedded_below
+        from memclaw.store.clients import release_embedded_below
 
         release_embedded_below(d)
 
@@ -268,7 +268,7 @@ def bench_workspace(prefix: str, workdir: Path | None, key: str) -> Iterator[tup
 def load_embedder_once(base: Config, specs: Sequence[SystemSpec]) -> Embedder | None:
     if not any(s.kind == "memclaw" for s in specs):
         return None
-    from memclaw.embedding.models import load_embedder
+    from memclaw.embedding.load import load_embedder
 
     return load_embedder(base.embeddings)
 

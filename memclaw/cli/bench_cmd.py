@@ -28,7 +28,7 @@ def _embedder(base: Any, embed_cache: Path | None) -> Any:
     import atexit
 
     from memclaw.bench.embedcache import CachedEmbedder
-    from memclaw.embedding.models import load_embedder
+    from memclaw.embedding.load import load_embedder
 
     cached = CachedEmbedder(load_embedder(base.embeddings), Path(embed_cache))
     atexit.register(cached.save)

@@ -37,9 +37,10 @@ from typing import Any
 from urllib.request import pathname2url
 
 from memclaw.errors import IndexError_, MemclawError
-from memclaw.index.bm25 import InvertedBM25
+from memclaw.index.bm25_inverted import InvertedBM25
 from memclaw.index.layout import ScopeState
 from memclaw.index.unittable import UnitTable
+from memclaw.index.unittable_codec import rows_from_json, table_from_bytes, table_json_rows, table_to_bytes
 from memclaw.markdown.incremental import FileMark
 
 FORMAT = "memclaw-scope-state-3"
@@ -197,7 +198,7 @@ def _state_from(meta: dict[str, str], snaps: dict[str, bytes], log: list[tuple[s
     pending = _json(meta["pending"], list)
     if not all(isinstance(i, str) for i in pending):
         raise ValueError("bad pending ids")
-    table = UnitTable.from_bytes(snaps["units"], check_ids=False)
+    table = table_from_bytes(snaps["units"], check_ids=False)
     links = _links(_json(snaps["links"], dict))
     appended: dict[str, list[tuple]] = {}
     order: list[str] | None = None
@@ -207,7 +208,7 @@ def _state_from(meta: dict[str, str], snaps: dict[str, bytes], log: list[tuple[s
             src, order = entry["source"], entry["order"]
             if not isinstance(src, str) or not isinstance(order, list) or src not in order:
                 raise ValueError("bad log entry")
-            appended.setdefault(src, []).extend(UnitTable.from_json_rows(entry["rows"]))
+            appended.setdefault(src, []).extend(rows_from_json(entry["rows"]))
         elif part == "links":
             for uid, targets in _json(data, dict).items():
                 if targets is None:
@@ -360,12 +361,12 @@ def _save_units(con: sqlite3.Connection, state: ScopeState, changes: Changes | N
         n_new = sum(len(t) for _, t in appended) + len(changes.links or {})
         if n_log + n_new <= limit:
             for src, rows in appended:
-                _log(con, "units", len(rows), {"source": src, "order": changes.order, "rows": rows.json_rows()})
+                _log(con, "units", len(rows), {"source": src, "order": changes.order, "rows": table_json_rows(rows)})
             if changes.links:
                 _log(con, "links", len(changes.links), changes.links)
             return
     con.execute("DELETE FROM log WHERE part IN ('units', 'links')")
-    _snapshot(con, "units", state.units.to_bytes())
+    _snapshot(con, "units", table_to_bytes(state.units))
     _snapshot(con, "links", _dumps(state.links))
 
 

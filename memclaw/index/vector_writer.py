@@ -5,7 +5,7 @@ next command started again from zero. Written a chunk at a time, what was stored
 (which reconciles with the store after an interruption, memclaw.service.facade) embeds only the rest.
 
 The passages are embedded longest first, in chunks that are whole batches: exactly the batches one call over all
-of them makes (memclaw.embedding.models sorts by length too), so the vectors do not depend on the chunking. The chunks
+of them makes (memclaw.embedding.onnx sorts by length too), so the vectors do not depend on the chunking. The chunks
 are
 of equal size (at most CHUNK_PASSAGES, at least half that when there are more): a last write of a few hundred
 vectors after thousands leaves Chroma work it does on the next write instead (20 s on the next `memory add` after

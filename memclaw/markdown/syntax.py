@@ -3,8 +3,8 @@
 Each function looks at one line, stripped of its indentation unless said otherwise. The block scanner
 (memclaw.markdown.memory_md) and the append fast path (memclaw.markdown.incremental) read lines through these, so both
 always agree
-on what a line is; memclaw.markdown.files writes headings and items through `heading_line` and `bullet_first_line`,
-which parse back to exactly the text they were given.
+on what a line is; memclaw.markdown.fact_ops and fact_placement write headings and items through `heading_line` and
+`bullet_first_line`, which parse back to exactly the text they were given.
 """
 
 from __future__ import annotations

@@ -41,13 +41,13 @@ from memclaw.util.redact import redact_url
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from memclaw.embedding.models import Embedder
-    from memclaw.index.bm25 import LexicalIndex
+    from memclaw.embedding.base import Embedder
+    from memclaw.index.bm25_scoring import LexicalIndex
     from memclaw.index.tokenizer import Tokenizer
     from memclaw.index.unittable import UnitTable
-    from memclaw.markdown.files import FactOp
+    from memclaw.markdown.fact_ops import FactOp
     from memclaw.markdown.incremental import FileMark
-    from memclaw.store.chroma import VectorStore
+    from memclaw.store.base import VectorStore
     from memclaw.util.progress import ProgressFactory
     from memclaw.workspace import Workspace
 
@@ -163,7 +163,7 @@ class MemoryService:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            from memclaw.embedding.models import load_embedder
+            from memclaw.embedding.load import load_embedder
 
             self._embedder = load_embedder(self.config.embeddings)
         return self._embedder
@@ -207,7 +207,7 @@ class MemoryService:
 
     def _open_store(self) -> VectorStore:
         if self._store is None:
-            from memclaw.store.chroma import open_chroma_store
+            from memclaw.store.clients import open_chroma_store
 
             m = self.config.memory
             headers = {k: v.get_secret_value() for k, v in m.chroma_headers.items()}
@@ -254,7 +254,7 @@ class MemoryService:
     def _embedder_fingerprint(self) -> str:
         """The configured embedder's fingerprint, without loading the model when the config names it."""
         if self._embedder is None:
-            from memclaw.embedding.models import fingerprint_for
+            from memclaw.embedding.load import fingerprint_for
 
             fp = fingerprint_for(self.config.embeddings)
             if fp is not None:
@@ -355,7 +355,7 @@ class MemoryService:
             for scope in self._known_scopes_on_disk():
                 self.store.drop(scope)
         else:
-            from memclaw.store.chroma import release_embedded
+            from memclaw.store.clients import release_embedded
 
             self._store = None
             release_embedded(self.layout.chroma_dir)
@@ -567,7 +567,7 @@ class MemoryService:
         """The scope's units as the Markdown holds them now, reading as little as possible: a file whose
         signature is unchanged keeps its rows; a file that was only appended to has just its tail parsed
         (memclaw.markdown.incremental, exact); any other file is parsed in full."""
-        from memclaw.index.unittable import FewLookups
+        from memclaw.index.few_lookups import FewLookups
         from memclaw.markdown.files import read_bytes
         from memclaw.markdown.incremental import parse_appended, parse_file
         from memclaw.markdown.memory_md import ParseNote, describe_notes
@@ -837,7 +837,7 @@ class MemoryService:
                 bm25_hits = list(sc.lexical.search(tokens, n_cand)) if tokens else []
             result.timings_ms["bm25"] = (time.perf_counter() - t) * 1000
         if mode in ("hybrid", "vector"):
-            from memclaw.embedding.models import encode_query
+            from memclaw.embedding.load import encode_query
 
             down = store_down or self._deferred  # (the index's vectors are another model's)
             t = time.perf_counter()
@@ -953,7 +953,7 @@ class MemoryService:
         return [u for u in self._parse(scope) if u.kind == "fact"]
 
     def add_fact(self, text: str, *, scope: str = OWNER_SCOPE, section: str | None = None) -> MemoryUnit:
-        from memclaw.markdown.files import append_fact, normalize_fact_text
+        from memclaw.markdown.fact_ops import append_fact, normalize_fact_text
         from memclaw.markdown.unit_size import too_long
 
         text = normalize_fact_text(text)  # as it will read back (undecodable bytes, comment openers defused)
@@ -985,7 +985,7 @@ class MemoryService:
         """The fact `add_fact(text, section=section)` would write again: the scope's last fact with this text, if
         it is under that section (DEFAULT_SECTION when None). From the synced state when MEMORY.md has not changed
         since, else from the file. (The same text under another heading is another fact.)"""
-        from memclaw.markdown.files import DEFAULT_SECTION, normalize_fact_text
+        from memclaw.markdown.fact_ops import DEFAULT_SECTION, normalize_fact_text
         from memclaw.markdown.formats import normalize_section
 
         text = normalize_fact_text(text)
@@ -1015,7 +1015,7 @@ class MemoryService:
         return sc.state.marks.get(self.workspace.source_of(path)) if sc is not None else None
 
     def apply_fact_ops(self, scope: str, ops: list[FactOp]) -> Any:
-        from memclaw.markdown.files import apply_fact_ops
+        from memclaw.markdown.fact_ops import apply_fact_ops
 
         path = self.workspace.memory_file(scope)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -1024,7 +1024,7 @@ class MemoryService:
         return result
 
     def append_history(self, scope: str, text: str, ts: datetime) -> MemoryUnit:
-        from memclaw.markdown.files import append_history
+        from memclaw.markdown.history_file import append_history
 
         path = self.workspace.history_file(scope)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -1045,7 +1045,8 @@ class MemoryService:
     def forget(self, ids: Sequence[str], *, scope: str = OWNER_SCOPE) -> list[MemoryUnit]:
         """Remove these memories (ids as `list_units` and recall give them) from the Markdown, then from the index.
         Every id is checked before anything is written. Returns the forgotten memories."""
-        from memclaw.markdown.files import FactOp, apply_fact_ops, delete_history_entries
+        from memclaw.markdown.fact_ops import FactOp, apply_fact_ops
+        from memclaw.markdown.history_file import delete_history_entries
         from memclaw.service.forgotten import note_forgotten
 
         current = {u.id: u for u in self._parse(scope)}

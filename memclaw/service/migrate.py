@@ -22,7 +22,8 @@ _PAGE = 2000
 def migrate_to_server(ws: Workspace, cfg: Config, url: str, *, console: Any = None) -> int:
     from memclaw.config import http_url_problem
     from memclaw.service.facade import MemoryService
-    from memclaw.store.chroma import ChromaStore, open_chroma_store
+    from memclaw.store.chroma import ChromaStore
+    from memclaw.store.clients import open_chroma_store
     from memclaw.util.redact import redact_url
 
     problem = http_url_problem(url)

@@ -1,9 +1,11 @@
-"""Durable file replacement: the one helper every writer of memclaw's files uses.
+"""Durable file replacement and the inter-process file lock: the helpers every writer of memclaw's files uses.
 
 `replace_atomically(path, data)` writes a temp file in the same folder, fsyncs it, gives it the mode of the file it
 replaces, renames it over `path` and fsyncs the folder: a reader (or a crash) sees the old content or the new one,
 never a torn file. It never replaces a symlink (which would turn a link to a file elsewhere into a copy). Errors
 are plain OSError; each caller turns them into its own message.
+
+`file_lock(path)` holds an exclusive inter-process lock (flock) on `path` for the duration of a `with` block.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 import stat
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 STALE_TEMP_S = 15 * 60
@@ -75,3 +78,24 @@ def remove_stale_temps(path: Path, older_than_s: float = STALE_TEMP_S) -> list[P
                 tmp.unlink()
                 removed.append(tmp)
     return removed
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive inter-process lock (flock) on `path`, created with its folder if missing; held until the
+    `with` block ends."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+") as f:
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: fall back to filelock (a dependency of huggingface_hub)
+            from filelock import FileLock
+
+            with FileLock(str(path) + ".fl"):
+                yield
+            return
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)

@@ -1,0 +1,167 @@
+"""The ONNX backend: `OnnxEmbedder` (onnxruntime + `tokenizers`, no torch import, ~0.5 s to load, a few ms per
+query) on a cached export, where that export lives (`export_dir_for`) and whether it is valid (`read_manifest`).
+The export's model file is sha256-checked once and a stamp beside it records that check."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memclaw.embedding.base import Progress, batches, normalize_rows
+from memclaw.embedding.registry import ModelSpec
+from memclaw.errors import EmbeddingError
+from memclaw.markdown.formats import clean_text
+from memclaw.util.files import replace_atomically
+
+log = logging.getLogger(__name__)
+
+EXPORT_FORMAT = 1
+
+
+def _onnx_threads() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def _file_identity(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+def _stamp_path(path: Path) -> Path:
+    return path.with_name(path.name + ".verified")
+
+
+def _verified_before(path: Path, sha256: str) -> bool:
+    """Whether `path` was sha256-verified as `sha256` and has not been touched since (same size, mtime, ctime,
+    inode and device: any rewrite, truncation or copy changes one of them). Hashing an 86 MB model costs a
+    cold `memclaw recall` ~0.15 s on every start; the stamp makes it once per export."""
+    try:
+        stamp = json.loads(_stamp_path(path).read_text("utf-8"))
+        return stamp == {"sha256": sha256, "file": _file_identity(path)}
+    except (OSError, ValueError):
+        return False
+
+
+def _record_verified(path: Path, sha256: str) -> None:
+    try:
+        data = json.dumps({"sha256": sha256, "file": _file_identity(path)}).encode()
+        replace_atomically(_stamp_path(path), data)
+    except OSError:  # a read-only cache: verify on every load, as before
+        log.debug("cannot record the verification of %s", path, exc_info=True)
+
+
+class OnnxEmbedder:
+    """onnxruntime + `tokenizers` on an export made by `export_onnx`: tokenize with truncation to
+    max_seq_length and padding to the longest text of each batch, run the transformer, pool with the
+    attention mask, L2-normalize. Texts are sorted by length before batching to keep padding small."""
+
+    def __init__(self, export_dir: Path, *, expected_source_sha256: str | None = None) -> None:
+        manifest = read_manifest(export_dir)
+        if manifest is None:
+            raise EmbeddingError(f"no valid ONNX export in {export_dir}; delete it and load the model again")
+        if expected_source_sha256 and manifest["source_sha256"] != expected_source_sha256:
+            raise EmbeddingError(f"ONNX export {export_dir} was made from other weights; delete it to re-export")
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        onnx_path = export_dir / "model.onnx"
+        if not _verified_before(onnx_path, manifest["onnx_sha256"]):
+            data = onnx_path.read_bytes()
+            if hashlib.sha256(data).hexdigest() != manifest["onnx_sha256"]:
+                raise EmbeddingError(f"ONNX export {export_dir} is corrupted (sha256 mismatch); delete it to re-export")
+            _record_verified(onnx_path, manifest["onnx_sha256"])
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = _onnx_threads()
+        opts.inter_op_num_threads = 1
+        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.log_severity_level = 3
+        try:
+            self._session = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
+            tok = Tokenizer.from_file(str(export_dir / "tokenizer.json"))
+        except Exception as e:
+            raise EmbeddingError(
+                f"cannot open ONNX export {export_dir}: {type(e).__name__}: {e}; delete it to re-export"
+            ) from e
+        self.max_seq_length = int(manifest["max_seq_length"])
+        tok.enable_truncation(self.max_seq_length)
+        pad = tok.padding or {}
+        tok.enable_padding(
+            pad_id=int(pad.get("pad_id", manifest.get("pad_id", 0))),
+            pad_token=str(pad.get("pad_token", manifest.get("pad_token", "[PAD]"))),
+            pad_type_id=int(pad.get("pad_type_id", 0)),
+        )  # no length: pad each batch to its longest text
+        self._tokenizer = tok
+        self._inputs = [i.name for i in self._session.get_inputs()]
+        self._pooling: str = manifest["pooling"]
+        self.name: str = manifest["model"]
+        self.dim: int = int(manifest["dimensions"])
+        self.fingerprint: str = manifest["fingerprint"]
+        self.export_dir = export_dir
+        self.manifest = manifest
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        encs = self._tokenizer.encode_batch(texts)
+        ids = np.asarray([e.ids for e in encs], dtype=np.int64)
+        mask = np.asarray([e.attention_mask for e in encs], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.asarray([e.type_ids for e in encs], dtype=np.int64)
+        hidden = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
+        if self._pooling == "cls":
+            pooled = hidden[:, 0]
+        elif self._pooling == "max":
+            pooled = np.where(mask[..., None] > 0, hidden, -1e9).max(axis=1)
+        else:
+            m = mask[..., None].astype(np.float32)
+            pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+        return normalize_rows(pooled)
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
+        texts = [clean_text(str(t)) for t in texts]  # lone surrogates (undecodable argv bytes) break the tokenizer
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        for start, end in batches(len(texts), batch_size):
+            idx = order[start:end]
+            out[idx] = self._run([texts[i] for i in idx])
+            if progress:
+                progress(end - start)
+        return out
+
+    def warm_up(self) -> None:
+        self.encode(["warm up the session"])
+
+
+def export_dir_for(spec: ModelSpec, cache_dir: Path) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", spec.name)
+    return cache_dir / f"{safe}-{spec.sha256[:12]}-onnx"
+
+
+def read_manifest(export_dir: Path, spec: ModelSpec | None = None) -> dict[str, Any] | None:
+    """The export's manifest if it is complete and (given a spec) matches the registry entry, else None."""
+    try:
+        manifest = json.loads((export_dir / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    needed = ("format", "model", "source_sha256", "onnx_sha256", "fingerprint", "dimensions", "pooling")
+    if not isinstance(manifest, dict) or any(k not in manifest for k in needed):
+        return None
+    if manifest["format"] != EXPORT_FORMAT:
+        return None
+    if not (export_dir / "model.onnx").is_file() or not (export_dir / "tokenizer.json").is_file():
+        return None
+    if spec is not None and (
+        manifest["source_sha256"] != spec.sha256
+        or manifest["fingerprint"] != spec.fingerprint
+        or manifest.get("max_seq_length") != spec.max_seq_length
+    ):
+        return None
+    return manifest

@@ -1,0 +1,192 @@
+"""Opening a Chroma store: embedded (PersistentClient) or client/server (HttpClient) with bounded timeouts, made at
+first need behind a read-only `Reader`; and releasing chromadb's process-wide system for an embedded store before
+its folder is removed or replaced."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from memclaw.errors import IndexError_, UsageError, VectorStoreCorrupted
+from memclaw.store.chroma import ChromaStore
+from memclaw.store.failures import is_corruption, is_permission, permission_error, translate
+from memclaw.store.readers import HttpReader, client_running, engine_reader, forget_readers, reader_keys, system_idents
+
+log = logging.getLogger(__name__)
+
+# chromadb's HttpClient has no timeout at all (httpx timeout=None), and its constructor already talks to the
+# server: an unreachable host or a frozen server would hang recall for ever. A heartbeat with timeouts goes first,
+# then the client's session gets them. Connecting must be quick; a request may take longer (a 5000-vector upsert):
+# memory.chroma_timeout_s, default HTTP_TIMEOUT_S.
+HTTP_CONNECT_TIMEOUT_S = 3.0
+HTTP_TIMEOUT_S = 30.0
+
+
+def _chroma_settings() -> Any:
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    from chromadb.config import Settings
+
+    return Settings(anonymized_telemetry=False, allow_reset=True)
+
+
+def import_client() -> None:
+    """Import chromadb now (about a second): a benchmark pays it before its clock starts."""
+    import chromadb  # noqa: F401
+
+
+def release_embedded_below(root: Path) -> None:
+    """`release_embedded` for every embedded store under `root` (e.g. a temp workspace about to be removed);
+    stores elsewhere are left alone."""
+    base = str(root.resolve())
+    idents = reader_keys()
+    if "chromadb" in sys.modules:
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        idents += list(SharedSystemClient._identifier_to_system)
+    for ident in idents:
+        if ident == base or ident.startswith(base + os.sep):
+            release_embedded(Path(ident))
+
+
+def release_embedded(path: Path) -> None:
+    """Stop and forget chromadb's process-wide system for the embedded store at `path`.
+
+    chromadb keeps one system per persist directory for the whole process; removing the directory under a live
+    system leaves it writing to deleted files or failing with "no such table". Call this before removing or
+    replacing the directory, so the next PersistentClient starts from what is on disk. Engine readers of `path`
+    are retired too."""
+    forget_readers(path)
+    if "chromadb" not in sys.modules:
+        return
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    for ident in system_idents(path):
+        system = SharedSystemClient._identifier_to_system.pop(ident, None)
+        SharedSystemClient._identifier_to_refcount.pop(ident, None)
+        if system is not None:
+            try:
+                system.stop()
+            except Exception as e:  # a broken system is what we are discarding
+                log.debug("stopping the Chroma system at %s: %s", ident, e)
+
+
+def open_chroma_store(
+    *,
+    path: Path | None = None,
+    url: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    namespace: str,
+    timeout_s: float = HTTP_TIMEOUT_S,
+) -> ChromaStore:
+    """Open the embedded store at `path`, or the Chroma server at `url` (one of the two; a server's requests are
+    bounded by `timeout_s`).
+
+    The chromadb client is made at first need: until then `query` and `warm` go through a `Reader` (an
+    `HttpReader` for a server, an `EngineReader` for an embedded store that exists already), so a cold recall
+    never imports the chromadb package."""
+    if url:
+        from urllib.parse import urlparse
+
+        from memclaw.config import http_url_problem
+        from memclaw.util.redact import redact_url
+
+        problem = http_url_problem(url)
+        if problem:
+            raise UsageError(f"the Chroma server's URL {redact_url(url)!r} {problem}")
+        parsed = urlparse(url)
+        timeout = _http_timeout(timeout_s)
+        _heartbeat(url, headers, timeout)
+        return ChromaStore(
+            None,
+            namespace,
+            where=redact_url(url),
+            connect=lambda: _http_client(parsed, headers, timeout),
+            reader=lambda: HttpReader(url, headers, timeout),
+        )
+    assert path is not None
+    store_path = path
+    if (path / "chroma.sqlite3").is_file() and not client_running(path):
+        return ChromaStore(
+            None,
+            namespace,
+            where=str(path),
+            connect=lambda: _persistent_client(store_path),
+            reader=lambda: engine_reader(store_path),
+        )
+    return ChromaStore(_persistent_client(path), namespace, where=str(path))
+
+
+def _http_client(parsed: Any, headers: Mapping[str, str] | None, timeout: Any) -> Any:
+    """chromadb's HttpClient for the server at `parsed` (a urlparse result), with bounded timeouts."""
+    import chromadb
+
+    url = parsed.geturl()
+    try:
+        client = chromadb.HttpClient(
+            host=parsed.hostname,
+            port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+            ssl=parsed.scheme == "https",
+            headers=dict(headers or {}),
+            settings=_chroma_settings(),
+        )
+    except Exception as e:
+        raise translate(e, url) from e
+    _bound_http_timeouts(client, timeout)
+    return client
+
+
+def _persistent_client(path: Path) -> Any:
+    """chromadb's PersistentClient for `path` (created if missing), its errors said as memclaw's."""
+    import chromadb
+
+    forget_readers(path)  # the client's engine keeps its own copy of the index from now on
+    if path.exists() and not path.is_dir():
+        from memclaw.util.pathkind import odd_path_error
+
+        raise odd_path_error(path, "folder", path.parent)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        return chromadb.PersistentClient(path=str(path), settings=_chroma_settings())
+    except Exception as e:
+        # chromadb registers the system for `path` before starting it: a failed start stays cached and every later
+        # PersistentClient for `path` in this process would get the broken one. Forget it.
+        release_embedded(path)
+        if is_permission(e):
+            raise permission_error(e, path) from e
+        if is_corruption(e):
+            raise VectorStoreCorrupted(
+                f"the Chroma store at {path} is damaged ({type(e).__name__}: {str(e).splitlines()[0]}); "
+                "run `memclaw memory reindex` to rebuild it from the Markdown"
+            ) from e
+        raise IndexError_(f"cannot open the Chroma store at {path}: {type(e).__name__}: {e}") from e
+
+
+def _http_timeout(timeout_s: float) -> Any:
+    import httpx
+
+    return httpx.Timeout(timeout_s, connect=min(HTTP_CONNECT_TIMEOUT_S, timeout_s))
+
+
+def _heartbeat(url: str, headers: Mapping[str, str] | None, timeout: Any) -> None:
+    """One bounded request before chromadb's client (whose constructor has no timeout) talks to the server."""
+    import httpx
+
+    try:
+        httpx.get(url.rstrip("/") + "/api/v2/heartbeat", headers=dict(headers or {}), timeout=timeout)
+    except httpx.HTTPError as e:
+        raise translate(e, url) from e
+
+
+def _bound_http_timeouts(client: Any, timeout: Any) -> None:
+    """Give chromadb's httpx session the timeouts it lacks."""
+    import httpx
+
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if isinstance(session, httpx.Client):
+        session.timeout = timeout
+    else:  # another chromadb version: keep working, just without the bound
+        log.debug("cannot bound the Chroma HTTP client's timeouts (no httpx session found)")
