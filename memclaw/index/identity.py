@@ -35,13 +35,15 @@ class IndexIdentity:
         workspace_root: Path,
         config: Config,
         tokenizer: Tokenizer,
-        embedder_fingerprint: Callable[[], str],
+        embedder: Callable[[], Embedder],
+        loaded_embedder: Callable[[], Embedder | None],
     ) -> None:
         self.layout = layout
         self.workspace_root = workspace_root
         self.config = config
         self.tokenizer = tokenizer
-        self._embedder_fingerprint = embedder_fingerprint
+        self._embedder = embedder  # loads it if need be
+        self._loaded_embedder = loaded_embedder  # the embedder, if it was given or loaded
         self.checked = False
         self.ok = False  # the manifest was found to serve these settings (no rebuild needed)
         # The new embedding model cannot embed yet (no key, provider down): the index keeps the old model's identity
@@ -65,10 +67,20 @@ class IndexIdentity:
     def path_namespace(self) -> str:
         return hashlib.sha256(str(self.workspace_root.resolve()).encode()).hexdigest()[:16]
 
+    def embedder_fingerprint(self) -> str:
+        """The configured embedder's fingerprint, without loading the model when the config names it."""
+        if self._loaded_embedder() is None:
+            from memclaw.embedding.models import fingerprint_for
+
+            fp = fingerprint_for(self.config.embeddings)
+            if fp is not None:
+                return fp
+        return self._embedder().fingerprint
+
     def fingerprints(self) -> dict[str, Any]:
         return {
             "format": ix.FORMAT_VERSION,
-            "embedder": self._embedder_fingerprint(),
+            "embedder": self.embedder_fingerprint(),
             "tokenizer": self.tokenizer.fingerprint,
             "store": ix.store_id(self.chroma_url),
         }
@@ -103,7 +115,6 @@ class IndexIdentity:
     def check(
         self,
         *,
-        embedder: Callable[[], Embedder],
         count_units: Callable[[], int],
         wipe: Callable[[], None],
         on_copied: Callable[[], None],
@@ -121,7 +132,7 @@ class IndexIdentity:
         if have is not None and have.get("embedder") != want["embedder"]:
             from memclaw.embedding.provider import cannot_embed
 
-            self.deferred = cannot_embed(embedder())
+            self.deferred = cannot_embed(self._embedder())
             if self.deferred is not None:  # the old index stays as it is until the new model embeds
                 log.info("%s, but %s: the index keeps the previous model until then", reason, self.deferred)
                 return

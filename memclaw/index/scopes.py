@@ -116,6 +116,21 @@ class ScopeCache:
         except OSError:
             return False  # the index cannot be looked into: the usual path reports it
 
+    def is_synced(self, scope: str) -> bool:
+        """The scope's synced state matches its Markdown, with every vector and its BM25 index saved."""
+        sc = self.get(scope)
+        return (
+            sc is not None
+            and sc.state.signatures == self.signatures(scope)
+            and not sc.state.pending
+            and not sc.lexical_unsaved
+        )
+
+    def pending(self, scope: str) -> set[str]:
+        """Ids of the scope's units whose vectors wait for the embedding provider."""
+        sc = self.get(scope)
+        return set(sc.state.pending) if sc is not None else set()
+
     def known_scopes_on_disk(self) -> list[str]:
         """The workspace's scopes and those the index holds a state for."""
         from memclaw.index.scope_state import read_scope_name

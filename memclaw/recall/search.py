@@ -44,9 +44,10 @@ StoreDown = VectorStoreUnavailable | EmbeddingUnavailable
 
 
 class Recall:
-    """Recall over the scopes of one index. `freshen(scope, mode, result)` brings the scope up to date first (or
-    says why it could not: the vectors' side that is down); `rebuild(scope)` rebuilds the index from the Markdown
-    when Chroma's files turn out damaged."""
+    """Recall over the scopes of one index. Before a search, `prefetch(scope)` opens the vector store in the
+    background (`join_prefetch()` waits for it) and `ensure_fresh(scope)` syncs the scope if its Markdown changed
+    (False: a sync is running elsewhere); `rebuild(scope)` rebuilds the index from the Markdown when Chroma's files
+    turn out damaged."""
 
     def __init__(
         self,
@@ -57,7 +58,9 @@ class Recall:
         *,
         embedder: Callable[[], Embedder],
         store: Callable[[], VectorStore],
-        freshen: Callable[[str, str, RecallResult], StoreDown | None],
+        prefetch: Callable[[str], None],
+        join_prefetch: Callable[[], object],
+        ensure_fresh: Callable[[str], bool],
         rebuild: Callable[[str], object],
     ) -> None:
         self.config = config
@@ -66,7 +69,9 @@ class Recall:
         self.identity = identity
         self._embedder = embedder
         self._store = store
-        self._freshen = freshen
+        self._prefetch = prefetch
+        self._join_prefetch = join_prefetch
+        self._ensure_fresh = ensure_fresh
         self._rebuild = rebuild
 
     def recall(
@@ -186,6 +191,22 @@ class Recall:
                 break
         result.timings_ms["total"] = (time.perf_counter() - t0) * 1000
         return result
+
+    def _freshen(self, scope: str, mode: str, result: RecallResult) -> StoreDown | None:
+        """Before recall: the store opened in the background, the scope synced if its Markdown changed (auto_sync).
+        Returns the vectors' side that is down, if it is."""
+        if mode != "bm25":
+            self._prefetch(scope)  # a no-op once the store is open
+        if self.config.memory.auto_sync:
+            try:
+                if not self._ensure_fresh(scope):
+                    result.warnings.append("a sync is running; recalled from the previous index state")
+            except (VectorStoreUnavailable, EmbeddingUnavailable) as e:
+                return e
+            except BaseException:
+                self._join_prefetch()  # never exit while the store is being opened in the background (it crashes)
+                raise
+        return None
 
     def _unit_similarities(self, sc: Scope, hits) -> list[tuple[str, float]]:
         units = sc.state.units

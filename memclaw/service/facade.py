@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memclaw.config import Config
-from memclaw.errors import EmbeddingUnavailable, VectorStoreCorrupted, VectorStoreUnavailable
+from memclaw.errors import EmbeddingUnavailable, VectorStoreCorrupted
 from memclaw.index import layout as ix
 from memclaw.index.identity import IndexIdentity, what_broke
 from memclaw.index.scopes import ScopeCache
@@ -26,6 +26,7 @@ from memclaw.index.sync import ScopeSync
 from memclaw.markdown.units import OWNER_SCOPE, MemoryUnit
 from memclaw.recall.results import RecallHit, RecallResult
 from memclaw.recall.search import Recall
+from memclaw.service.prefetch import Prefetch
 from memclaw.service.stats import index_stats
 from memclaw.service.writes import MemoryWriter
 
@@ -71,24 +72,27 @@ class MemoryService:
         self.tokenizer = tokenizer
         self.layout = ix.IndexLayout(Path(config.memory.index_dir or workspace.index_dir))
         self.scopes = ScopeCache(workspace, self.layout, tokenizer, config)
-        self.identity = IndexIdentity(self.layout, workspace.root, config, tokenizer, self._embedder_fingerprint)
+        self.identity = IndexIdentity(
+            self.layout, workspace.root, config, tokenizer, lambda: self.embedder, lambda: self._embedder
+        )
         self._syncer = ScopeSync(
             self.scopes, self.identity, store=lambda: self.store, embedder=lambda: self.embedder,
             wrote=self._wrote, embed_failed=self._embed_failed,
         )  # fmt: skip
         self._recall = Recall(
             config, tokenizer, self.scopes, self.identity, embedder=lambda: self.embedder, store=lambda: self.store,
-            freshen=self._freshen, rebuild=lambda scope: self.sync([scope], full=True),
+            prefetch=self.prefetch_store, join_prefetch=self._join_prefetch,
+            ensure_fresh=lambda scope: self.ensure_fresh(scope, wait=False),
+            rebuild=lambda scope: self.sync([scope], full=True),
         )  # fmt: skip
         self._writer = MemoryWriter(self.scopes, self.sync)
         self._write_lock = threading.Lock()  # one sync at a time in this process
         self.embed_error: EmbeddingUnavailable | None = None  # why the last sync left vectors pending, if it did
         self._store_lock = threading.Lock()  # one opening of the vector store
-        self._prefetch: threading.Thread | None = None
-        self._prefetch_error: BaseException | None = None
+        self._prefetch: Prefetch | None = None  # its error re-raised in the caller's thread by `store`
         self.on_interrupt: Callable[[str], None] | None = None  # told what an interrupted sync left (the CLI says it)
         self._sync_wrote = False  # the running sync has changed the index (an interrupt leaves it incomplete)
-        self._probed: set[tuple[int, str]] = set()  # (store, scope) read once for damage (_probe_store)
+        self._probed: set[tuple[int, str]] = set()  # (store, scope) read once for damage (probe_damage)
 
     @property
     def progress(self) -> ProgressFactory | None:
@@ -118,13 +122,11 @@ class MemoryService:
 
     def _join_prefetch(self) -> BaseException | None:
         """Wait for a running prefetch (not from inside it); its error, if any, handed over once."""
-        t = self._prefetch
-        if t is None or t is threading.current_thread():
+        p = self._prefetch
+        if p is None or p.inside():
             return None
-        t.join()
         self._prefetch = None
-        err, self._prefetch_error = self._prefetch_error, None
-        return err
+        return p.join()
 
     def prefetch_store(self, scope: str) -> None:
         """Open the vector store and load `scope`'s collection in a background thread, while the caller loads
@@ -132,18 +134,9 @@ class MemoryService:
         Chroma's first read of a 100k collection (~0.5 s) alongside them instead of after. Errors surface at the
         next use of `store`, as if it had been opened there."""
         with self._store_lock:
-            if self._store is not None or self._prefetch is not None:
-                return
-            self._prefetch = threading.Thread(
-                target=self._prefetch_run, args=(scope,), name="memclaw-store-prefetch", daemon=True
-            )
-            self._prefetch.start()
-
-    def _prefetch_run(self, scope: str) -> None:
-        try:
-            self.store.warm(scope)
-        except BaseException as e:  # re-raised in the caller's thread by `store`
-            self._prefetch_error = e
+            if self._store is None and self._prefetch is None:
+                self._prefetch = Prefetch(lambda: self.store.warm(scope), "memclaw-store-prefetch")
+                self._prefetch.start()
 
     def _open_store(self) -> VectorStore:
         if self._store is None:
@@ -171,16 +164,6 @@ class MemoryService:
         """The workspace's key in the vector store (memclaw.index.identity)."""
         return self.identity.namespace
 
-    def _embedder_fingerprint(self) -> str:
-        """The configured embedder's fingerprint, without loading the model when the config names it."""
-        if self._embedder is None:
-            from memclaw.embedding.models import fingerprint_for
-
-            fp = fingerprint_for(self.config.embeddings)
-            if fp is not None:
-                return fp
-        return self.embedder.fingerprint
-
     def index_mismatch(self) -> str | None:
         """Why the index must be rebuilt before it can serve the current settings ("the store changed", "the
         embedding model changed"...), or None."""
@@ -193,7 +176,6 @@ class MemoryService:
     # ----- index lifecycle -------------------------------------------------------------------------------
     def _check_manifest(self) -> None:
         self.identity.check(
-            embedder=lambda: self.embedder,
             count_units=lambda: sum(len(self.scopes.parse(s)) for s in self.workspace.scopes()),
             wipe=self._wipe_index,
             on_copied=self._leave_copied_store,
@@ -224,18 +206,11 @@ class MemoryService:
     def is_fresh(self, scope: str) -> bool:
         if self.index_mismatch() is not None:
             return False
-        sc = self.scopes.get(scope)
-        return (
-            sc is not None
-            and sc.state.signatures == self.scopes.signatures(scope)
-            and not sc.state.pending
-            and not sc.lexical_unsaved
-        )
+        return self.scopes.is_synced(scope)
 
     def pending_vectors(self, scope: str) -> set[str]:
         """Ids of the scope's units whose vectors wait for the embedding provider (the next sync adds them)."""
-        sc = self.scopes.get(scope)
-        return set(sc.state.pending) if sc is not None else set()
+        return self.scopes.pending(scope)
 
     # ----- sync ------------------------------------------------------------------------------------------
     def sync(
@@ -267,7 +242,7 @@ class MemoryService:
                 self.on_interrupt(INTERRUPTED_SYNC)
             raise
 
-    def _wrote(self) -> None:
+    def _wrote(self) -> None:  # (the running sync is about to change the index)
         self._sync_wrote = True
 
     def _embed_failed(self, err: EmbeddingUnavailable) -> None:
@@ -277,6 +252,8 @@ class MemoryService:
         self, scopes: Sequence[str] | None, full: bool, progress: ix.Progress | None
     ) -> list[ix.SyncReport]:
         """The body of a sync; the caller holds both writer locks."""
+        from memclaw.store.chroma import probe_damage
+
         self.embed_error = None
         if full:
             from memclaw.embedding.provider import cannot_embed
@@ -289,8 +266,11 @@ class MemoryService:
         self._check_manifest()
         targets = list(scopes) if scopes is not None else self.scopes.known_scopes_on_disk()
         try:
-            if not full:
-                self._probe_store(targets)
+            if not full:  # damaged Chroma files raise here, where sync can rebuild them, even if all is fresh
+                probe_damage(
+                    url=self.config.memory.chroma_url, store=lambda: self.store, scopes=targets, probed=self._probed,
+                    dimensions=lambda: self.identity.dimensions() or self.embedder.dim,  # (a provider: not asked)
+                )  # fmt: skip
             return [self._syncer.sync_scope(s, progress) for s in targets]
         except VectorStoreCorrupted as e:
             log.warning("%s; rebuilding the index from the Markdown", what_broke(e))
@@ -301,19 +281,6 @@ class MemoryService:
             for r in reports:
                 r.rebuilt = True
             return reports
-
-    def _probe_store(self, scopes: Sequence[str]) -> None:
-        """Damaged Chroma files raise VectorStoreCorrupted here, where sync can rebuild them, even when every scope
-        is fresh (memclaw.store.chroma.probe_damage)."""
-        from memclaw.store.chroma import probe_damage
-
-        probe_damage(
-            url=self.config.memory.chroma_url,
-            store=lambda: self.store,
-            scopes=scopes,
-            dimensions=lambda: self.identity.dimensions() or self.embedder.dim,  # (a provider's need not be asked)
-            probed=self._probed,
-        )
 
     def ensure_fresh(self, scope: str, *, wait: bool = True) -> bool:
         """Sync `scope` if its Markdown changed. With `wait=False` a sync already running elsewhere is not waited
@@ -348,24 +315,6 @@ class MemoryService:
         now: datetime | None = None,
     ) -> RecallResult:
         return self._recall.recall(query, scope=scope, k=k, mode=mode, kind=kind, now=now)
-
-    def _freshen(
-        self, scope: str, mode: str, result: RecallResult
-    ) -> VectorStoreUnavailable | EmbeddingUnavailable | None:
-        """Before recall: the store opened in the background, the scope synced if its Markdown changed (auto_sync).
-        Returns the vectors' side that is down, if it is."""
-        if mode != "bm25":
-            self.prefetch_store(scope)  # a no-op once the store is open
-        if self.config.memory.auto_sync:
-            try:
-                if not self.ensure_fresh(scope, wait=False):
-                    result.warnings.append("a sync is running; recalled from the previous index state")
-            except (VectorStoreUnavailable, EmbeddingUnavailable) as e:
-                return e
-            except BaseException:
-                self._join_prefetch()  # never exit while the store is being opened in the background (it crashes)
-                raise
-        return None
 
     # ----- writes (memclaw.service.writes) ---------------------------------------------------------------
     def facts(self, scope: str = OWNER_SCOPE) -> list[MemoryUnit]:
