@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from memclaw.bench.estimate import Estimate, format_duration
-from memclaw.bench.longmemeval import SECONDS_PER_SESSION
+from memclaw.bench.estimate import SECONDS_PER_SESSION, Estimate, format_duration
 
 
 @pytest.mark.parametrize(

@@ -167,7 +167,7 @@ def test_switching_to_the_provider_rebuilds_once_saying_why(tmp_path, server, ca
     local = MemoryService(ws, Config(workspace=ws.root, embeddings=EmbeddingsConfig(model="hash-test")))
     local.sync()
     local.close()
-    caplog.set_level(logging.WARNING, logger="memclaw.service.facade")
+    caplog.set_level(logging.WARNING, logger="memclaw.index.identity")
     svc = service(tmp_path, server)
     assert svc.stats()["rebuild"].startswith("the embedding model changed (hash-test/v1/d64 -> litellm:")
     hit = svc.recall_detailed("where does my sister live", k=1).hits[0]

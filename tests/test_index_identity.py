@@ -41,7 +41,7 @@ def test_switching_store_is_noticed_said_once_and_synced(tmp_path, embedder, chr
     stats = local.stats()
     assert stats["rebuild"] == f"the store changed (server {chroma_server.url} -> embedded)"
     assert stats["scopes"]["owner"]["fresh"] is False
-    caplog.set_level(logging.WARNING, logger="memclaw.service.facade")
+    caplog.set_level(logging.WARNING, logger="memclaw.index.identity")
     _recall_with_vectors(local)
     assert _rebuild_lines(caplog) == [
         f"rebuilding the index: the store changed (server {chroma_server.url} -> embedded); 7 memories to embed"
@@ -105,7 +105,7 @@ def test_a_copy_sharing_a_chroma_server_gets_its_own_vectors(tmp_path, embedder,
     original.sync()
     shutil.copytree(tmp_path / "a", tmp_path / "copy")
     copy = _service(Workspace(tmp_path / "copy"), embedder, chroma_server.url)
-    caplog.set_level(logging.WARNING, logger="memclaw.service.facade")
+    caplog.set_level(logging.WARNING, logger="memclaw.index.identity")
     (report,) = copy.sync(["owner"])
     assert report.added == 7
     assert _rebuild_lines(caplog) == [
@@ -127,7 +127,7 @@ def test_model_change_says_why_and_what_it_costs(tmp_path, embedder, caplog):
     ws = make_workspace(tmp_path / "ws")
     hashed = load_embedder(EmbeddingsConfig(model="hash-test"))
     _service(ws, hashed).sync()
-    caplog.set_level(logging.WARNING, logger="memclaw.service.facade")
+    caplog.set_level(logging.WARNING, logger="memclaw.index.identity")
     svc = _service(ws, embedder)
     (report,) = svc.sync(["owner"])
     assert report.rebuilt and report.added == 7
@@ -168,7 +168,7 @@ def test_the_store_switch_of_the_issue_through_the_cli(tmp_path, chroma_server, 
     stats = json.loads(out)
     assert stats["rebuild"] == f"the store changed (server {chroma_server.url} -> embedded)"
     assert stats["scopes"]["owner"]["fresh"] is False
-    caplog.set_level(logging.WARNING, logger="memclaw.service.facade")  # the CLI's log lines go to stderr
+    caplog.set_level(logging.WARNING, logger="memclaw.index.identity")  # the CLI's log lines go to stderr
     code, out, err = run_cli(monkeypatch, capsys, "recall", "where is my passport", "--json")
     assert code == 0
     hit = json.loads(out)[0]

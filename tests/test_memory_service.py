@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from memclaw.config import Config
+from memclaw.index.sync import session_links
 from memclaw.index.unittable import UnitTable
 from memclaw.markdown.units import sender_scope
-from memclaw.service.facade import MemoryService, _session_links
+from memclaw.service.facade import MemoryService
 
 OWNER_MEMORY = """# About me
 - I live at 14 Rue des Lilas, Lyon
@@ -316,11 +317,11 @@ def test_add_fact_fast_path_gives_the_units_of_a_full_parse(service, monkeypatch
     service.add_fact("Mira lent me her old cello (2026-06-01)", section=hobbies)  # dated: linked to that day
     service.add_fact("My cello teacher is Mira", section=hobbies)  # undated: the links are kept as they are
     assert full_parses == []
-    state = service._get_scope("owner").state
+    state = service.scopes.get("owner").state
     table = state.units
-    want = service._parse("owner")
+    want = service.parse_scope("owner")
     assert _unit_rows(table.units()) == _unit_rows(want)
-    assert state.links == _session_links(UnitTable.from_units(want))
+    assert state.links == session_links(UnitTable.from_units(want))
     assert list(state.links.values()) == [[table.last("history").id]]
     assert [u.id for u in added] == [table.last_match("fact", "My bike is a green Brompton").id, added[1].id]
     facts = [u for u in want if u.kind == "fact"]
@@ -342,8 +343,8 @@ def test_add_fact_after_a_hand_edit_parses_in_full(service, monkeypatch):
     mem.write_text(mem.read_text("utf-8").replace("Henrik", "Hendri"), "utf-8")
     service.add_fact("My bike is a green Brompton")
     assert full_parses == ["memory/MEMORY.md"]
-    table = service._get_scope("owner").state.units
-    assert _unit_rows(table.units()) == _unit_rows(service._parse("owner"))
+    table = service.scopes.get("owner").state.units
+    assert _unit_rows(table.units()) == _unit_rows(service.parse_scope("owner"))
     assert service.recall("Hendri", k=1)[0].unit.text == "My manager is called Hendri"
     assert not any("Henrik" in t for t in table.texts)
 

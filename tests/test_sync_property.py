@@ -255,7 +255,7 @@ class SyncMachine(RuleBasedStateMachine):
 
     def check(self, scopes) -> None:
         for scope in scopes:
-            units = self.svc._parse(scope)
+            units = self.svc.parse_scope(scope)
             # The test's own model and the parser agree (so the property below is about the files we wrote).
             assert [u.text for u in units if u.kind == "fact"] == [x[1] for x in self.mem[scope] if x[0] == "b"]
             assert [(u.timestamp, u.text) for u in units if u.kind == "history"] == [
@@ -273,7 +273,7 @@ class SyncMachine(RuleBasedStateMachine):
             assert stored == want_passages
 
             # BM25: the live index and the saved one hold exactly these units, scored as a fresh index would.
-            sc = self.svc._get_scope(scope)
+            sc = self.svc.scopes.get(scope)
             if sc is None:  # never indexed: only possible for a scope that never had a file
                 assert not want and not stored
                 continue

@@ -53,7 +53,7 @@ def demo(workspace: Path | None, queries: list[str]) -> None:
     mem = MemoryService(ws, Config(workspace=root))
     mem.progress = stderr_progress
     mem.sync()
-    n = sum(len(mem._parse(s)) for s in ws.scopes())
+    n = sum(len(mem.parse_scope(s)) for s in ws.scopes())
     console.print(line("Demo workspace: ", (str(ws.root), "bold"), f" ({n} memories)"))
     for q in queries or demo_queries():
         result = mem.recall_detailed(q, k=5)

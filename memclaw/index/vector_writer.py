@@ -2,7 +2,7 @@
 
 A rebuild of 5,000 memories used to embed everything, then write it: interrupted at 90 %, it kept nothing, and the
 next command started again from zero. Written a chunk at a time, what was stored stays stored: the next sync
-(which reconciles with the store after an interruption, memclaw.service.facade) embeds only the rest.
+(which reconciles with the store after an interruption, memclaw.index.sync) embeds only the rest.
 
 The passages are embedded longest first, in chunks that are whole batches: exactly the batches one call over all
 of them makes (memclaw.embedding.onnx sorts by length too), so the vectors do not depend on the chunking. The chunks

@@ -36,7 +36,7 @@ def migrate_to_server(ws: Workspace, cfg: Config, url: str, *, console: Any = No
     headers = {k: v.get_secret_value() for k, v in cfg.memory.chroma_headers.items()}
     dst = open_chroma_store(url=url, headers=headers, namespace=local.namespace, timeout_s=cfg.memory.chroma_timeout_s)
     copied = 0
-    for scope in local._known_scopes_on_disk():
+    for scope in local.scopes.known_scopes_on_disk():
         dst.drop(scope)
         try:
             copied += _copy_scope(src, dst, scope)

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from memclaw.errors import IndexError_, UsageError, VectorStoreCorrupted
+from memclaw.store.base import VectorStore
 from memclaw.store.chroma import ChromaStore
 from memclaw.store.failures import is_corruption, is_permission, permission_error, translate
 from memclaw.store.readers import HttpReader, client_running, engine_reader, forget_readers, reader_keys, system_idents
@@ -72,6 +76,53 @@ def release_embedded(path: Path) -> None:
                 system.stop()
             except Exception as e:  # a broken system is what we are discarding
                 log.debug("stopping the Chroma system at %s: %s", ident, e)
+
+
+def embedded_files_lost(path: Path) -> bool:
+    """The embedded store at `path` has no database file (its folder was removed or emptied)."""
+    return not (path / "chroma.sqlite3").exists()
+
+
+def wipe_vectors(
+    *, url: str | None, path: Path, scopes: Callable[[], Sequence[str]], store: Callable[[], VectorStore]
+) -> bool:
+    """Remove the index's vectors: on a Chroma server, the collections of `scopes()` (the server is shared); an
+    embedded store is released and its folder at `path` removed. True when the opened store is gone with it (the
+    caller opens a new one)."""
+    if url:
+        for scope in scopes():
+            store().drop(scope)
+        return False
+    release_embedded(path)
+    if path.exists():
+        shutil.rmtree(path, ignore_errors=True)
+    return True
+
+
+def probe_damage(
+    *,
+    url: str | None,
+    store: Callable[[], VectorStore],
+    scopes: Sequence[str],
+    dimensions: Callable[[], int],
+    probed: set[tuple[int, str]],
+) -> None:
+    """Read each scope's collection of the embedded store (a count and a 1-NN query, which loads the HNSW segment),
+    so that damaged Chroma files raise VectorStoreCorrupted now. A Chroma server's files are the server's business:
+    no probe. `probed` holds the (store, scope) pairs already read: once per opening."""
+    if url:
+        return
+    probe = None
+    opened = store()
+    for scope in scopes:
+        if (id(opened), scope) in probed:  # once per opening: later damage fails the write that meets it
+            continue
+        if opened.count(scope):
+            if probe is None:
+                probe = np.zeros(int(dimensions()), dtype=np.float32)
+                probe[0] = 1.0
+            opened.query(scope, probe, 1)
+        probed.add((id(opened), scope))
 
 
 def open_chroma_store(

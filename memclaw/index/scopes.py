@@ -1,0 +1,222 @@
+"""The scope cache: each scope's memory files, and its synced state (unit table, BM25 index) loaded once and
+reloaded when another process has synced since."""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from memclaw.errors import IndexError_
+from memclaw.index import layout as ix
+from memclaw.markdown.units import MemoryUnit
+
+if TYPE_CHECKING:
+    from memclaw.config import Config
+    from memclaw.index.bm25_scoring import LexicalIndex
+    from memclaw.index.tokenizer import Tokenizer
+    from memclaw.util.progress import ProgressFactory
+    from memclaw.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+
+class Span(Protocol):
+    """A stretch of time (as memclaw.recall.dates.DateRange): from `start` up to `end`, excluded."""
+
+    @property
+    def start(self) -> datetime: ...
+    @property
+    def end(self) -> datetime: ...
+
+
+def lexical_text(u: MemoryUnit) -> str:
+    """The text of a unit that BM25 indexes."""
+    return u.text
+
+
+class Scope:
+    """Runtime state of one scope: the unit table, the BM25 index and the state file it came from."""
+
+    def __init__(self, state: ix.ScopeState, lexical: LexicalIndex, state_sig: tuple | None) -> None:
+        self.state = state
+        self.lexical = lexical
+        self.state_sig = state_sig
+        self.lexical_unsaved = False  # rebuilt from the unit table on load (the saved one was damaged)
+        self._dated: tuple[list[datetime], list[str]] | None = None
+
+    def dated_in(self, ranges: Sequence[Span], limit: int) -> list[str]:
+        """Up to `limit` ids of units stamped inside any of the ranges, newest first (a sorted date index,
+        built on first use)."""
+        if self._dated is None:
+            table = self.state.units
+            ids = table.ids
+            rows = table.dated_rows()
+            pairs = sorted((datetime.fromisoformat(ts).replace(tzinfo=None), ids[row]) for row, _, ts in rows)
+            self._dated = ([t for t, _ in pairs], [i for _, i in pairs])
+        stamps, ids = self._dated
+        out: list[str] = []
+        for r in ranges:
+            lo, hi = bisect.bisect_left(stamps, r.start), bisect.bisect_left(stamps, r.end)
+            out += reversed(ids[max(lo, hi - limit) : hi])
+        return list(dict.fromkeys(out))[:limit]
+
+
+class ScopeCache:
+    """The scopes of one workspace's index as this process last read them. `lock` guards the cache and in-place
+    updates of a scope's BM25 index (recall holds it while searching)."""
+
+    def __init__(self, workspace: Workspace, layout: ix.IndexLayout, tokenizer: Tokenizer, config: Config) -> None:
+        self.workspace = workspace
+        self.layout = layout
+        self.tokenizer = tokenizer
+        self.config = config
+        self.progress: ProgressFactory | None = None  # shows long work (the CLI: memclaw.util.progress)
+        self.lock = threading.RLock()
+        self._scopes: dict[str, Scope] = {}
+
+    @property
+    def embedded(self) -> bool:
+        """The vector store is embedded (its folder sits in the index), not a Chroma server."""
+        return not self.config.memory.chroma_url
+
+    # ----- the memory files of a scope -------------------------------------------------------------------
+    def files(self, scope: str) -> dict[str, tuple[Path, str]]:
+        ws = self.workspace
+        out = {}
+        for path, kind in ((ws.memory_file(scope), "fact"), (ws.history_file(scope), "history")):
+            out[ws.source_of(path)] = (path, kind)
+        return out
+
+    def signatures(self, scope: str) -> dict[str, tuple | None]:
+        from memclaw.markdown.files import file_signature  # MemoryFileError, not a traceback, for an unreadable file
+
+        return {src: file_signature(path) for src, (path, _k) in self.files(scope).items()}
+
+    def parse(self, scope: str) -> list[MemoryUnit]:
+        """Every unit of the scope as its Markdown holds it now (facts, then history)."""
+        from memclaw.markdown.files import read_units
+
+        units: list[MemoryUnit] = []
+        for src, (path, kind) in self.files(scope).items():
+            if path.exists():
+                units.extend(read_units(path, scope=scope, kind=kind, source=src))
+        return units
+
+    def never_written(self, scope: str) -> bool:
+        """The scope has no memory file and no index state (a few stats: no folder or index file is made)."""
+        if any(sig is not None for sig in self.signatures(scope).values()):
+            return False
+        try:
+            return not self.layout.state_file(scope).exists()
+        except OSError:
+            return False  # the index cannot be looked into: the usual path reports it
+
+    def is_synced(self, scope: str) -> bool:
+        """The scope's synced state matches its Markdown, with every vector and its BM25 index saved."""
+        sc = self.get(scope)
+        return (
+            sc is not None
+            and sc.state.signatures == self.signatures(scope)
+            and not sc.state.pending
+            and not sc.lexical_unsaved
+        )
+
+    def pending(self, scope: str) -> set[str]:
+        """Ids of the scope's units whose vectors wait for the embedding provider."""
+        sc = self.get(scope)
+        return set(sc.state.pending) if sc is not None else set()
+
+    def known_scopes_on_disk(self) -> list[str]:
+        """The workspace's scopes and those the index holds a state for."""
+        from memclaw.index.scope_state import read_scope_name
+
+        out = set(self.workspace.scopes())
+        root = self.layout.root / "scopes"
+        if root.is_dir():
+            for d in root.iterdir():
+                name = read_scope_name(d / ix.STATE_FILE)
+                if name:
+                    out.add(name)
+        return sorted(out)
+
+    def has_states(self) -> bool:
+        """Some scope has a state file (of this memclaw or an older one)."""
+        root = self.layout.root / "scopes"
+        names = (ix.STATE_FILE, *ix.LEGACY_STATE_FILES)
+        return root.is_dir() and any(d.joinpath(n).exists() for d in root.iterdir() for n in names)
+
+    # ----- the cache -------------------------------------------------------------------------------------
+    def get(self, scope: str) -> Scope | None:
+        """The scope's synced state, reloaded if another process synced since; None if it has none (or a damaged
+        one: the next sync rebuilds it)."""
+        from memclaw.index.paths import check_layout
+        from memclaw.index.scope_state import file_sig
+
+        with self.lock:
+            sc = self._scopes.get(scope)
+        if sc is not None and sc.state_sig == file_sig(self.layout.state_file(scope)):
+            return sc
+        check_layout(self.layout, scope, embedded=self.embedded)
+        sc = self._load(scope)  # absent, or another process synced since
+        with self.lock:
+            if sc is not None:
+                self._scopes[scope] = sc
+            else:
+                self._scopes.pop(scope, None)
+        return sc
+
+    def put(self, scope: str, sc: Scope) -> None:
+        with self.lock:
+            self._scopes[scope] = sc
+
+    def clear(self) -> None:
+        with self.lock:
+            self._scopes.clear()
+
+    def _load(self, scope: str) -> Scope | None:
+        """Load a scope's saved state and BM25 index; None if absent or corrupted (caller rebuilds)."""
+        from memclaw.index import scope_state
+
+        sf = self.layout.state_file(scope)
+        sig = scope_state.file_sig(sf)
+        try:
+            loaded = scope_state.load(sf)
+        except IndexError_ as e:
+            if not sf.is_file():
+                raise  # not memclaw's file to replace (a directory...): said in one line, with the fix
+            log.warning("%s; rebuilding this scope from the Markdown", e)
+            return None
+        if loaded is None or self.layout.dirty_file(scope).exists():
+            return None
+        state, lexical = loaded.state, loaded.lexical
+        if lexical is not None and len(lexical) != len(state.units):
+            loaded.lexical_error = "it does not match the unit table"
+            lexical = None
+        if lexical is None:
+            log.warning("BM25 index of scope %s is unusable (%s); rebuilding it from the unit table", scope,
+                        loaded.lexical_error)  # fmt: skip
+            sc = Scope(state, self.build_lexical(state.units.values()), sig)
+            sc.lexical_unsaved = True  # the next sync saves it (it holds the writer lock)
+            return sc
+        return Scope(state, lexical, sig)
+
+    def build_lexical(self, units: Iterable[MemoryUnit]) -> LexicalIndex:
+        """A BM25 index of these units (progress shown for a big one)."""
+        from memclaw.index.bm25 import make_lexical_index
+        from memclaw.util.progress import progress_for
+
+        units = list(units)
+        lex = make_lexical_index("inverted")
+        last = 0
+        with progress_for(self.progress, None, len(units), f"indexing the words of {len(units):,} memories") as done:
+            for i, u in enumerate(units, 1):
+                lex.add(u.id, self.tokenizer.tokenize(lexical_text(u)))
+                if done is not None and (i % 1000 == 0 or i == len(units)):
+                    done(i - last)
+                    last = i
+        return lex

@@ -1,0 +1,310 @@
+"""Syncing one scope: read its Markdown (as little as possible), diff it against the synced state, embed and upsert
+what is new or changed (memclaw.index.vector_writer), delete what went, update BM25 and save the new state."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections import defaultdict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from memclaw.errors import EmbeddingUnavailable, IndexError_, VectorStoreCorrupted
+from memclaw.index import layout as ix
+from memclaw.index.passages import unit_of, unit_vectors
+from memclaw.index.scopes import Scope, ScopeCache, lexical_text
+from memclaw.markdown.units import MemoryUnit
+
+if TYPE_CHECKING:
+    from memclaw.embedding.base import Embedder
+    from memclaw.index.identity import IndexIdentity
+    from memclaw.index.unittable import UnitTable
+    from memclaw.markdown.incremental import FileMark
+    from memclaw.store.base import VectorStore
+
+log = logging.getLogger(__name__)
+
+
+class ScopeRead:
+    """What a sync read of a scope's files: the new unit table in parts (kept rows and freshly parsed ones),
+    the parsed units, the old ids of files parsed in full (candidates for removal), the files' marks, and the rows
+    appended to each file when nothing else changed (what the state's log records, memclaw.index.scope_state)."""
+
+    def __init__(self) -> None:
+        self.parts: list[UnitTable] = []
+        self.parsed: list[MemoryUnit] = []
+        self.parsed_hashes: list[str] = []
+        self.reread_old: set[str] = set()
+        self.marks: dict[str, FileMark] = {}
+        self.appended: list[tuple[str, UnitTable]] = []
+        self.full_diff = False
+        self.full_parse = False  # else every parsed unit was appended: new ids by construction (incremental)
+
+    def add(self, kept: UnitTable | None, units: list[MemoryUnit], hashes: list[str] | None, source: str = "") -> None:
+        from memclaw.index.unittable import UnitTable
+
+        if kept is not None:
+            if len(kept):
+                self.parts.append(kept)
+            return
+        self.parts.append(UnitTable.from_units(units, hashes))
+        self.appended.append((source, self.parts[-1]))
+        self.parsed.extend(units)
+        self.parsed_hashes.extend(hashes or [])
+
+
+def read_scope(cache: ScopeCache, scope: str, old: Scope | None, signatures: dict[str, tuple | None]) -> ScopeRead:
+    """The scope's units as the Markdown holds them now, reading as little as possible: a file whose
+    signature is unchanged keeps its rows; a file that was only appended to has just its tail parsed
+    (memclaw.markdown.incremental, exact); any other file is parsed in full."""
+    from memclaw.index.few_lookups import FewLookups
+    from memclaw.markdown.files import read_bytes
+    from memclaw.markdown.incremental import parse_appended, parse_file
+    from memclaw.markdown.memory_md import ParseNote, describe_notes
+    from memclaw.util.progress import progress_for
+
+    out = ScopeRead()
+    for src, (path, kind) in cache.files(scope).items():
+        seg = mark = None
+        if old is not None:
+            seg = old.state.units.segment(src)
+            mark = old.state.marks.get(src)
+            if seg is None:  # rows not in file order (never written so): diff the whole table
+                out.full_diff = True
+        sig = signatures[src]
+        if seg is not None and mark is not None and sig is not None and old.state.signatures.get(src) == sig:
+            out.add(seg, [], None)
+            out.marks[src] = mark
+            continue
+        data = read_bytes(path) if sig is not None else None
+        if data is None:
+            if seg is not None:
+                out.reread_old.update(seg.ids)
+            continue
+        tail = None
+        notes: list[ParseNote] = []
+        if seg is not None and mark is not None:
+            tail = parse_appended(data, mark, kind=kind, scope=scope, source=src, known=FewLookups(seg.ids),
+                                  notes=notes)  # fmt: skip
+        if tail is not None:
+            units, out.marks[src] = tail
+            out.add(seg, [], None)
+        else:
+            with progress_for(cache.progress, None, 0, f"reading {src} ({len(data) / 1e6:.0f} MB)"):
+                units, out.marks[src] = parse_file(data, kind=kind, scope=scope, source=src, notes=notes)
+            out.full_parse = True
+            if seg is not None:
+                out.reread_old.update(seg.ids)
+        for warning in describe_notes(src, notes):  # said when the file is read after a change, not on each recall
+            log.warning("%s", warning)
+        if units:
+            out.add(None, units, [u.content_hash for u in units], src)
+    return out
+
+
+class ScopeSync:
+    """Brings one scope's index in line with its Markdown. The seams are opened only when vectors are written:
+    `store()`, `embedder()`; `wrote()` is told before the first change to the index, `embed_failed(err)` when
+    vectors were left pending."""
+
+    def __init__(
+        self,
+        cache: ScopeCache,
+        identity: IndexIdentity,
+        *,
+        store: Callable[[], VectorStore],
+        embedder: Callable[[], Embedder],
+        wrote: Callable[[], None],
+        embed_failed: Callable[[EmbeddingUnavailable], None],
+    ) -> None:
+        self.cache = cache
+        self.config = cache.config
+        self.identity = identity
+        self._store = store
+        self._embedder = embedder
+        self._wrote = wrote
+        self._embed_failed = embed_failed
+
+    def sync_scope(self, scope: str, progress: ix.Progress | None) -> ix.SyncReport:
+        from memclaw.index import scope_state
+        from memclaw.index.paths import check_layout
+        from memclaw.index.unittable import UnitTable
+        from memclaw.index.vector_writer import Passage, write_vectors
+        from memclaw.util.progress import progress_for
+
+        cache, layout = self.cache, self.cache.layout
+        report = ix.SyncReport(scope)
+        signatures = cache.signatures(scope)
+        old = cache.get(scope)
+        check_layout(layout, scope, embedded=cache.embedded)
+        dirty = layout.dirty_file(scope)
+        in_store_passages: set[str] = set()
+        if old is not None and old.state.signatures == signatures and not old.state.pending and not old.lexical_unsaved:
+            report.unchanged = len(old.state.units)
+            return report
+        read = read_scope(cache, scope, old, signatures)
+        table = UnitTable.concat(read.parts) if read.parts else UnitTable.from_units([])
+        units = read.parsed  # the only units that can be new or changed
+        hashes = dict(zip((u.id for u in units), read.parsed_hashes, strict=True))
+        if old is None:
+            desired = {u.id: u for u in units}
+            # No trustworthy state: reconcile with whatever the vector store holds (re-embed only what's missing).
+            report.rebuilt = True
+            try:
+                in_store_passages = self._store().ids(scope)
+            except VectorStoreCorrupted:
+                raise  # the whole store is damaged: sync rebuilds every scope
+            except IndexError_ as e:
+                report.warnings.append(f"{e}; dropping the scope's vectors")
+                self._store().drop(scope)
+                in_store_passages = set()
+            in_store = {unit_of(pid) for pid in in_store_passages}
+            # A unit counts as present only if all its passages are (a crash may have left some out).
+            old_hashes = {
+                i: hashes[i] for i in in_store if i in desired and set(_passages_of(desired[i])) <= in_store_passages
+            }
+            stale_in_store = in_store - set(desired)
+        else:
+            # Appended units continue their file's occurrence numbers: none of their ids is an old one.
+            old_hashes = old.state.hashes if read.full_parse or read.full_diff else {}
+            # Ids encode their file: only the old rows of a file parsed again in full can have gone.
+            stale_in_store = set(old.state.units) - set(table) if read.full_diff else read.reread_old - set(hashes)
+        to_embed = [u for u in units if old_hashes.get(u.id) != hashes[u.id]]
+        report.added = sum(1 for u in to_embed if u.id not in old_hashes)
+        report.updated = len(to_embed) - report.added
+        report.removed = len(stale_in_store)
+        report.unchanged = len(table) - len(to_embed)
+        if old is not None and old.state.pending:  # catch up: vectors the provider could not give last time
+            queued = {u.id for u in to_embed}
+            to_embed += [table[i] for i in sorted(old.state.pending) if i in table and i not in queued]
+
+        # Passages: a long unit is embedded as several vectors (see memclaw.index.passages).
+        passages = [
+            Passage(pid, text, _metadata(u), u.id)
+            for u in to_embed
+            for pid, text in unit_vectors(u.id, _vector_text(u))
+        ]
+        new_pids = {p.id for p in passages}
+        stale_passages: set[str] = set()
+        if old is None:
+            if in_store_passages:  # (an empty store, e.g. after a wipe, has nothing stale)
+                stale_passages = in_store_passages - {pid for u in units for pid in _passages_of(u)}
+        else:
+            old_units = old.state.units
+            for uid in stale_in_store:
+                stale_passages.update(_passages_of(old_units[uid]))
+            for u in to_embed:  # (only a unit parsed again in full, or pending, can be an old one)
+                if (u.id in old_hashes or u.id in old.state.pending) and u.id in old_units:
+                    stale_passages.update(set(_passages_of(old_units[u.id])) - new_pids)
+
+        def mark_dirty() -> None:  # before the first write: a crash from here on makes the next sync reconcile
+            dirty.parent.mkdir(parents=True, exist_ok=True)
+            dirty.touch()
+            self._wrote()
+
+        pending: set[str] = set()
+        if passages:
+            if self.identity.deferred is not None:  # not the index's model: its vectors cannot join this index
+                pending, err = {p.unit for p in passages}, self.identity.deferred
+            else:
+                embedder, store = self._embedder(), self._store()  # (loaded before the progress clock starts)
+                shown = progress_for(cache.progress, progress, len(passages), f"embedding {len(to_embed):,} memories")
+                with shown as advance:
+                    pending, err = write_vectors(
+                        embedder, store, scope, passages, batch_size=self.config.embeddings.batch_size,
+                        progress=advance, before_write=mark_dirty, on_dimensions=self.identity.record_dimensions,
+                    )  # fmt: skip
+            if err is not None:  # keyword search gets the units now, the vectors come later
+                self._embed_failed(err)
+                if old is not None:  # an edited unit's old vector must not answer for its new text
+                    old_units = old.state.units
+                    for uid in pending:
+                        if uid in old_units:
+                            stale_passages.update(_passages_of(old_units[uid]))
+                msg = (
+                    f"{err}; {len(pending)} memories are searchable by keyword now, their vectors come at the next sync"
+                )
+                report.warnings.append(msg)
+                log.warning(msg)
+        report.pending = len(pending)
+        mark_dirty()
+        if stale_passages:
+            self._store().delete(scope, sorted(stale_passages))
+
+        append_only = old is not None and not (read.full_parse or read.full_diff or stale_in_store)
+        order = list(dict.fromkeys(p.source_at(0) for p in read.parts)) if append_only else []  # (each part: one file)
+        changes = scope_state.Changes(order=order) if old is not None and not old.lexical_unsaved else None
+        if old is None:
+            lexical = cache.build_lexical(units)
+        else:
+            lexical = old.lexical
+            removed, added = sorted(stale_in_store), []
+            with cache.lock:  # in-place update; recall holds the same lock while searching
+                present = lexical.ids()
+                for i in removed:
+                    lexical.remove(i)
+                for u in to_embed:
+                    if u.id in present:
+                        lexical.remove(u.id)
+                        removed.append(u.id)
+                    tokens = cache.tokenizer.tokenize(lexical_text(u))
+                    lexical.add(u.id, tokens)
+                    added.append((u.id, tokens))
+            if changes is not None:
+                changes.bm25_removed, changes.bm25_added = removed, added
+        # only undated units appended: the session links are unchanged
+        links = old.state.links if append_only and not any(u.timestamp for u in units) else session_links(table)
+        if append_only and changes is not None:
+            changes.appended = read.appended
+            old_links = old.state.links
+            changes.links = {k: v for k, v in links.items() if old_links.get(k) != v}
+            changes.links.update({k: None for k in old_links if k not in links})
+        state = ix.ScopeState(scope, signatures, table, links, read.marks, pending)
+        sf = layout.state_file(scope)
+
+        def lexical_bytes() -> bytes:
+            with cache.lock:  # (compacts the live index)
+                return lexical.to_bytes()
+
+        big = changes is None and len(table) > 50_000  # (seconds of JSON: say so)
+        with progress_for(cache.progress, None, 0, "saving the index") if big else contextlib.nullcontext():
+            scope_state.save(sf, state, lexical_bytes, changes)
+        dirty.unlink(missing_ok=True)
+        cache.put(scope, Scope(state, lexical, scope_state.file_sig(sf)))
+        if report.changed:
+            log.info("synced %s: +%d ~%d -%d", scope, report.added, report.updated, report.removed)
+        return report
+
+
+def _vector_text(u: MemoryUnit) -> str:
+    return u.text
+
+
+def _passages_of(u: MemoryUnit) -> list[str]:
+    return [pid for pid, _t in unit_vectors(u.id, _vector_text(u))]
+
+
+def _metadata(u: MemoryUnit) -> dict[str, Any]:
+    md: dict[str, Any] = {"kind": u.kind, "source": u.source, "line": u.line}
+    if u.timestamp:
+        md["ts"] = u.timestamp.isoformat()
+    return md
+
+
+def session_links(table: UnitTable) -> dict[str, list[str]]:
+    """Link each dated fact to the history entries of the same day (its session's summary)."""
+    by_day: dict[str, list[str]] = defaultdict(list)
+    dated_facts: list[tuple[str, str]] = []
+    ids = table.ids
+    for row, kind, ts in table.dated_rows():
+        day = ts[:10]  # the isoformat's date, as timestamp.date().isoformat()
+        if kind == "history":
+            by_day[day].append(ids[row])
+        else:
+            dated_facts.append((ids[row], day))
+    links: dict[str, list[str]] = {}
+    for uid, day in dated_facts:
+        targets = by_day.get(day)
+        if targets:
+            links[uid] = targets
+    return links

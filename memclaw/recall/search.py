@@ -1,0 +1,254 @@
+"""The recall pipeline: a query -> explained hits over one scope's synced state (BM25 and vector candidates, their
+floors and fusion, the date, session-link and recency boosts, one hit per text)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from memclaw.errors import (
+    EmbeddingUnavailable,
+    IndexError_,
+    NothingToRecall,
+    UsageError,
+    VectorStoreCorrupted,
+    VectorStoreUnavailable,
+)
+from memclaw.index.identity import what_broke
+from memclaw.index.passages import is_head, is_long, unit_of
+from memclaw.recall.dates import find_date_ranges
+from memclaw.recall.fusion import FusionParams, apply_floors, date_boost, fuse, link_boost, recency_boost
+from memclaw.recall.results import RecallHit, RecallResult, Signal
+
+if TYPE_CHECKING:
+    from memclaw.config import Config
+    from memclaw.embedding.base import Embedder
+    from memclaw.index.identity import IndexIdentity
+    from memclaw.index.scopes import Scope, ScopeCache
+    from memclaw.index.tokenizer import Tokenizer
+    from memclaw.store.base import VectorStore
+
+log = logging.getLogger(__name__)
+
+RECENCY_WEIGHT = 0.3
+DATE_ONLY_MAX_DAYS = 31
+"""A query naming a range up to this long ("last week", "on 8 May") also recalls units stamped inside it that
+match no word of the query; a wider range ("in 2023") only lifts units that match on their own."""
+
+StoreDown = VectorStoreUnavailable | EmbeddingUnavailable
+
+
+class Recall:
+    """Recall over the scopes of one index. Before a search, `prefetch(scope)` opens the vector store in the
+    background (`join_prefetch()` waits for it) and `ensure_fresh(scope)` syncs the scope if its Markdown changed
+    (False: a sync is running elsewhere); `rebuild(scope)` rebuilds the index from the Markdown when Chroma's files
+    turn out damaged."""
+
+    def __init__(
+        self,
+        config: Config,
+        tokenizer: Tokenizer,
+        scopes: ScopeCache,
+        identity: IndexIdentity,
+        *,
+        embedder: Callable[[], Embedder],
+        store: Callable[[], VectorStore],
+        prefetch: Callable[[str], None],
+        join_prefetch: Callable[[], object],
+        ensure_fresh: Callable[[str], bool],
+        rebuild: Callable[[str], object],
+    ) -> None:
+        self.config = config
+        self.tokenizer = tokenizer
+        self.scopes = scopes
+        self.identity = identity
+        self._embedder = embedder
+        self._store = store
+        self._prefetch = prefetch
+        self._join_prefetch = join_prefetch
+        self._ensure_fresh = ensure_fresh
+        self._rebuild = rebuild
+
+    def recall(
+        self, query: str, *, scope: str, k: int | None, mode: str | None, kind: str | None, now: datetime | None
+    ) -> RecallResult:
+        rc = self.config.recall
+        k = k or rc.k
+        mode = mode or rc.mode
+        if mode not in ("hybrid", "bm25", "vector"):
+            raise UsageError(f"unknown recall mode {mode!r}: use hybrid, bm25 or vector")
+        if kind not in (None, "fact", "history"):
+            raise UsageError(f"unknown memory kind {kind!r}: use fact or history")
+        if not query or not query.strip() or not self.tokenizer.tokenize(query):
+            raise NothingToRecall()  # a vector of "the and of" would only bring back an arbitrary memory
+        result = RecallResult(query, scope, mode, [])
+        if self.scopes.never_written(scope):  # e.g. an unknown sender: nothing to recall, and a read writes nothing
+            return result
+        t0 = time.perf_counter()
+        # the vectors' side is down: said once, and not asked twice (a frozen server costs a timeout each time)
+        store_down = self._freshen(scope, mode, result)
+        sc = self.scopes.get(scope)
+        result.timings_ms["sync_check"] = (time.perf_counter() - t0) * 1000
+        if store_down is not None and (mode == "bm25" or sc is None or not sc.state.units):
+            result.warnings.append(f"{store_down}; recalling from the last synced state")
+        if sc is None or not sc.state.units:
+            return result
+        n_cand = max(rc.candidates, k * 3)
+        bm25_hits: list[tuple[str, float]] = []
+        vec_hits: list[tuple[str, float]] = []
+        if mode in ("hybrid", "bm25"):
+            t = time.perf_counter()
+            tokens = self.tokenizer.tokenize(query)
+            with self.scopes.lock:
+                bm25_hits = list(sc.lexical.search(tokens, n_cand)) if tokens else []
+            result.timings_ms["bm25"] = (time.perf_counter() - t) * 1000
+        if mode in ("hybrid", "vector"):
+            from memclaw.embedding.load import encode_query
+
+            down = store_down or self.identity.deferred  # (the index's vectors are another model's)
+            t = time.perf_counter()
+            qv = None
+            if down is None:
+                try:
+                    qv = encode_query(self._embedder(), query)
+                except EmbeddingUnavailable as e:  # the provider is down: as for a Chroma outage
+                    down = e
+            result.timings_ms["embed"] = (time.perf_counter() - t) * 1000
+            t = time.perf_counter()
+            if down is None:
+                try:
+                    vec_hits = self._unit_similarities(sc, self._store().query(scope, qv, n_cand * 2))
+                except VectorStoreUnavailable as e:
+                    down = e
+                except VectorStoreCorrupted as e:
+                    vec_hits = self._query_after_repair(scope, qv, n_cand * 2, e, result, mode)
+            if down is not None:
+                if mode == "vector":
+                    raise down
+                result.warnings.append(f"{down}; recall fell back to BM25 only")
+                result.mode = "bm25-only"
+                log.warning("%s; recall fell back to BM25 only", down)
+            result.timings_ms["vector"] = (time.perf_counter() - t) * 1000
+        units = sc.state.units
+        result.scope_size = sum(u.kind == kind for u in units.values()) if kind else len(units)
+        bm25_hits = [(i, s) for i, s in bm25_hits if i in units]
+        vec_hits = [(i, s) for i, s in vec_hits if i in units]  # ignore vectors orphaned by a crash
+        params = FusionParams(
+            method=rc.fusion,
+            rrf_k=rc.rrf_k,
+            bm25_weight=rc.bm25_weight,
+            vector_weight=rc.vector_weight,
+            min_similarity=rc.min_similarity,
+            min_bm25=rc.min_bm25,
+        )
+        bm25_hits, vec_hits = apply_floors(bm25_hits, vec_hits, params)
+        fused = fuse(bm25_hits, vec_hits, params)
+        ranges = find_date_ranges(query, now or datetime.now()) if rc.date_weight > 0 else []
+        if ranges:
+            narrow = [r for r in ranges if r.days <= DATE_ONLY_MAX_DAYS]
+            extra = [i for i in sc.dated_in(narrow, n_cand) if not kind or units[i].kind == kind] if narrow else []
+            stamps = {i: units[i].timestamp for i in [*(f.id for f in fused), *extra]}
+            fused = date_boost(fused, stamps, ranges, weight=rc.date_weight, extra=extra)
+            result.date_ranges = ranges
+        if rc.link_sessions and sc.state.links:
+            fused = link_boost(fused, sc.state.links, weight=rc.link_weight)
+        if rc.recency_half_life_days:
+            hit_units = {f.id: units[f.id] for f in fused}
+            fused = recency_boost(
+                fused,
+                {i: u.timestamp for i, u in hit_units.items()},
+                {i: u.kind for i, u in hit_units.items()},
+                now=now or datetime.now(),
+                half_life_days=rc.recency_half_life_days,
+                weight=RECENCY_WEIGHT,
+            )
+        links = sc.state.links if rc.link_sessions else {}
+        seen_text: set[str] = set()
+        for f in fused:
+            u = units[f.id]
+            if kind and u.kind != kind:
+                continue
+            key = " ".join(u.text.lower().split())
+            if key in seen_text:
+                continue
+            seen_text.add(key)
+            result.hits.append(
+                RecallHit(
+                    u,
+                    f.score,
+                    Signal(f.bm25_rank, f.bm25_score),
+                    Signal(f.vector_rank, f.vector_similarity),
+                    dict(f.boosts),
+                    tuple(links.get(f.id, ())),
+                )
+            )
+            if len(result.hits) >= k:
+                break
+        result.timings_ms["total"] = (time.perf_counter() - t0) * 1000
+        return result
+
+    def _freshen(self, scope: str, mode: str, result: RecallResult) -> StoreDown | None:
+        """Before recall: the store opened in the background, the scope synced if its Markdown changed (auto_sync).
+        Returns the vectors' side that is down, if it is."""
+        if mode != "bm25":
+            self._prefetch(scope)  # a no-op once the store is open
+        if self.config.memory.auto_sync:
+            try:
+                if not self._ensure_fresh(scope):
+                    result.warnings.append("a sync is running; recalled from the previous index state")
+            except (VectorStoreUnavailable, EmbeddingUnavailable) as e:
+                return e
+            except BaseException:
+                self._join_prefetch()  # never exit while the store is being opened in the background (it crashes)
+                raise
+        return None
+
+    def _unit_similarities(self, sc: Scope, hits) -> list[tuple[str, float]]:
+        units = sc.state.units
+        return _best_per_unit(
+            hits, self.config.recall.vector_signal, lambda uid: uid in units and is_long(units[uid].text)
+        )
+
+    def _query_after_repair(
+        self, scope: str, qv: np.ndarray, n: int, err: VectorStoreCorrupted, result: RecallResult, mode: str
+    ) -> list[tuple[str, float]]:
+        """Recall met damaged Chroma files: rebuild the index from the Markdown (if auto_sync) and query again;
+        otherwise, or if that fails too, answer from BM25 alone."""
+        if self.config.memory.auto_sync:
+            msg = f"{what_broke(err)}; rebuilt the index from the Markdown"
+            log.warning(msg)
+            result.warnings.append(msg)
+            try:
+                self._rebuild(scope)
+                sc = self.scopes.get(scope)
+                return self._unit_similarities(sc, self._store().query(scope, qv, n)) if sc else []
+            except (IndexError_, VectorStoreUnavailable) as e:
+                err = e  # type: ignore[assignment]
+        if mode == "vector":
+            raise err
+        result.warnings.append(f"{err}; recall fell back to BM25 only")
+        log.warning("%s; recall fell back to BM25 only", err)
+        return []
+
+
+def _best_per_unit(hits, signal: str = "max", is_long: Callable[[str], bool] | None = None) -> list[tuple[str, float]]:
+    """Vector hits (best first) -> unit hits (see memclaw.index.passages): a unit's similarity is its best vector's
+    (`max`), its best passage's (`passages`: heads ignored), or its head's (`head`: a long unit's head vector, a
+    short unit's only vector; `is_long(unit_id)` tells them apart)."""
+    best: dict[str, float] = {}
+    for h in hits:
+        uid = unit_of(h.id)
+        if uid in best:
+            continue
+        head = is_head(h.id)
+        if signal == "passages" and head:
+            continue
+        if signal == "head" and not head and (h.id != uid or (is_long is not None and is_long(uid))):
+            continue
+        best[uid] = h.similarity
+    return list(best.items())

@@ -1,0 +1,152 @@
+"""Writes to a workspace's memory: the Markdown first (atomically), then a sync of the scope. Facts added, edited
+and deleted, history appended, memories forgotten, and what a scope holds now."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memclaw.errors import IndexError_, UsageError, VectorStoreUnavailable
+from memclaw.markdown.units import MemoryUnit
+from memclaw.permission_errors import from_permission_error
+
+if TYPE_CHECKING:
+    from memclaw.index.scopes import ScopeCache
+    from memclaw.markdown.fact_ops import FactOp
+    from memclaw.markdown.incremental import FileMark
+
+
+class MemoryWriter:
+    """The writes of one workspace; `sync(scopes)` brings the index in line afterwards."""
+
+    def __init__(self, scopes: ScopeCache, sync: Callable[[Sequence[str]], object]) -> None:
+        self.scopes = scopes
+        self.workspace = scopes.workspace
+        self._sync = sync
+
+    def facts(self, scope: str) -> list[MemoryUnit]:
+        return [u for u in self.scopes.parse(scope) if u.kind == "fact"]
+
+    def add_fact(self, text: str, *, scope: str, section: str | None) -> MemoryUnit:
+        from memclaw.markdown.fact_ops import append_fact, normalize_fact_text
+        from memclaw.markdown.unit_size import too_long
+
+        text = normalize_fact_text(text)  # as it will read back (undecodable bytes, comment openers defused)
+        if not text:
+            raise UsageError("empty fact: say what to remember")
+        refused = too_long(text)
+        if refused:
+            raise UsageError(refused)
+        path = self.workspace.memory_file(scope)
+        if self.find_fact(text, scope=scope, section=section) is None:  # a re-run does not write it twice
+            self._check_other_files(scope, path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            append_fact(path, text, section=section, mark=self._mark(scope, path))
+        try:
+            self._sync([scope])
+        except (VectorStoreUnavailable, IndexError_, PermissionError) as e:
+            err = from_permission_error(e) if isinstance(e, PermissionError) else e
+            raise type(err)(f"{err} (the fact is saved in {path}; the next sync indexes it)") from e
+        sc = self.scopes.get(scope)
+        if sc is not None:
+            match = sc.state.units.last_match("fact", text)
+        else:
+            match = next((u for u in reversed(self.scopes.parse(scope)) if u.kind == "fact" and u.text == text), None)
+        if match is None:
+            raise IndexError_(f"the fact was written to {path} but could not be read back; check the file")
+        return match
+
+    def find_fact(self, text: str, *, scope: str, section: str | None) -> MemoryUnit | None:
+        """The fact `add_fact(text, section=section)` would write again: the scope's last fact with this text, if
+        it is under that section (DEFAULT_SECTION when None). From the synced state when MEMORY.md has not changed
+        since, else from the file. (The same text under another heading is another fact.)"""
+        from memclaw.markdown.fact_ops import DEFAULT_SECTION, normalize_fact_text
+        from memclaw.markdown.formats import normalize_section
+
+        text = normalize_fact_text(text)
+        path = self.workspace.memory_file(scope)
+        sc = self.scopes.get(scope)
+        src = self.workspace.source_of(path)
+        if (
+            sc is not None
+            and src in sc.state.signatures
+            and sc.state.signatures[src] == self.scopes.signatures(scope)[src]
+        ):
+            last = sc.state.units.last_match("fact", text)
+        else:
+            last = next((u for u in reversed(self.facts(scope)) if u.text == text), None)
+        return last if last is not None and last.section == (normalize_section(section) or DEFAULT_SECTION) else None
+
+    def _check_other_files(self, scope: str, path: Path) -> None:
+        """Before writing `path`: refuse (MemoryFileError) if another file of the scope that changed since the
+        last sync cannot be read or is not text, so that a write is never followed by a failing sync."""
+        from memclaw.markdown.files import read_bytes
+
+        sc = self.scopes.get(scope)
+        sigs = self.scopes.signatures(scope)
+        for src, (other, _kind) in self.scopes.files(scope).items():
+            if other != path and sigs[src] is not None and (sc is None or sc.state.signatures.get(src) != sigs[src]):
+                read_bytes(other)
+
+    def _mark(self, scope: str, path: Path) -> FileMark | None:
+        """The synced state's mark of a memory file (what the append fast path of memfiles checks against)."""
+        sc = self.scopes.get(scope)
+        return sc.state.marks.get(self.workspace.source_of(path)) if sc is not None else None
+
+    def apply_fact_ops(self, scope: str, ops: list[FactOp]) -> Any:
+        from memclaw.markdown.fact_ops import apply_fact_ops
+
+        path = self.workspace.memory_file(scope)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        result = apply_fact_ops(path, scope, self.workspace.source_of(path), ops)
+        self._sync([scope])
+        return result
+
+    def append_history(self, scope: str, text: str, ts: datetime) -> MemoryUnit:
+        from memclaw.markdown.history_file import append_history
+
+        path = self.workspace.history_file(scope)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        append_history(path, ts, text)
+        self._sync([scope])
+        sc = self.scopes.get(scope)
+        last = sc.state.units.last("history") if sc is not None else None
+        if last is None:
+            last = [u for u in self.scopes.parse(scope) if u.kind == "history"][-1]
+        return last
+
+    def list_units(self, scope: str, kind: str | None) -> list[MemoryUnit]:
+        """Every memory of a scope as the Markdown holds it now, in file order (facts, then history); reads only."""
+        if kind not in (None, "fact", "history"):
+            raise UsageError(f"unknown memory kind {kind!r}: use fact or history")
+        return [u for u in self.scopes.parse(scope) if kind is None or u.kind == kind]
+
+    def forget(self, ids: Sequence[str], *, scope: str) -> list[MemoryUnit]:
+        """Remove these memories (ids as `list_units` and recall give them) from the Markdown, then from the index.
+        Every id is checked before anything is written. Returns the forgotten memories."""
+        from memclaw.markdown.fact_ops import FactOp, apply_fact_ops
+        from memclaw.markdown.history_file import delete_history_entries
+        from memclaw.service.forgotten import note_forgotten
+
+        current = {u.id: u for u in self.scopes.parse(scope)}
+        ids = list(dict.fromkeys(ids))
+        for i in ids:
+            if i not in current:
+                raise UsageError(
+                    f"no memory with id {i!r} in scope {scope}: use an id from `memclaw memory list` or "
+                    "`memclaw recall --json` (an id changes when its text is edited)"
+                )
+        facts = [i for i in ids if current[i].kind == "fact"]
+        history = [i for i in ids if current[i].kind == "history"]
+        if facts:
+            path = self.workspace.memory_file(scope)
+            apply_fact_ops(path, scope, self.workspace.source_of(path), [FactOp("delete", id=i) for i in facts])
+        if history:
+            path = self.workspace.history_file(scope)
+            delete_history_entries(path, scope, self.workspace.source_of(path), history)
+        gone = [current[i] for i in ids]
+        note_forgotten(self.workspace.sessions_dir, gone)  # so that no chat that said them writes them back
+        self._sync([scope])
+        return gone
