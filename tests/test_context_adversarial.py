@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from memclaw.config import Config
-from memclaw.context.builder import Sender, build_messages
+from memclaw.context.builder import build_messages
+from memclaw.context.senders import Sender
 from tests.test_context_support import (
     OWNER_ADDRESS,
     OWNER_FACTS,

@@ -32,8 +32,9 @@ from rich.console import Console
 from memclaw.agent.loop import AgentReply, recall_text
 from memclaw.cli import agent_cmd, common, context_cmd, memory_cmds
 from memclaw.config import Config
-from memclaw.context.builder import Sender, build_messages
+from memclaw.context.builder import build_messages
 from memclaw.context.memory_section import fill_hits
+from memclaw.context.senders import Sender
 from memclaw.context.views import forgot_text, memory_table
 from memclaw.errors import UsageError
 from memclaw.markdown.units import MemoryUnit

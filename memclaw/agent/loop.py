@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from memclaw.agent.consolidate import ConsolidationReport, Consolidator, describe
 from memclaw.agent.sessions import SessionStore
-from memclaw.context.builder import IncomingMessage, Sender, build_messages, is_owner, scope_for
+from memclaw.context.builder import IncomingMessage, build_messages
+from memclaw.context.senders import Sender, is_owner, scope_for
 from memclaw.errors import InvalidSenderError, LLMError, MemclawError, MemoryFileError
 from memclaw.llm.client import LLMClient, LLMResponse, Usage
 from memclaw.prompts import render
