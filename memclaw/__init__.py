@@ -14,7 +14,7 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     "Agent": "memclaw.agent.loop",
-    "AgentReply": "memclaw.agent.loop",
+    "AgentReply": "memclaw.agent.turn",
     "BuiltContext": "memclaw.context.builder",
     "Config": "memclaw.config",
     "MemclawError": "memclaw.errors",
@@ -32,7 +32,8 @@ _EXPORTS: dict[str, str] = {
 __all__ = ["__version__", *sorted(_EXPORTS)]
 
 if TYPE_CHECKING:
-    from memclaw.agent.loop import Agent, AgentReply
+    from memclaw.agent.loop import Agent
+    from memclaw.agent.turn import AgentReply
     from memclaw.config import Config, load_config
     from memclaw.context.builder import BuiltContext, build_messages
     from memclaw.context.senders import Sender

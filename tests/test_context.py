@@ -18,7 +18,7 @@ from memclaw.config import Config
 from memclaw.context.budget import TRUNCATED
 from memclaw.context.builder import IncomingMessage, build_messages
 from memclaw.context.inputs import history_turns, recall_query
-from memclaw.context.memory_section import render_memory
+from memclaw.context.memory_section import memory_item
 from memclaw.context.sections import RUNTIME_TAG
 from memclaw.context.senders import Sender, is_owner, scope_for
 from memclaw.context.windows import context_window
@@ -224,7 +224,7 @@ def test_memories_are_a_delimited_block_of_dated_items(ws, bundled):
     assert "Maya&#x27;s" not in block  # quotes stay readable; only markup characters are escaped
     assert "\n- (People) Maya's sister Lena lives in Porto\n" in block
     assert "\n- (2025-12-01 18:05) Talked about Lena's visit to Lyon in March.\n" in block  # a history entry's stamp
-    assert [line[2:] for line in block.splitlines()[1:]] == [render_memory(h.unit)[2:] for h in b.hits]
+    assert [line[2:] for line in block.splitlines()[1:]] == [memory_item(h.unit)[2:] for h in b.hits]
     assert b.recall_query == "tell me about Lena and Lyon"
 
 

@@ -1,9 +1,10 @@
-"""Durable file replacement: the one helper every writer of memclaw's files uses.
+"""Durable file replacement and inter-process file locks: the helpers every writer of memclaw's files uses.
 
 `replace_atomically(path, data)` writes a temp file in the same folder, fsyncs it, gives it the mode of the file it
 replaces, renames it over `path` and fsyncs the folder: a reader (or a crash) sees the old content or the new one,
-never a torn file. It never replaces a symlink (which would turn a link to a file elsewhere into a copy). Errors
-are plain OSError; each caller turns them into its own message.
+never a torn file. It never replaces a symlink (which would turn a link to a file elsewhere into a copy).
+`file_lock(path)` holds an flock on a lock file (never through a symlink) for a `with` block. Errors are plain
+OSError; each caller turns them into its own message.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ import os
 import stat
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+from memclaw.util.safepath import open_nofollow
 
 STALE_TEMP_S = 15 * 60
 """A temp file of `replace_atomically` this old was left by a killed writer (a live one is seconds old)."""
@@ -75,3 +79,23 @@ def remove_stale_temps(path: Path, older_than_s: float = STALE_TEMP_S) -> list[P
                 tmp.unlink()
                 removed.append(tmp)
     return removed
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
+    """Hold an inter-process lock (flock) on the lock file `path` for the `with` block: exclusive, or `shared`
+    (many readers, no writer). The file (and its folder) is created if missing, mode 0o600; a symlink at `path` is
+    refused (OSError ELOOP, see memclaw.util.safepath.is_symlink_error), never followed. Blocks until acquired."""
+    import fcntl
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = open_nofollow(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
