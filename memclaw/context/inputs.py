@@ -79,11 +79,12 @@ def format_time(now: datetime, tz_name: str | None) -> str:
     return f"{now:%Y-%m-%d %H:%M} ({now:%A}), {label} ({off})"
 
 
-def _text_of(content: Any) -> str:
+def content_text(content: Any, sep: str = "\n") -> str:
+    """The text of a message's content: a string as it is, the text parts of a list joined by `sep`."""
     if isinstance(content, str):
         return content
     if isinstance(content, Sequence):
-        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping) and p.get("type") == "text")
+        return sep.join(str(p.get("text", "")) for p in content if isinstance(p, Mapping) and p.get("type") == "text")
     return ""
 
 
@@ -95,7 +96,7 @@ def recall_query(text: str, history: Sequence[Mapping[str, Any]], followup_max_w
     for m in reversed(history):
         if m.get("role") != "user":
             continue
-        prev = _text_of(m.get("content")).strip()
+        prev = content_text(m.get("content")).strip()
         if prev and not prev.startswith("[Runtime Context"):
             return f"{prev}\n{text}".strip()
     return text
