@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from memclaw.config import Config  # noqa: E402
-from memclaw.context.builder import Sender, build_messages  # noqa: E402
+from memclaw.context.builder import build_messages  # noqa: E402
+from memclaw.context.senders import Sender  # noqa: E402
 from memclaw.markdown.units import MemoryUnit, unit_id  # noqa: E402
 from memclaw.recall.results import RecallHit, Signal  # noqa: E402
 

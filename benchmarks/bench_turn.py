@@ -97,7 +97,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "turn.md")
     args = ap.parse_args()
 
-    from memclaw.agent.loop import Agent, InboundMessage
+    from memclaw.agent.loop import Agent
+    from memclaw.agent.turn import InboundMessage
     from memclaw.config import Config
     from memclaw.service.facade import MemoryService
     from tests.llm_server import ScriptedLLMServer

@@ -14,7 +14,7 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     "Agent": "memclaw.agent.loop",
-    "AgentReply": "memclaw.agent.loop",
+    "AgentReply": "memclaw.agent.turn",
     "BuiltContext": "memclaw.context.builder",
     "Config": "memclaw.config",
     "MemclawError": "memclaw.errors",
@@ -22,7 +22,7 @@ _EXPORTS: dict[str, str] = {
     "MemoryUnit": "memclaw.markdown.units",
     "RecallHit": "memclaw.recall.results",
     "RecallResult": "memclaw.recall.results",
-    "Sender": "memclaw.context.builder",
+    "Sender": "memclaw.context.senders",
     "Workspace": "memclaw.workspace",
     "build_messages": "memclaw.context.builder",
     "load_config": "memclaw.config",
@@ -48,9 +48,11 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from memclaw.agent.loop import Agent, AgentReply
+    from memclaw.agent.loop import Agent
+    from memclaw.agent.turn import AgentReply
     from memclaw.config import Config, load_config
-    from memclaw.context.builder import BuiltContext, Sender, build_messages
+    from memclaw.context.builder import BuiltContext, build_messages
+    from memclaw.context.senders import Sender
     from memclaw.errors import MemclawError
     from memclaw.markdown.units import MemoryUnit
     from memclaw.recall.results import RecallHit, RecallResult

@@ -84,3 +84,19 @@ def test_owner_by_id_never_by_name():
     p = policy()
     assert not p.is_owner("owner") and not p.is_owner("Alice")
     assert p.is_owner(OWNER)
+
+
+def test_the_owner_rule_is_one_rule_for_access_and_context():
+    """Access and the context builder read owner ids the same way (normalize_sender_id): an id written with spaces
+    in the config is the owner in both; before, access stripped it and the context builder did not, so the owner
+    was let in and then given the outsider's context."""
+    from memclaw.context.senders import Sender, is_owner
+
+    cfg = Config(owners={"discord": [" 111 ", ""]})
+    policy = AccessPolicy.from_config(cfg)
+    for sid in ("111", " 111"):
+        assert policy.is_owner(sid)
+        assert is_owner(cfg, Sender(channel="discord", sender_id=sid))
+    for sid in ("1111", "", "11"):
+        assert not policy.is_owner(sid)
+        assert not is_owner(cfg, Sender(channel="discord", sender_id=sid))

@@ -10,8 +10,9 @@ import json
 
 import pytest
 
-from memclaw.agent.loop import Agent, InboundMessage
+from memclaw.agent.loop import Agent
 from memclaw.agent.sessions import SessionStore
+from memclaw.agent.turn import InboundMessage
 from memclaw.config import Config
 from memclaw.llm.client import LLMClient
 from tests.llm_server import scripted_server

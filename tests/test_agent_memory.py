@@ -12,8 +12,9 @@ import pytest
 pytest.importorskip("memclaw.markdown.files")
 pytest.importorskip("memclaw.workspace")
 
-from memclaw.agent.loop import Agent, InboundMessage  # noqa: E402
+from memclaw.agent.loop import Agent  # noqa: E402
 from memclaw.agent.sessions import SessionStore  # noqa: E402
+from memclaw.agent.turn import InboundMessage  # noqa: E402
 from memclaw.config import Config  # noqa: E402
 from memclaw.errors import LLMError  # noqa: E402
 from memclaw.llm.client import LLMClient  # noqa: E402

@@ -119,7 +119,8 @@ def test_locomo_json_shape_and_ranges(locomo_result):
 def test_the_budgeted_view_is_the_prompt_memory_section(dev_slice, tmp_path, embedder):
     """The benchmark keeps exactly the memories the ContextBuilder puts in the prompt for the same ranking."""
     from memclaw.bench.runner import bench_config, budgeted_view, prepare_corpus
-    from memclaw.context.builder import Sender, build_messages
+    from memclaw.context.builder import build_messages
+    from memclaw.context.senders import Sender
 
     conv = dev_slice.conversations[0]
     root = tmp_path / "ws"

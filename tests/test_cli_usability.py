@@ -121,8 +121,7 @@ def test_a_long_query_and_a_long_fact_are_shortened_in_the_table_not_in_json(cli
 
 
 def test_one_shortening_for_the_table_chat_and_discord():
-    from memclaw.agent.loop import recall_text
-    from memclaw.channels.discord.gateway import format_recall
+    from memclaw.context.recall_view import recall_text
     from memclaw.context.views import recall_table
     from memclaw.markdown.units import MemoryUnit
     from memclaw.recall.results import RecallHit, RecallResult, Signal
@@ -136,7 +135,7 @@ def test_one_shortening_for_the_table_chat_and_discord():
     console.print(recall_table(result, width=100))
     table = console.export_text()
     assert short in " ".join(table.split()) and len(table.splitlines()) < 15
-    for view in (recall_text(result.query, "owner", result.hits), format_recall(result)):
+    for view in (recall_text(result), recall_text(result, markdown=True, limit=2000)):
         assert short in view and len(view.splitlines()) <= 3, view  # one line per hit, the query on one line
 
 

@@ -49,7 +49,7 @@ def test_consolidation_prompts_are_templates():
 
     for name in ("consolidate", "consolidate_retry", "consolidate_system"):
         assert (PROMPTS_DIR / f"{name}.md").is_file()
-    src = (PROMPTS_DIR.parent / "consolidate.py").read_text("utf-8")
+    src = (PROMPTS_DIR.parent / "agent" / "consolidate.py").read_text("utf-8")
     assert "strict JSON" not in src  # the system prompt is memclaw/prompts/consolidate_system.md
 
 

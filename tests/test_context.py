@@ -16,18 +16,12 @@ from hypothesis import strategies as st
 
 from memclaw.config import Config
 from memclaw.context.budget import TRUNCATED
-from memclaw.context.builder import (
-    RUNTIME_TAG,
-    IncomingMessage,
-    Sender,
-    build_messages,
-    context_window,
-    history_turns,
-    is_owner,
-    recall_query,
-    scope_for,
-)
-from memclaw.context.memory_section import render_memory
+from memclaw.context.builder import IncomingMessage, build_messages
+from memclaw.context.inputs import history_turns, recall_query
+from memclaw.context.memory_section import memory_item
+from memclaw.context.sections import RUNTIME_TAG
+from memclaw.context.senders import Sender, is_owner, scope_for
+from memclaw.context.windows import context_window
 from memclaw.errors import ConfigError, VectorStoreUnavailable
 from memclaw.llm.tokens import count_messages, count_tokens, token_family
 from tests.test_context_support import (
@@ -176,7 +170,7 @@ def test_static_sections_first_volatile_last(ws, bundled):
 
 
 def test_bootstrap_files_and_skills_are_cached_until_their_files_change(ws, bundled):
-    from memclaw.context.builder import read_cached
+    from memclaw.context.inputs import read_cached
     from memclaw.context.skills import load_skills
 
     p = ws / "SOUL.md"
@@ -230,7 +224,7 @@ def test_memories_are_a_delimited_block_of_dated_items(ws, bundled):
     assert "Maya&#x27;s" not in block  # quotes stay readable; only markup characters are escaped
     assert "\n- (People) Maya's sister Lena lives in Porto\n" in block
     assert "\n- (2025-12-01 18:05) Talked about Lena's visit to Lyon in March.\n" in block  # a history entry's stamp
-    assert [line[2:] for line in block.splitlines()[1:]] == [render_memory(h.unit)[2:] for h in b.hits]
+    assert [line[2:] for line in block.splitlines()[1:]] == [memory_item(h.unit)[2:] for h in b.hits]
     assert b.recall_query == "tell me about Lena and Lyon"
 
 
@@ -482,7 +476,7 @@ def test_png_becomes_a_data_url_and_junk_is_skipped(ws, bundled, tmp_path, caplo
     notes = tmp_path / "notes.txt"
     notes.write_text("not an image")
     msg = IncomingMessage("what is this?", images=(path, notes, tmp_path / "missing.png", png))
-    with caplog.at_level(logging.WARNING, logger="memclaw.context.builder"):
+    with caplog.at_level(logging.WARNING, logger="memclaw.context.images"):
         b = build(ws, bundled, message=msg)
     content = b.messages[-1]["content"]
     assert content[0] == {"type": "text", "text": "what is this?"}

@@ -9,7 +9,8 @@ import pytest
 
 from memclaw.cli.context_cmd import resolve_sender
 from memclaw.config import Config, EmbeddingsConfig
-from memclaw.context.builder import Sender, build_messages
+from memclaw.context.builder import build_messages
+from memclaw.context.senders import Sender
 from memclaw.errors import UsageError
 from memclaw.util.redact import redact_data
 from tests.test_context_support import OWNER_ADDRESS, all_text, make_workspace

@@ -18,14 +18,10 @@ from typing import Any
 import discord
 import pytest
 
-from memclaw.channels.discord.gateway import (
-    APOLOGY,
-    OWNER_ONLY,
-    OWNER_ONLY_FORGET,
-    DiscordGateway,
-    chat_id_for,
-    default_intents,
-)
+from memclaw.agent.commands import owner_only
+from memclaw.agent.turn import apology
+from memclaw.channels.discord.gateway import DiscordGateway, default_intents
+from memclaw.channels.discord.messages import chat_id_for
 from memclaw.config import Config
 from memclaw.errors import ConfigError
 from memclaw.prompts import render
@@ -93,8 +89,7 @@ class Rig:
         self.gateway = DiscordGateway(
             self.agent,
             self.config,
-            recall=lambda q: self.memory.recall_detailed(q, scope="owner"),
-            forget=lambda ids: self.memory.forget(ids, scope="owner"),
+            memory=self.memory,
             client=client,
         )
         self.world = DiscordWorld(self.gateway.client)
@@ -283,7 +278,7 @@ def test_outsider_cannot_reach_owner_memories(rig_factory):
     # no file or exec tools offered to an outsider; the read_file attempt was refused as unknown
     tools = {t["function"]["name"] for t in rig.server.requests[0].get("tools", [])}
     assert tools and not tools & {"read_file", "write_file", "edit_file", "list_dir", "exec"}
-    assert rig.world.webhooks.texts() == [OWNER_ONLY]
+    assert rig.world.webhooks.texts() == [owner_only("/recall")]
     assert "owner" in rig.world.recorder.sent_texts()[-1].lower()  # the typed /recall was refused too
 
 
@@ -306,7 +301,7 @@ def test_only_the_owner_can_forget_and_sees_what_was_forgotten(rig_factory):
 
     asyncio.run(rig.run(outsiders))
     assert memory_file.read_bytes() == before
-    assert rig.world.webhooks.texts() == [OWNER_ONLY_FORGET, OWNER_ONLY_FORGET]
+    assert rig.world.webhooks.texts() == [owner_only("/forget"), owner_only("/forget")]
     assert "only available to the owner" in rig.world.recorder.sent_texts()[-1]
     assert rig.server.requests == []  # none of it reached the model
 
@@ -542,6 +537,22 @@ def test_slash_commands(rig_factory):
     assert rig.sent == []
 
 
+def test_typed_and_slash_recall_are_one_command_with_one_view(rig_factory):
+    """/recall typed in a DM and /recall as a slash command run the same code (memclaw.agent.commands) and show the
+    same view (memclaw.context.recall_view): before, the two were written twice and disagreed."""
+    rig = rig_factory()
+
+    async def body(w: DiscordWorld, gw: DiscordGateway):
+        await gw.tree._call(w.interaction(OWNER, "recall", {"query": "where does Anna live"}))
+        await (await gw.on_message(w.dm(OWNER, "/recall where does Anna live")))
+
+    asyncio.run(rig.run(body))
+    (slash,) = rig.world.webhooks.texts()
+    typed = "\n".join(rig.world.recorder.sent_texts())
+    assert slash == typed and "Lisbon" in slash and slash.startswith("recall `where does Anna live`")
+    assert rig.server.requests == []
+
+
 # ----- running -------------------------------------------------------------------------------------------------
 def test_token_from_env_or_config_and_missing_token(monkeypatch):
     from memclaw.cli.gateway_cmd import TOKEN_ENV, discord_token
@@ -576,7 +587,7 @@ def test_rejected_token_is_a_config_error_and_never_logged(rig_factory, caplog):
 
 
 def test_apology_text_is_short():
-    assert len(APOLOGY) < 200 and "\n" not in APOLOGY
+    assert len(apology()) < 200 and "\n" not in apology()
 
 
 @pytest.mark.parametrize(

@@ -29,11 +29,13 @@ from hypothesis import strategies as st
 from rich.cells import cell_len
 from rich.console import Console
 
-from memclaw.agent.loop import AgentReply, recall_text
+from memclaw.agent.turn import AgentReply
 from memclaw.cli import agent_cmd, common, context_cmd, memory_cmds
 from memclaw.config import Config
-from memclaw.context.builder import Sender, build_messages
+from memclaw.context.builder import build_messages
 from memclaw.context.memory_section import fill_hits
+from memclaw.context.recall_view import recall_text
+from memclaw.context.senders import Sender
 from memclaw.context.views import forgot_text, memory_table
 from memclaw.errors import UsageError
 from memclaw.markdown.units import MemoryUnit
@@ -161,8 +163,11 @@ def test_chat_replies_show_any_text_literally(text, query, terminal):
     units = [unit(text, uid="f1"), unit("more: " + text, uid="f2")]
     res = result(query, "owner", units)
     cases = [
-        (AgentReply(recall_text(query, "owner", res.hits), command="/recall", recall=res), text),
-        (AgentReply(recall_text(query, "owner", []), command="/recall", recall=result(query, "owner", [])), query),
+        (AgentReply(recall_text(res), command="/recall", recall=res), text),
+        (
+            AgentReply(recall_text(result(query, "owner", [])), command="/recall", recall=result(query, "owner", [])),
+            query,
+        ),
         (AgentReply(forgot_text(units), command="/forget"), text),
         (AgentReply(f"Forget failed: unknown fact id {query!r}", ok=False, command="/forget"), repr(query)),
     ]

@@ -122,7 +122,8 @@ API_KEY = "sk-proj-agent-SECRET-4455"
 
 
 def test_exec_environment_drops_every_known_secret_whatever_its_name(tmp_path, monkeypatch):
-    from memclaw.tools.registry import ToolContext, ToolRegistry
+    from memclaw.tools.base import ToolContext
+    from memclaw.tools.registry import ToolRegistry
 
     cfg = Config(
         agent={"api_key": API_KEY},

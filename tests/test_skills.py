@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 
 from memclaw.config import Config
-from memclaw.context.builder import Sender, build_messages
+from memclaw.context.builder import build_messages
+from memclaw.context.senders import Sender
 from memclaw.context.skills import bundled_skills_dir, load_skills, skills_summary
 from tests.test_context_support import make_workspace
 

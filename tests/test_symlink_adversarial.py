@@ -207,7 +207,7 @@ def test_the_workspace_and_memory_folder_themselves_may_be_links(cli, memclaw_ho
 # ----- the agent's file tools ------------------------------------------------------------------------------------
 @pytest.fixture
 def tool_ctx(ws):
-    from memclaw.tools.registry import ToolContext
+    from memclaw.tools.base import ToolContext
 
     return ToolContext(root=ws, config=Config(), scope="owner", is_owner=True)
 
@@ -245,7 +245,7 @@ def test_file_tools_never_follow_a_link(ws, tool_ctx, outside, tool, args):
 
 def test_file_tools_refuse_a_link_made_after_the_check(ws, tool_ctx, outside, monkeypatch):
     """The race: the path is checked, then swapped for a link before the open; O_NOFOLLOW refuses the open."""
-    import memclaw.tools.registry as tools
+    import memclaw.tools.files as tools
 
     real = ws / "plain.md"
     real.write_text("plain")

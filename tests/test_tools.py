@@ -9,7 +9,9 @@ import os
 import pytest
 
 from memclaw.config import Config
-from memclaw.tools.registry import ToolContext, ToolRegistry, denied_reason
+from memclaw.tools.base import ToolContext
+from memclaw.tools.exec import denied_reason
+from memclaw.tools.registry import ToolRegistry
 
 
 @pytest.fixture
@@ -204,7 +206,8 @@ def test_exec_unavailable_for_outsiders_and_when_disabled(ctx):
 
 
 def test_tool_crash_becomes_result(ctx):
-    from memclaw.tools.registry import ReadFileArgs, Tool
+    from memclaw.tools.base import Tool
+    from memclaw.tools.files import ReadFileArgs
 
     class Boom(Tool):
         name = "boom"

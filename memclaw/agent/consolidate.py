@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from memclaw.agent.sessions import CHUNK_PROGRESS
+from memclaw.context.inputs import content_text
 from memclaw.errors import ConsolidationError, LLMError, MemclawError, MemoryFileError
 from memclaw.markdown.units import OWNER_SCOPE, MemoryUnit
 from memclaw.prompts import render
@@ -137,21 +138,13 @@ def _parse_ts(value: Any) -> datetime | None:
     return ts.astimezone().replace(tzinfo=None) if ts.tzinfo else ts
 
 
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return ""
-
-
 def format_conversation(messages: list[dict[str, Any]], agent_name: str) -> str:
     lines: list[str] = []
     for m in messages:
         ts = _parse_ts(m.get("ts"))
         stamp = f"[{ts:%Y-%m-%d %H:%M}] " if ts else ""
         role = m.get("role")
-        text = _content_text(m.get("content")).strip()
+        text = content_text(m.get("content"), " ").strip()
         if role == "user":
             who = m.get("sender_name") or "user"
             lines.append(f"{stamp}{who}: {text}")

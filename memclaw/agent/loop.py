@@ -2,7 +2,8 @@
 
 `Agent.handle(InboundMessage) -> AgentReply` is the only entry point channels need (CLI, Discord). Per turn:
 
-1. Slash commands (`/new`, `/help`, `/recall <query>`) are answered directly and not stored in the session.
+1. Slash commands (`/new`, `/help`; `/recall <query>` and `/forget <id>` through memclaw.agent.commands) are
+   answered directly and not stored in the session.
 2. The user's message is appended to the session JSONL (fsynced) before anything can fail.
 3. `memclaw.context.builder.build_messages` assembles the prompt for this sender (owner or outsider) with recalled
    memories of the sender's scope and the session history.
@@ -22,109 +23,31 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memclaw.agent.commands import MEMORY_COMMANDS, memory_command
 from memclaw.agent.consolidate import ConsolidationReport, Consolidator, describe
 from memclaw.agent.sessions import SessionStore
-from memclaw.context.builder import IncomingMessage, Sender, build_messages, is_owner, scope_for
-from memclaw.errors import InvalidSenderError, LLMError, MemclawError, MemoryFileError
-from memclaw.llm.client import LLMClient, LLMResponse, Usage
+from memclaw.agent.turn import AgentReply, InboundMessage, ToolUse, TurnRecord, apology
+from memclaw.context.builder import IncomingMessage, build_messages
+from memclaw.context.senders import Sender, is_owner, scope_for
+from memclaw.errors import InvalidSenderError, LLMError, MemoryFileError
+from memclaw.llm.client import LLMClient, LLMResponse
 from memclaw.prompts import render
-from memclaw.tools.registry import ToolContext, ToolRegistry
-from memclaw.util.text import ECHO_CHARS, MEMORY_CHARS, shorten
+from memclaw.tools.base import ToolContext
+from memclaw.tools.registry import ToolRegistry
+from memclaw.util.text import shorten
+from memclaw.workspace import Workspace
 
 if TYPE_CHECKING:
     from memclaw.config import Config
-    from memclaw.recall.results import RecallResult
     from memclaw.service.facade import MemoryService
-    from memclaw.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
-APOLOGY = "Sorry, something went wrong on my side and I could not answer. Your message is saved; please try again."
 REFUSED = "Sorry, I cannot answer you: your memory here cannot be used safely. The owner can see why in the log."
-COMMANDS = ("/new", "/help", "/recall", "/forget")
-OWNER_COMMANDS = ("/recall", "/forget")
-
-
-@dataclass
-class InboundMessage:
-    """One message from a channel. `sender_id` is the platform's user id ("owner" on the CLI)."""
-
-    channel: str
-    chat_id: str
-    sender_id: str
-    sender_name: str | None = None
-    text: str = ""
-    images: Sequence[Path | str | bytes] = ()
-    attachments: Sequence[str] = ()  # descriptions of non-image attachments, e.g. "report.pdf (1.2 MB)"
-
-    @classmethod
-    def cli(cls, text: str, chat_id: str = "cli") -> InboundMessage:
-        return cls(channel="cli", chat_id=chat_id, sender_id="owner", sender_name=None, text=text)
-
-
-@dataclass
-class ToolUse:
-    name: str
-    ok: bool
-    ms: float
-
-
-@dataclass
-class TurnRecord:
-    """What one turn cost and did (kept on the reply, in `Agent.turns`, and usage/reasoning in the session)."""
-
-    channel: str = ""
-    chat_id: str = ""
-    scope: str = ""
-    is_owner: bool = False
-    usage: Usage = field(default_factory=Usage)
-    llm_calls: int = 0
-    tools: list[ToolUse] = field(default_factory=list)
-    reasoning: list[str] = field(default_factory=list)
-    recalled: list[str] = field(default_factory=list)  # ids of memories that made it into the prompt
-    context_tokens: int = 0
-    stopped_at_limit: bool = False
-    error: str | None = None
-    warnings: list[str] = field(default_factory=list)
-    timings_ms: dict[str, float] = field(default_factory=dict)  # session, context, llm, tools, total
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "channel": self.channel,
-            "chat_id": self.chat_id,
-            "scope": self.scope,
-            "usage": self.usage.to_json(),
-            "llm_calls": self.llm_calls,
-            "tools": [{"name": t.name, "ok": t.ok} for t in self.tools],
-            "recalled": self.recalled,
-            "context_tokens": self.context_tokens,
-            "stopped_at_limit": self.stopped_at_limit,
-            "error": self.error,
-            "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
-        }
-
-
-@dataclass
-class AgentReply:
-    text: str
-    ok: bool = True
-    command: str | None = None  # "/new", "/help", "/recall" when the message was a command
-    record: TurnRecord = field(default_factory=TurnRecord)
-    recall: RecallResult | None = None  # /recall's result, for channels that draw their own table
-
-
-def _as_workspace(root: Path) -> Workspace | Path:
-    """A plain directory as a memclaw Workspace (falls back to the path if the module is unavailable)."""
-    try:
-        from memclaw.workspace import Workspace
-    except ImportError:
-        return root
-    return Workspace(root)
+COMMANDS = ("/new", "/help", *MEMORY_COMMANDS)
 
 
 def _describe_attachments(msg: InboundMessage) -> str:
@@ -148,15 +71,11 @@ class Agent:
         background_consolidation: bool = True,
     ) -> None:
         self.config = config
-        if isinstance(workspace, str | Path):
-            workspace = _as_workspace(Path(workspace))
-        self.workspace = workspace
-        self.root = Path(workspace) if isinstance(workspace, Path) else Path(workspace.root)
+        self.workspace = Workspace(Path(workspace)) if isinstance(workspace, str | Path) else workspace
+        self.root = self.workspace.root
         self.memory = memory
         self.llm = llm or LLMClient(config)
-        self.sessions = sessions or SessionStore(
-            Path(workspace.sessions_dir) if hasattr(workspace, "sessions_dir") else self.root / "sessions"
-        )
+        self.sessions = sessions or SessionStore(self.workspace.sessions_dir)
         self.tools = tools or ToolRegistry()
         self.background_consolidation = background_consolidation
         self.consolidator = Consolidator(config, self.llm, memory, self.sessions) if memory is not None else None
@@ -178,7 +97,7 @@ class Agent:
             except Exception as e:  # the last line of defence: the user gets an answer, nothing is lost
                 log.exception("turn in %s/%s failed", *key)
                 rec = TurnRecord(channel=message.channel, chat_id=message.chat_id, error=f"{type(e).__name__}: {e}")
-                reply = AgentReply(APOLOGY, ok=False, record=rec)
+                reply = AgentReply(apology(), ok=False, record=rec)
             reply.record.timings_ms["total"] = (time.perf_counter() - t0) * 1000
             self.turns.append(reply.record)
             return reply
@@ -189,8 +108,7 @@ class Agent:
         sender = Sender(channel=msg.channel, sender_id=str(msg.sender_id), chat_id=msg.chat_id)
         try:
             scope = scope_for(self.config, sender)
-            if hasattr(self.workspace, "check_scope"):
-                self.workspace.check_scope(scope)
+            self.workspace.check_scope(scope)
         except (InvalidSenderError, MemoryFileError) as e:
             log.warning("refused a message from %s user %s: %s", msg.channel, shorten(str(msg.sender_id), 40), e)
             rec = TurnRecord(channel=msg.channel, chat_id=msg.chat_id, error=str(e))
@@ -359,27 +277,16 @@ class Agent:
             return AgentReply(text, command=cmd, record=rec)
         if cmd == "/new":
             return await self._cmd_new(msg, rec)
-        if cmd in OWNER_COMMANDS and not ctx.is_owner:  # outsiders never see nor change the owner's memories
-            return AgentReply(f"{cmd} is only available to the owner.", ok=False, command=cmd, record=rec)
-        if not arg:
-            usage = "/recall <query>" if cmd == "/recall" else "/forget <id> [<id>...] (ids from /recall)"
-            return AgentReply(f"Usage: {usage}", ok=False, command=cmd, record=rec)
-        if self.memory is None:
-            return AgentReply("Memory is not available.", ok=False, command=cmd, record=rec)
-        if cmd == "/forget":
-            try:
-                gone = await asyncio.to_thread(self.memory.forget, arg.split(), scope=ctx.scope)
-            except MemclawError as e:
-                return AgentReply(f"Forget failed: {e}", ok=False, command=cmd, record=rec)
-            from memclaw.context.views import forgot_text
-
-            return AgentReply(forgot_text(gone), command=cmd, record=rec)
-        # /recall
-        try:
-            result = await asyncio.to_thread(self.memory.recall_detailed, arg, scope=ctx.scope)
-        except MemclawError as e:
-            return AgentReply(f"Recall failed: {e}", ok=False, command=cmd, record=rec)
-        return AgentReply(recall_text(arg, ctx.scope, result.hits), command=cmd, record=rec, recall=result)
+        outcome = await asyncio.to_thread(
+            memory_command,
+            self.memory,
+            cmd,
+            arg,
+            scope=ctx.scope,
+            is_owner=ctx.is_owner,
+            markdown=msg.channel != "cli",
+        )
+        return AgentReply(outcome.text, ok=outcome.ok, command=cmd, record=rec, recall=outcome.recall)
 
     async def _cmd_new(self, msg: InboundMessage, rec: TurnRecord) -> AgentReply:
         # wait for a running background consolidation of this chat, then consolidate everything
@@ -412,20 +319,3 @@ class Agent:
                 record=rec,
             )
         return AgentReply("Saved this conversation to memory. New session started.", command="/new", record=rec)
-
-
-def recall_text(query: str, scope: str, hits: Sequence[Any]) -> str:
-    """The recall table as compact plain text (for chat channels)."""
-    query = shorten(query, ECHO_CHARS)
-    if not hits:
-        return f'No memories found for "{query}" ({scope}).'
-    lines = [f'Recall for "{query}" ({scope}, {len(hits)} hits)', "#  score  kind     source              text"]
-    for i, h in enumerate(hits, 1):
-        u = h.unit
-        src = f"{u.source}:{u.line}"
-        date = f"{u.timestamp:%Y-%m-%d} " if u.timestamp else ""
-        text = shorten(u.text, MEMORY_CHARS)
-        b = f"bm25 #{h.bm25.rank}" if h.bm25.rank else "bm25 -"
-        v = f"vec #{h.vector.rank} {h.vector.score:.2f}" if h.vector.rank and h.vector.score is not None else "vec -"
-        lines.append(f"{i:<2} {h.score:.3f}  {u.kind:<7}  {src:<18}  {date}{text}  ({b}, {v}, id {u.id})")
-    return "\n".join(lines)

@@ -4,19 +4,18 @@ Each line is one message (an OpenAI-style dict plus `ts` and, for user messages,
 `{"_meta": {...}}` (the last one wins; it carries the consolidation pointer `last_consolidated`: how many of the
 file's messages are already in long-term memory).
 
-- Appends take an exclusive `fcntl` lock on a sidecar `.lock` file (stable across rewrites), write whole lines with
-  one `write` and fsync before returning, so two writers (threads or processes) never interleave and an
-  acknowledged message is on disk.
+- Appends take an exclusive lock (memclaw.util.files.file_lock) on a sidecar `.lock` file (stable across
+  rewrites), write whole lines with one `write` and fsync before returning, so two writers (threads or processes)
+  never interleave and an acknowledged message is on disk.
 - Loading drops a torn last line (a crash mid-write) and skips a corrupt line in the middle, each with a warning;
   never the whole session. The next append first cuts a torn tail off so new lines start clean.
-- `trim` (after consolidation) rewrites the file atomically (temp file, fsync, rename, fsync dir) under the lock,
+- `trim` (after consolidation) rewrites the file atomically (memclaw.util.files.replace_atomically) under the lock,
   re-reading it first so messages appended meanwhile are kept.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -29,7 +28,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from memclaw.errors import SessionError
-from memclaw.util.files import fsync_dir
+from memclaw.util.files import file_lock, replace_atomically
 from memclaw.util.safepath import is_symlink_error, open_nofollow, read_nofollow, refusal
 
 log = logging.getLogger(__name__)
@@ -130,20 +129,18 @@ class SessionStore:
 
     @contextlib.contextmanager
     def _locked(self, path: Path) -> Iterator[None]:
+        lock = Path(str(path) + ".lock")
+        held = contextlib.ExitStack()
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            fd = open_nofollow(Path(str(path) + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+            held.enter_context(file_lock(lock))
         except OSError as e:
-            _refuse_link(e, Path(str(path) + ".lock"))
+            _refuse_link(e, lock)
             raise SessionError(
                 f"cannot open session lock for {path}: {e.strerror}; check the workspace permissions"
             ) from e
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with held:
             yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
 
     # ----- reading ---------------------------------------------------------------------------------------
     def load(self, channel: str, chat_id: str) -> Session:
@@ -259,18 +256,10 @@ class SessionStore:
             meta["last_consolidated"] = max(0, fresh.last_consolidated - upto)
             meta["trimmed_at"] = datetime.now().astimezone().isoformat(timespec="seconds")
             lines = [json.dumps({"_meta": meta})] + [json.dumps(m, ensure_ascii=False, default=str) for m in keep]
-            tmp = path.with_name(path.name + ".tmp")
             try:
-                with os.fdopen(open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
-                    f.write(("\n".join(lines) + "\n").encode("utf-8"))
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, path)
-                fsync_dir(path.parent)
+                replace_atomically(path, ("\n".join(lines) + "\n").encode("utf-8"), mode=0o600)
             except OSError as e:
-                _refuse_link(e, tmp)
-                with contextlib.suppress(OSError):
-                    tmp.unlink()
+                _refuse_link(e, path)
                 raise SessionError(f"cannot rewrite session {path}: {e.strerror}; free disk space") from e
         session.messages = keep
         session.meta = meta

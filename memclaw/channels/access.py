@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from memclaw.context.senders import is_owner_id, owner_ids
+
 if TYPE_CHECKING:
     from memclaw.config import Config
 
@@ -43,7 +45,7 @@ class AccessPolicy:
             return frozenset(str(x).strip() for x in xs if str(x).strip())
 
         return cls(
-            owners=ids(config.owners.get(channel, [])),
+            owners=owner_ids(config.owners.get(channel, [])),
             allow_from=ids(dc.allow_from),
             guilds=ids(dc.guilds),
             channels=ids(dc.channels),
@@ -55,7 +57,8 @@ class AccessPolicy:
         return bool(self.guilds or self.channels or self.always_answer_channels)
 
     def is_owner(self, user_id: str) -> bool:
-        return str(user_id) in self.owners
+        """The one owner rule (memclaw.context.senders.is_owner_id), as the context builder applies it."""
+        return is_owner_id(self.owners, user_id)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from memclaw.cli.common import arg_or_stdin, console, err_console, log_through
 from memclaw.util.richtext import line, lit, warning
 
 if TYPE_CHECKING:
-    from memclaw.agent.loop import Agent, AgentReply
+    from memclaw.agent.loop import Agent
+    from memclaw.agent.turn import AgentReply
 
 EXIT_WORDS = {"exit", "quit", ":q", "/exit", "/quit"}
 _COMMAND_RE = re.compile(r"/[A-Za-z][\w-]*")  # "/recall", not "/etc/hosts is missing"
@@ -65,7 +66,7 @@ def _failed(reply: AgentReply) -> bool:
 
 
 async def _turn(agent: Agent, text: str) -> AgentReply:
-    from memclaw.agent.loop import InboundMessage
+    from memclaw.agent.turn import InboundMessage
 
     with err_console.status(line(("thinking...", "dim")), spinner="dots"):
         return await agent.handle(InboundMessage.cli(text))

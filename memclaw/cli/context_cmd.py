@@ -12,13 +12,14 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from memclaw.config import Config
-    from memclaw.context.builder import BuiltContext, Sender
+    from memclaw.context.builder import BuiltContext
+    from memclaw.context.senders import Sender
 
 
 def resolve_sender(config: Config, sender: str | None, channel: str) -> Sender:
     """`--sender`/`--channel` to a Sender. No sender: the owner (the CLI, or the channel's first configured
     owner id). `--sender discord:1234` with the default channel means channel discord, id 1234."""
-    from memclaw.context.builder import Sender
+    from memclaw.context.senders import Sender
     from memclaw.markdown.units import normalize_sender_id
 
     channel = channel or "cli"
@@ -124,7 +125,8 @@ def build_for_cli(
     """Build the context as the agent would (auto-recall over the workspace's MemoryService)."""
     from memclaw.cli.common import load, memory_service
     from memclaw.config import config_secrets
-    from memclaw.context.builder import build_messages, scope_for
+    from memclaw.context.builder import build_messages
+    from memclaw.context.senders import scope_for
 
     cfg, ws = load(workspace)
     who = resolve_sender(cfg, sender, channel)

@@ -97,13 +97,7 @@ def gateway_command(workspace: Path | None) -> None:
     steady_gc()  # a long-running process from here on
     agent = Agent(cfg, ws, memory=memory)
 
-    def recall(query: str):
-        return memory.recall_detailed(query, scope="owner")
-
-    def forget(ids: list[str]):
-        return memory.forget(ids, scope="owner")
-
-    gateway = DiscordGateway(agent, cfg, recall=recall, forget=forget)
+    gateway = DiscordGateway(agent, cfg, memory=memory)
     err_console.print(line(f"memclaw gateway: workspace {ws.root}, model {cfg.agent.model}; Ctrl-C to stop"))
     try:
         asyncio.run(gateway.serve(token))

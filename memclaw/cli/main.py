@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from memclaw.cli.bench_app import bench_app
 from memclaw.runtime import set_offline_env, setup_logging
 
 set_offline_env()
@@ -44,7 +45,6 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 memory_app = typer.Typer(help="Manage the Markdown memory and its derived index.", no_args_is_help=True)
-bench_app = typer.Typer(help="Recall-quality and performance benchmarks.", no_args_is_help=True)
 app.add_typer(memory_app, name="memory")
 app.add_typer(bench_app, name="bench")
 
@@ -242,127 +242,6 @@ def gateway(workspace: WorkspaceOpt = None) -> None:
     from memclaw.cli.gateway_cmd import gateway_command
 
     gateway_command(workspace)
-
-
-DataOpt = Annotated[Path, typer.Option("--data", help="The dataset file (JSON, upstream format).")]
-SystemsOpt = Annotated[
-    str | None, typer.Option("--systems", help="Comma-separated systems, or 'all' (default: the standard set).")
-]
-OutOpt = Annotated[Path | None, typer.Option("--out", help="Directory for the JSON, Markdown and PNG results.")]
-QuietOpt = Annotated[bool, typer.Option("--no-progress", help="No progress bar.")]
-EmbeddingsOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--embeddings",
-        help="Embedding model(s) to run with, comma-separated to compare side by side "
-        "(e.g. all-MiniLM-L6-v2,openai/text-embedding-3-small); default: embeddings.model.",
-    ),
-]
-EmbedCacheOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--embed-cache",
-        help="Keep the model's text vectors in this file, so a later run embeds only texts it has not seen "
-        "(a bench tool; memclaw's index never reads it).",
-    ),
-]
-WorkdirOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--workdir",
-        help="Keep each converted workspace and its index in this folder and reuse them on a later run: two "
-        "versions of memclaw then query the same index (an HNSW build is not reproducible).",
-    ),
-]
-RankingsOpt = Annotated[
-    bool,
-    typer.Option(
-        "--rankings",
-        help="Also write every question's ranked ids and what each token budget kept (*-rankings.json.gz), "
-        "for an exact comparison of two runs with benchmarks/bench_diff.py.",
-    ),
-]
-
-
-@bench_app.command("locomo")
-def bench_locomo(
-    data: DataOpt,
-    systems: SystemsOpt = None,
-    corpus: Annotated[str, typer.Option("--corpus", help="all | facts | sessions")] = "all",
-    out: OutOpt = None,
-    limit_conversations: Annotated[int | None, typer.Option("--limit-conversations", help="First N only.")] = None,
-    limit_questions: Annotated[int | None, typer.Option("--limit-questions", help="First N per conversation.")] = None,
-    details: Annotated[bool, typer.Option("--details", help="Also write every question's top 10.")] = False,
-    no_progress: QuietOpt = False,
-    embeddings: EmbeddingsOpt = None,
-    embed_cache: EmbedCacheOpt = None,
-    rankings: RankingsOpt = False,
-    workdir: WorkdirOpt = None,
-) -> None:
-    """LoCoMo recall quality: memclaw vs grep, BM25, vector and hybrid variants, through the real path.
-
-    Data: data/locomo10.json from https://github.com/snap-research/LoCoMo (pass it with --data)."""
-    from memclaw.cli import bench_cmd
-
-    bench_cmd.locomo(
-        data,
-        systems,
-        corpus,
-        out,
-        limit_conversations,
-        limit_questions,
-        details,
-        progress=not no_progress,
-        embeddings=embeddings,
-        embed_cache=embed_cache,
-        rankings=rankings,
-        workdir=workdir,
-    )
-
-
-@bench_app.command("longmemeval")
-def bench_longmemeval(
-    data: DataOpt,
-    limit: Annotated[int | None, typer.Option("--limit", help="First N questions of the file.")] = None,
-    systems: SystemsOpt = None,
-    out: OutOpt = None,
-    no_progress: QuietOpt = False,
-    embeddings: EmbeddingsOpt = None,
-    embed_cache: EmbedCacheOpt = None,
-    rankings: RankingsOpt = False,
-    workdir: WorkdirOpt = None,
-) -> None:
-    """LongMemEval retrieval (official protocol): recall_any/all@k and nDCG per question type.
-
-    Data: longmemeval_s_cleaned.json, linked from https://github.com/xiaowu0162/LongMemEval (pass it with --data)."""
-    from memclaw.cli import bench_cmd
-
-    bench_cmd.longmemeval(
-        data,
-        limit,
-        systems,
-        out,
-        progress=not no_progress,
-        embeddings=embeddings,
-        embed_cache=embed_cache,
-        rankings=rankings,
-        workdir=workdir,
-    )
-
-
-@bench_app.command("perf")
-def bench_perf(
-    sizes: Annotated[str, typer.Option("--sizes", help="Store sizes, comma-separated.")] = "1000,10000,100000",
-    out: OutOpt = None,
-    chroma_url: Annotated[
-        str | None, typer.Option("--chroma-url", help="Also measure recall over HTTP on this Chroma server.")
-    ] = None,
-    no_progress: QuietOpt = False,
-) -> None:
-    """Warm recall p50/p95, ingest rate, cold CLI start and index size at each size."""
-    from memclaw.cli import bench_cmd
-
-    bench_cmd.perf(sizes, out, progress=not no_progress, chroma_url=chroma_url)
 
 
 @app.command("config")

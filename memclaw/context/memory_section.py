@@ -37,7 +37,7 @@ def memory_date(u: MemoryUnit) -> str | None:
     return u.timestamp.strftime("%Y-%m-%d %H:%M" if u.kind == "history" else "%Y-%m-%d")
 
 
-def render_memory(u: MemoryUnit) -> str:
+def memory_item(u: MemoryUnit) -> str:
     """One memory as a list item of the recalled-memories block (see the module docstring)."""
     date = memory_date(u)
     text = u.text.strip()
@@ -114,7 +114,7 @@ def candidates(
     links = links or {}
     out = []
     for u in units:
-        item = render_memory(u)
+        item = memory_item(u)
         out.append(Candidate(u.id, item, count(item) + ITEM_JOIN, tuple(links.get(u.id, ()))))
     return out
 

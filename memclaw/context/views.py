@@ -1,4 +1,5 @@
-"""Rich tables for people (the JSON forms are built by the data classes themselves).
+"""Rich tables for people; the recall table renders memclaw.context.recall_view's rows (the JSON forms are built
+by the data classes themselves).
 
 Every cell, title and caption that holds user or file text is a `Text` from memclaw.util.richtext (never markup). A
 table keeps its text column readable on any terminal: optional columns are left out, least useful first, until
@@ -16,6 +17,7 @@ from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
+from memclaw.context.recall_view import recall_rows, recall_title
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.dates import DateRange
 from memclaw.recall.results import RecallResult
@@ -115,23 +117,22 @@ def recall_table(
     tok, cut = _Col("tok", justify="right"), _Col("cut", wrap_max=CUT_MAX)
     cols += [bm25, vector, kind, date, source] + ([tok, cut] if section is not None else [])
     texts: list[Text] = []
-    for n, h in enumerate(result.hits, 1):
-        u = h.unit
-        cols[0].cells.append(Text(str(n)))
-        cols[1].cells.append(Text(f"{h.score:.4f}"))
+    for r in recall_rows(result):
+        cols[0].cells.append(Text(str(r.n)))
+        cols[1].cells.append(Text(f"{r.score:.4f}"))
         if ids:
-            cols[2].cells.append(lit(u.id))
-        b = f"{h.bm25.rank}/{_fmt(h.bm25.score, 2)}" if h.bm25.rank else "-"
-        bm25.cells.append(lit(b + "".join(f" +{k}" for k in h.boosts)))
-        vector.cells.append(Text(f"{h.vector.rank}/{_fmt(h.vector.score)}" if h.vector.rank else "-"))
-        kind.cells.append(lit(u.kind))
-        date.cells.append(Text(u.timestamp.strftime("%Y-%m-%d") if u.timestamp else ""))
-        source.cells.append(lit(f"{u.source}:{u.line}"))
+            cols[2].cells.append(lit(r.id))
+        b = f"{r.bm25_rank}/{_fmt(r.bm25_score, 2)}" if r.bm25_rank else "-"
+        bm25.cells.append(lit(b + "".join(f" +{k}" for k in r.boosts)))
+        vector.cells.append(Text(f"{r.vector_rank}/{_fmt(r.vector_score)}" if r.vector_rank else "-"))
+        kind.cells.append(lit(r.kind))
+        date.cells.append(Text(r.timestamp.strftime("%Y-%m-%d") if r.timestamp else ""))
+        source.cells.append(lit(r.source))
         if section is not None:
-            reason = skips.get(n - 1)
-            tok.cells.append(Text(str(section.candidates[n - 1].tokens)))
+            reason = skips.get(r.n - 1)
+            tok.cells.append(Text(str(section.candidates[r.n - 1].tokens)))
             cut.cells.append(lit(reason, "red") if reason else Text("in", style="green"))
-        texts.append(lit(shorten(u.text, MEMORY_CHARS)))
+        texts.append(lit(r.text))
     shown = _layout(cols, width)
     caption = ["bm25: rank/score · vector: rank/cosine similarity · +link: lifted by a linked memory"]
     if shown is not None and bm25 not in shown:
@@ -142,7 +143,7 @@ def recall_table(
             f"memory section: {len(section.kept)} of {len(section.candidates)} hits, {section.used} of "
             f"{section.budget} tokens (tok: what each costs in the prompt; cut: why it is left out)"
         )
-    title = lit(f"recall {shorten(result.query, ECHO_CHARS)!r} · scope {result.scope} · {result.mode}")
+    title = lit(recall_title(result))
     return _table(title, lit("\n".join(caption)) if caption else None, shown, texts, cols)
 
 

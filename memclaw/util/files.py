@@ -1,11 +1,10 @@
-"""Durable file replacement and the inter-process file lock: the helpers every writer of memclaw's files uses.
+"""Durable file replacement and inter-process file locks: the helpers every writer of memclaw's files uses.
 
 `replace_atomically(path, data)` writes a temp file in the same folder, fsyncs it, gives it the mode of the file it
 replaces, renames it over `path` and fsyncs the folder: a reader (or a crash) sees the old content or the new one,
-never a torn file. It never replaces a symlink (which would turn a link to a file elsewhere into a copy). Errors
-are plain OSError; each caller turns them into its own message.
-
-`file_lock(path)` holds an exclusive inter-process lock (flock) on `path` for the duration of a `with` block.
+never a torn file. It never replaces a symlink (which would turn a link to a file elsewhere into a copy).
+`file_lock(path)` holds an flock on a lock file (never through a symlink) for a `with` block. Errors are plain
+OSError; each caller turns them into its own message.
 """
 
 from __future__ import annotations
@@ -19,6 +18,8 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from memclaw.util.safepath import open_nofollow
 
 STALE_TEMP_S = 15 * 60
 """A temp file of `replace_atomically` this old was left by a killed writer (a live one is seconds old)."""
@@ -81,21 +82,20 @@ def remove_stale_temps(path: Path, older_than_s: float = STALE_TEMP_S) -> list[P
 
 
 @contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive inter-process lock (flock) on `path`, created with its folder if missing; held until the
-    `with` block ends."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a+") as f:
-        try:
-            import fcntl
-        except ImportError:  # not POSIX: fall back to filelock (a dependency of huggingface_hub)
-            from filelock import FileLock
+def file_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
+    """Hold an inter-process lock (flock) on the lock file `path` for the `with` block: exclusive, or `shared`
+    (many readers, no writer). The file (and its folder) is created if missing, mode 0o600; a symlink at `path` is
+    refused (OSError ELOOP, see memclaw.util.safepath.is_symlink_error), never followed. Blocks until acquired."""
+    import fcntl
 
-            with FileLock(str(path) + ".fl"):
-                yield
-            return
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = open_nofollow(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

@@ -1,10 +1,10 @@
 """The Discord channel: turns discord.py events into agent turns and the agent's replies back into messages.
 
-Thin on purpose. Who may talk is decided by memclaw.channels.access (pure); splitting long answers by
-memclaw.channels.chunking
-(pure); ordering by memclaw.channels.queue (one chat's turns in order, chats concurrently). The agent runs on its
-own event loop in a worker thread (`AgentThread`), so blocking work inside a turn (embedding, index sync, file
-I/O) never stalls discord.py's heartbeat, and a slow model in one chat never holds up another.
+Thin on purpose: events, replies and the connection's lifecycle. Who may talk is decided by
+memclaw.channels.access (pure); a message's facts and text by .messages; splitting long answers by
+memclaw.channels.chunking (pure); ordering by memclaw.channels.queue (one chat's turns in order, chats
+concurrently); the slash commands by .slash. The agent runs on its own event loop in a worker thread
+(.runner.AgentThread), so blocking work inside a turn never stalls discord.py's heartbeat.
 
 Identity: the sender id passed to the agent is the Discord user id (a number as a string) on channel "discord";
 the agent recognises the owner from `owners.discord` (ids only, never names) and gives everyone else the outsider
@@ -20,200 +20,48 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import signal
-import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol
 
 import discord
 from discord import app_commands
 
-from memclaw.channels.access import AccessPolicy, Decision, MessageFacts, decide
-from memclaw.channels.chunking import DISCORD_LIMIT, split_message
+from memclaw.agent.turn import apology
+from memclaw.channels.access import AccessPolicy, Decision, decide
+from memclaw.channels.chunking import split_message
 from memclaw.channels.discord.errors import quiet_voice_warnings, raise_connect_error, unreachable
+from memclaw.channels.discord.messages import (
+    chat_id_for,
+    describe_attachment,
+    is_image,
+    make_inbound,
+    message_facts,
+    message_text,
+    reply_text,
+)
+from memclaw.channels.discord.runner import AgentThread
+from memclaw.channels.discord.slash import CHANNEL, NO_MENTIONS, SlashCommands
 from memclaw.channels.queue import ChannelQueue
+from memclaw.context.images import MAX_IMAGE_BYTES
 from memclaw.errors import ConfigError, MemclawError
-from memclaw.prompts import render
-from memclaw.util.text import ECHO_CHARS, MEMORY_CHARS, shorten
 
 if TYPE_CHECKING:
     from memclaw.config import Config
-    from memclaw.markdown.units import MemoryUnit
-    from memclaw.recall.results import RecallResult
+    from memclaw.service.facade import MemoryService
 
 log = logging.getLogger(__name__)
 
-CHANNEL = "discord"
-MAX_IMAGE_BYTES = 20 * 1024 * 1024
-APOLOGY = "Sorry, something went wrong on my side while answering. Nothing was lost; please try again."
-DENIED_COMMAND = "Sorry, I only answer people I have been set up to talk to."
-OWNER_ONLY = "Only my owner can use /recall."
-OWNER_ONLY_FORGET = "Only my owner can use /forget."
 SHUTDOWN_GRACE_S = 60.0
-_NO_MENTIONS = discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=False)
-
-T = TypeVar("T")
 
 
 class AgentLike(Protocol):
     async def handle(self, message: Any) -> Any: ...
 
 
-# ----- running the agent off the Discord loop ------------------------------------------------------------------
-class AgentThread:
-    """Runs coroutines on a private event loop in a daemon thread; `await run(coro)` from any other loop."""
-
-    def __init__(self, name: str = "memclaw-agent") -> None:
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
-        self._thread.start()
-        self._ready.wait()
-
-    def _main(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._loop.call_soon(self._ready.set)
-        self._loop.run_forever()
-
-    async def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self._loop))
-
-    def call(self, fn: Callable[[], Awaitable[T]] | Callable[[], T]) -> T:
-        """Run `fn` on the agent loop from a plain thread and wait for it (used at shutdown)."""
-
-        async def wrapper() -> Any:
-            r = fn()
-            return await r if asyncio.iscoroutine(r) else r
-
-        return asyncio.run_coroutine_threadsafe(wrapper(), self._loop).result()
-
-    def stop(self) -> None:
-        if self._loop.is_closed():
-            return
-
-        async def cancel_leftovers() -> None:  # e.g. litellm's background logging worker
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            await self._loop.shutdown_asyncgens()
-
-        with contextlib.suppress(Exception):
-            asyncio.run_coroutine_threadsafe(cancel_leftovers(), self._loop).result(timeout=10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
-        if not self._thread.is_alive():
-            self._loop.close()
-
-
-# ----- message -> facts, ids, text ----------------------------------------------------------------------------
-def chat_id_for(channel_id: int | str, user_id: int | str, *, is_dm: bool) -> str:
-    """The session key inside channel "discord" (see the module docstring)."""
-    return str(channel_id) if is_dm else f"{channel_id}:{user_id}"
-
-
-def message_facts(message: discord.Message, me: discord.abc.User) -> MessageFacts:
-    ch = message.channel
-    is_dm = message.guild is None
-    parent_id = str(ch.parent_id) if isinstance(ch, discord.Thread) and ch.parent_id else None
-    ref = message.reference
-    resolved = ref.resolved if ref is not None else None
-    if ref is not None and resolved is None and ref.cached_message is not None:
-        resolved = ref.cached_message
-    replies_to_bot = isinstance(resolved, discord.Message) and resolved.author.id == me.id
-    return MessageFacts(
-        author_id=str(message.author.id),
-        is_self=message.author.id == me.id,
-        is_dm=is_dm,
-        guild_id=str(message.guild.id) if message.guild is not None else None,
-        channel_id=str(ch.id),
-        parent_channel_id=parent_id,
-        mentions_bot=me.id in message.raw_mentions,
-        replies_to_bot=replies_to_bot,
-    )
-
-
-def message_text(message: discord.Message, me: discord.abc.User) -> str:
-    """The content without the bot's own mention; other user mentions become @names."""
-    text = re.sub(rf"<@!?{me.id}>", "", message.content)
-    names = {u.id: u.display_name for u in message.mentions}
-
-    def user(m: re.Match[str]) -> str:
-        uid = int(m.group(1))
-        return f"@{names[uid]}" if uid in names else m.group(0)
-
-    text = re.sub(r"<@!?(\d+)>", user, text)
-    return re.sub(r"[ \t]{2,}", " ", text).strip()
-
-
-def describe_attachment(att: discord.Attachment) -> str:
-    kind = f", {att.content_type}" if att.content_type else ""
-    return f"{att.filename} ({human_size(att.size)}{kind})"
-
-
-def human_size(n: int) -> str:
-    size = float(n)
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{int(size)} bytes" if unit == "bytes" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} bytes"
-
-
-def is_image(att: discord.Attachment) -> bool:
-    if att.content_type:
-        return att.content_type.split(";")[0].strip().lower().startswith("image/")
-    return att.filename.lower().rsplit(".", 1)[-1] in ("png", "jpg", "jpeg", "gif", "webp")
-
-
-def format_recall(result: RecallResult, limit: int = DISCORD_LIMIT) -> str:
-    """The recall table, compact enough for one Discord message: one line per hit."""
-    query = shorten(result.query, ECHO_CHARS)
-    head = f"recall `{query}` · scope {result.scope} · {result.mode} · {len(result.hits)} hits"
-    lines = [head]
-    for w in result.warnings:
-        lines.append(f"⚠ {w}")
-    if not result.hits:
-        lines.append("(nothing found)")
-    for n, h in enumerate(result.hits, 1):
-        u = h.unit
-        b = f"b{h.bm25.rank}" if h.bm25.rank else "b-"
-        v = f"v{h.vector.rank}" if h.vector.rank else "v-"
-        date = f" {u.timestamp:%Y-%m-%d}" if u.timestamp else ""
-        text = shorten(u.text, MEMORY_CHARS)
-        lines.append(f"`{n:>2}` `{h.score:.3f}` {b} {v} {u.kind}{date} · {text} · `{u.id}`")
-    out = ""
-    for line in lines:
-        if len(out) + len(line) + 1 > limit - 20:
-            out += "\n…"
-            break
-        out = f"{out}\n{line}" if out else line
-    return out
-
-
-# ----- the agent boundary (adapted to memclaw.agent.loop) -----------------------------------------------------------
-def make_inbound(**fields: Any) -> Any:
-    """memclaw.agent.loop.InboundMessage for this channel (imported lazily: the agent pulls in litellm)."""
-    from memclaw.agent.loop import InboundMessage
-
-    return InboundMessage(**fields)
-
-
-def reply_text(reply: Any) -> str:
-    if isinstance(reply, str):
-        return reply
-    for attr in ("text", "content"):
-        value = getattr(reply, attr, None)
-        if isinstance(value, str):
-            return value
-    return str(reply)
-
-
-# ----- the gateway -------------------------------------------------------------------------------------------
 @dataclass
-class TurnRecord:
+class DiscordTurn:
     """What happened to one accepted message (kept for logs and tests)."""
 
     message_id: int
@@ -226,8 +74,9 @@ class TurnRecord:
 class DiscordGateway:
     """discord.py client + event handlers + slash commands around one agent.
 
-    `agent` needs `async handle(InboundMessage) -> AgentReply`; `recall` (optional) answers /recall with a
-    RecallResult for the owner. With `agent_thread=True` (default) the agent runs on its own loop in a thread.
+    `agent` needs `async handle(InboundMessage) -> AgentReply`; `memory` (optional) is the owner's memory for the
+    /recall and /forget slash commands (memclaw.channels.discord.slash). With `agent_thread=True` (default) the
+    agent runs on its own loop in a thread.
     """
 
     def __init__(
@@ -235,8 +84,7 @@ class DiscordGateway:
         agent: AgentLike,
         config: Config,
         *,
-        recall: Callable[[str], RecallResult] | None = None,
-        forget: Callable[[list[str]], list[MemoryUnit]] | None = None,
+        memory: MemoryService | None = None,
         client: discord.Client | None = None,
         agent_thread: bool = True,
         shutdown_grace_s: float = SHUTDOWN_GRACE_S,
@@ -246,21 +94,21 @@ class DiscordGateway:
         self._inbound = inbound
         self.config = config
         self.policy = AccessPolicy.from_config(config)
-        self._recall = recall
-        self._forget = forget
         quiet_voice_warnings()
         self.client = client or discord.Client(intents=default_intents())
         self.tree = app_commands.CommandTree(self.client)
         self.queue = ChannelQueue()
         self.runner = AgentThread() if agent_thread else None
         self.shutdown_grace_s = shutdown_grace_s
-        self.turns: list[TurnRecord] = []
+        self.turns: list[DiscordTurn] = []
         self._closing = False
         self._aborted = False
         self._shutdown: asyncio.Future[bool] | None = None
         self._synced = False
         self._register_events()
-        self._register_commands()
+        self.slash = SlashCommands(
+            self.tree, self.policy, self.queue, memory=memory, run_agent=self._run_agent, inbound=inbound
+        )
 
     # ----- wiring ------------------------------------------------------------------------------------------
     def _register_events(self) -> None:
@@ -269,30 +117,6 @@ class DiscordGateway:
         c.event(self.on_ready)
         c.event(self.on_resumed)
         c.event(self.on_disconnect)
-
-    def _register_commands(self) -> None:
-        gw = self
-
-        @app_commands.command(name="recall", description="Show what memory finds for a query (owner only).")
-        @app_commands.describe(query="What to recall")
-        async def recall_cmd(interaction: discord.Interaction, query: str) -> None:
-            await gw.slash_recall(interaction, query)
-
-        @app_commands.command(name="new", description="Save this conversation to memory and start a fresh one.")
-        async def new_cmd(interaction: discord.Interaction) -> None:
-            await gw.slash_new(interaction)
-
-        @app_commands.command(name="help", description="What I can do and how to talk to me.")
-        async def help_cmd(interaction: discord.Interaction) -> None:
-            await gw.slash_help(interaction)
-
-        @app_commands.command(name="forget", description="Delete memories by id, as /recall shows them (owner only).")
-        @app_commands.describe(ids="One or more memory ids, separated by spaces")
-        async def forget_cmd(interaction: discord.Interaction, ids: str) -> None:
-            await gw.slash_forget(interaction, ids)
-
-        for cmd in (recall_cmd, new_cmd, help_cmd, forget_cmd):
-            self.tree.add_command(cmd)
 
     @property
     def me(self) -> discord.ClientUser:
@@ -347,7 +171,7 @@ class DiscordGateway:
             )
         return decision
 
-    async def on_message(self, message: discord.Message) -> asyncio.Future[TurnRecord] | None:
+    async def on_message(self, message: discord.Message) -> asyncio.Future[DiscordTurn] | None:
         """discord.py's message event. Queues the turn on its channel; returns the turn's future (or None when
         the message is ignored). No await before the turn is queued, so arrival order is queue order."""
         decision = self.accept(message)
@@ -358,9 +182,9 @@ class DiscordGateway:
             return None
         return self.queue.submit(str(message.channel.id), lambda: self._turn(message))
 
-    async def _turn(self, message: discord.Message) -> TurnRecord:
+    async def _turn(self, message: discord.Message) -> DiscordTurn:
         is_dm = message.guild is None
-        rec = TurnRecord(
+        rec = DiscordTurn(
             message.id,
             chat_id_for(message.channel.id, message.author.id, is_dm=is_dm),
             str(message.author.id),
@@ -386,7 +210,7 @@ class DiscordGateway:
         except Exception:
             log.exception("turn for message %s in chat %s failed", message.id, rec.chat_id)
             rec.ok = False
-            text = APOLOGY
+            text = apology()
         rec.chunks = await self.send_reply(message, text)
         return rec
 
@@ -428,97 +252,17 @@ class DiscordGateway:
             try:
                 if i == 0:
                     try:
-                        await message.reply(chunk, mention_author=False, allowed_mentions=_NO_MENTIONS)
+                        await message.reply(chunk, mention_author=False, allowed_mentions=NO_MENTIONS)
                     except discord.HTTPException as e:  # e.g. the message was deleted meanwhile
                         log.info("reply to %s failed (%s); sending without the reference", message.id, e)
-                        await message.channel.send(chunk, allowed_mentions=_NO_MENTIONS)
+                        await message.channel.send(chunk, allowed_mentions=NO_MENTIONS)
                 else:
-                    await message.channel.send(chunk, allowed_mentions=_NO_MENTIONS)
+                    await message.channel.send(chunk, allowed_mentions=NO_MENTIONS)
                 sent += 1
             except discord.HTTPException as e:
                 log.error("could not send a reply in channel %s: %s", message.channel.id, e)
                 break
         return sent
-
-    # ----- slash commands ----------------------------------------------------------------------------------
-    def _interaction_facts(self, interaction: discord.Interaction) -> MessageFacts:
-        ch = interaction.channel
-        parent_id = str(ch.parent_id) if isinstance(ch, discord.Thread) and ch.parent_id else None
-        return MessageFacts(
-            author_id=str(interaction.user.id),
-            is_dm=interaction.guild_id is None,
-            guild_id=str(interaction.guild_id) if interaction.guild_id else None,
-            channel_id=str(interaction.channel_id),
-            parent_channel_id=parent_id,
-            mentions_bot=True,  # a slash command is addressed to the bot
-        )
-
-    async def slash_recall(self, interaction: discord.Interaction, query: str) -> None:
-        recall = self._recall
-        run = None if recall is None else (lambda: format_recall(recall(query)))
-        await self._owner_command(interaction, "/recall", run, refusal=OWNER_ONLY, failed="Recall failed")
-
-    async def slash_forget(self, interaction: discord.Interaction, ids: str) -> None:
-        from memclaw.context.views import forgot_text
-
-        forget = self._forget
-        run = None if forget is None else (lambda: forgot_text(forget(ids.split()))[:DISCORD_LIMIT])
-        await self._owner_command(interaction, "/forget", run, refusal=OWNER_ONLY_FORGET, failed="Forget failed")
-
-    async def _owner_command(
-        self, interaction: discord.Interaction, cmd: str, run: Callable[[], str] | None, *, refusal: str, failed: str
-    ) -> None:
-        """An owner-only slash command: refused for anyone else; `run` (in a worker thread) gives the reply."""
-        facts = self._interaction_facts(interaction)
-        if not self.policy.is_owner(facts.author_id):
-            log.info("refused %s from user %s: not the owner", cmd, facts.author_id)
-            await interaction.response.send_message(refusal, ephemeral=True)
-            return
-        if run is None:
-            await interaction.response.send_message(f"{cmd} is not available here.", ephemeral=True)
-            return
-        await interaction.response.defer(ephemeral=True, thinking=True)
-        try:
-            text = await asyncio.to_thread(run)
-        except MemclawError as e:
-            text = f"{failed}: {e}"
-        except Exception:
-            log.exception("%s failed", cmd)
-            text = APOLOGY
-        await interaction.followup.send(text, ephemeral=True, allowed_mentions=_NO_MENTIONS)
-
-    async def slash_new(self, interaction: discord.Interaction) -> None:
-        facts = self._interaction_facts(interaction)
-        decision = decide(self.policy, facts)
-        if not decision.allowed:
-            log.info("refused /new from user %s: %s", facts.author_id, decision.reason)
-            await interaction.response.send_message(DENIED_COMMAND, ephemeral=True)
-            return
-        await interaction.response.defer(ephemeral=True, thinking=True)
-        chat_id = chat_id_for(interaction.channel_id or 0, interaction.user.id, is_dm=facts.is_dm)
-        inbound = self._inbound(
-            channel=CHANNEL,
-            chat_id=chat_id,
-            sender_id=facts.author_id,
-            sender_name=interaction.user.display_name,
-            text="/new",
-            images=[],
-            attachments=[],
-        )
-
-        async def job() -> str:
-            try:
-                return reply_text(await self._run_agent(inbound))
-            except Exception:
-                log.exception("/new failed in chat %s", chat_id)
-                return APOLOGY
-
-        text = await self.queue.submit(str(interaction.channel_id), job)
-        for chunk in split_message(text) or ["Started a new conversation."]:
-            await interaction.followup.send(chunk, ephemeral=True, allowed_mentions=_NO_MENTIONS)
-
-    async def slash_help(self, interaction: discord.Interaction) -> None:
-        await interaction.response.send_message(render("discord_help"), ephemeral=True)
 
     # ----- lifecycle ---------------------------------------------------------------------------------------
     async def drain(self, timeout: float | None = None) -> bool:

@@ -1,0 +1,88 @@
+"""One turn's records: the message a channel passes in, what the turn cost and did, and the reply it gives back;
+and the one apology a failed turn gets (memclaw/prompts/apology.md), on every channel."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memclaw.llm.client import Usage
+from memclaw.prompts import render
+
+if TYPE_CHECKING:
+    from memclaw.recall.results import RecallResult
+
+
+def apology() -> str:
+    """What a person reads when their turn failed on our side (their message is kept)."""
+    return render("apology")
+
+
+@dataclass
+class InboundMessage:
+    """One message from a channel. `sender_id` is the platform's user id ("owner" on the CLI)."""
+
+    channel: str
+    chat_id: str
+    sender_id: str
+    sender_name: str | None = None
+    text: str = ""
+    images: Sequence[Path | str | bytes] = ()
+    attachments: Sequence[str] = ()  # descriptions of non-image attachments, e.g. "report.pdf (1.2 MB)"
+
+    @classmethod
+    def cli(cls, text: str, chat_id: str = "cli") -> InboundMessage:
+        return cls(channel="cli", chat_id=chat_id, sender_id="owner", sender_name=None, text=text)
+
+
+@dataclass
+class ToolUse:
+    name: str
+    ok: bool
+    ms: float
+
+
+@dataclass
+class TurnRecord:
+    """What one turn cost and did (kept on the reply, in `Agent.turns`, and usage/reasoning in the session)."""
+
+    channel: str = ""
+    chat_id: str = ""
+    scope: str = ""
+    is_owner: bool = False
+    usage: Usage = field(default_factory=Usage)
+    llm_calls: int = 0
+    tools: list[ToolUse] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    recalled: list[str] = field(default_factory=list)  # ids of memories that made it into the prompt
+    context_tokens: int = 0
+    stopped_at_limit: bool = False
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)  # session, context, llm, tools, total
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "channel": self.channel,
+            "chat_id": self.chat_id,
+            "scope": self.scope,
+            "usage": self.usage.to_json(),
+            "llm_calls": self.llm_calls,
+            "tools": [{"name": t.name, "ok": t.ok} for t in self.tools],
+            "recalled": self.recalled,
+            "context_tokens": self.context_tokens,
+            "stopped_at_limit": self.stopped_at_limit,
+            "error": self.error,
+            "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
+        }
+
+
+@dataclass
+class AgentReply:
+    text: str
+    ok: bool = True
+    command: str | None = None  # "/new", "/help", "/recall" when the message was a command
+    record: TurnRecord = field(default_factory=TurnRecord)
+    recall: RecallResult | None = None  # /recall's result, for channels that draw their own table

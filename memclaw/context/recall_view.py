@@ -1,0 +1,87 @@
+"""What a recall view shows, in one place: one `RecallRow` per hit (rank, fused score, each signal's rank and score,
+kind, date, source, the shortened text, the id), rendered per medium: `recall_text` for chat and Discord (plain
+text, or Markdown with code spans), and the rich table of memclaw.context.views.recall_table for a terminal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from memclaw.recall.results import RecallHit, RecallResult
+from memclaw.util.text import ECHO_CHARS, MEMORY_CHARS, shorten
+
+
+@dataclass(frozen=True)
+class RecallRow:
+    """One hit as every recall view shows it."""
+
+    n: int
+    score: float
+    bm25_rank: int | None
+    bm25_score: float | None
+    boosts: tuple[str, ...]
+    vector_rank: int | None
+    vector_score: float | None
+    kind: str
+    timestamp: datetime | None
+    source: str  # "memory/MEMORY.md:3"
+    text: str  # shortened to MEMORY_CHARS
+    id: str
+
+    @classmethod
+    def of(cls, n: int, hit: RecallHit) -> RecallRow:
+        u = hit.unit
+        return cls(
+            n=n,
+            score=hit.score,
+            bm25_rank=hit.bm25.rank,
+            bm25_score=hit.bm25.score,
+            boosts=tuple(hit.boosts),
+            vector_rank=hit.vector.rank,
+            vector_score=hit.vector.score,
+            kind=u.kind,
+            timestamp=u.timestamp,
+            source=f"{u.source}:{u.line}",
+            text=shorten(u.text, MEMORY_CHARS),
+            id=u.id,
+        )
+
+
+def recall_rows(result: RecallResult) -> list[RecallRow]:
+    return [RecallRow.of(n, h) for n, h in enumerate(result.hits, 1)]
+
+
+def recall_title(result: RecallResult) -> str:
+    """The recall table's title: "recall 'query' · scope owner · hybrid" (the query shortened to one line)."""
+    return f"recall {shorten(result.query, ECHO_CHARS)!r} · scope {result.scope} · {result.mode}"
+
+
+def recall_text(result: RecallResult, *, markdown: bool = False, limit: int | None = None) -> str:
+    """The recall view as compact text for a chat: the title, the warnings, one line per hit (with the id that
+    /forget takes). `markdown`: numbers, scores and ids in code spans (Discord). `limit`: at most this many
+    characters, the last lines left out (and said so)."""
+
+    def code(s: str) -> str:
+        return f"`{s}`" if markdown else s
+
+    query = shorten(result.query, ECHO_CHARS)  # as written (a repr would escape what the person typed)
+    quoted = code(query) if markdown else f'"{query}"'
+    lines = [f"recall {quoted} · scope {result.scope} · {result.mode} · {len(result.hits)} hits"]
+    lines += [f"⚠ {w}" for w in result.warnings]
+    if not result.hits:
+        lines.append("(nothing found)")
+    for r in recall_rows(result):
+        b = f"bm25 #{r.bm25_rank}" if r.bm25_rank else "bm25 -"
+        v = f"vec #{r.vector_rank}" if r.vector_rank else "vec -"
+        date = f" {r.timestamp:%Y-%m-%d}" if r.timestamp else ""
+        head = f"{code(f'{r.n:>2}')} {code(f'{r.score:.3f}')} {b}, {v}"
+        lines.append(f"{head} · {r.kind}{date} {r.source} · {r.text} · {code(r.id)}")
+    if limit is None:
+        return "\n".join(lines)
+    out = ""
+    for line in lines:
+        if len(out) + len(line) + 1 > limit - 20:
+            out += "\n…"
+            break
+        out = f"{out}\n{line}" if out else line
+    return out

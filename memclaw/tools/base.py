@@ -1,0 +1,104 @@
+"""What every tool is: the caller's context (ToolContext), the failure a model reads (ToolFailure), the argument
+models whose JSON schema the model sees, and the Tool base class with its cached OpenAI definition."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from memclaw.config import Config
+    from memclaw.service.facade import MemoryService
+
+MAX_RESULT_CHARS = 16_000
+
+
+@dataclass
+class ToolContext:
+    """Who is calling and with what: the workspace root, config, the caller's memory scope and owner flag."""
+
+    root: Path
+    config: Config
+    scope: str
+    is_owner: bool
+    memory: MemoryService | None = None
+
+
+class ToolFailure(Exception):
+    """A tool could not do what was asked; the message goes back to the model."""
+
+
+class Args(BaseModel):
+    """The arguments of a tool (extra fields refused)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def schema(model: type[BaseModel]) -> dict[str, Any]:
+    s = model.model_json_schema()
+
+    def clean(node: Any) -> Any:
+        if isinstance(node, dict):
+            node = {k: clean(v) for k, v in node.items() if k != "title"}
+            if "anyOf" in node:  # Optional[X]: show X, nullable (simpler for small models)
+                non_null = [x for x in node["anyOf"] if x.get("type") != "null"]
+                if len(non_null) == 1:
+                    rest = {k: v for k, v in node.items() if k != "anyOf"}
+                    node = {**non_null[0], **rest}
+            return node
+        if isinstance(node, list):
+            return [clean(x) for x in node]
+        return node
+
+    s = clean(s)
+    s.setdefault("properties", {})
+    s["additionalProperties"] = False
+    return s
+
+
+_DEFINITIONS: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+
+class Tool:
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Args: ClassVar[type[Args]]
+    owner_only: ClassVar[bool] = True
+    # A longer description the model reads lives in memclaw/prompts/<description_template>.md, not in code.
+    description_template: ClassVar[str | None] = None
+
+    def available(self, ctx: ToolContext) -> bool:
+        return ctx.is_owner or not self.owner_only
+
+    def definition(self) -> dict[str, Any]:
+        """The OpenAI tool definition; built once per tool class (pydantic's JSON schema costs ~0.5 ms a tool,
+        on every turn otherwise) and copied, so a caller that changes it cannot change the next turn's."""
+        key = (type(self), self.name, self.description, self.description_template)
+        cached = _DEFINITIONS.get(key)
+        if cached is None:
+            desc = self.description
+            if self.description_template:
+                from memclaw.prompts import render
+
+                desc = render(self.description_template)
+            cached = {
+                "type": "function",
+                "function": {"name": self.name, "description": desc, "parameters": schema(self.Args)},
+            }
+            _DEFINITIONS[key] = cached
+        return json.loads(json.dumps(cached))
+
+    def run(self, args: Any, ctx: ToolContext) -> str:  # blocking; executed in a worker thread
+        raise NotImplementedError
+
+
+def cap(text: str, limit: int) -> str:
+    """`text`, with its middle left out (and said so) when longer than `limit` characters."""
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit * 2 // 3], text[-limit // 3 :]
+    return f"{head}\n[... {len(text) - len(head) - len(tail)} characters omitted ...]\n{tail}"
