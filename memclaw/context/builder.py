@@ -30,7 +30,16 @@ from memclaw.context import memory_section
 from memclaw.context.budget import BudgetItem, BudgetSection, SectionReport, allocate
 from memclaw.context.images import image_part
 from memclaw.context.inputs import agent_name, format_time, history_turns, read_cached, recall_query, runtime_info
-from memclaw.context.sections import MESSAGE_YIELDS_TO, PRIORITY, SECTION_SEPARATOR, Sections, assemble, cut_warnings
+from memclaw.context.sections import (
+    MEMORIES_CLOSE,
+    MEMORIES_OPEN,
+    MESSAGE_YIELDS_TO,
+    PRIORITY,
+    SECTION_SEPARATOR,
+    Sections,
+    assemble,
+    cut_warnings,
+)
 from memclaw.context.senders import Sender, chat_label, clean_name, is_owner, scope_for
 from memclaw.context.skills import Skill, SkillSet, load_skills, skills_summary
 from memclaw.context.windows import context_window, supports_vision
