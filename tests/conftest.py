@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import signal
 import socket
 
 import pytest
 
 # Offline switches, before any heavy import.
 from memclaw.runtime import set_offline_env
+
+# A suite started in the background (`pytest ... &` from a script) inherits SIGINT ignored, and every child it starts
+# would too, so the Ctrl-C tests (a real SIGINT to `memclaw chat`, `memory reindex`) would wait for nothing. A handler
+# is reset to the default at exec, where SIG_IGN is inherited: give the suite the usual handler.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 set_offline_env()
 
