@@ -1,4 +1,4 @@
-"""The process that tests/test_crash_consistency.py kills: a small fork server plus the memory workload.
+"""The process that tests/index/test_crash_consistency.py kills: a small fork server plus the memory workload.
 
 Importing litellm alone takes ~7 s here, so starting a fresh interpreter for each of the 50+ kills would blow the
 test's time budget. Instead this script starts once (imports, loads the real bundled model via

@@ -1,5 +1,5 @@
-"""The Discord load scenario of issue 7, shared by tests/test_load.py (correctness) and benchmarks/bench_load.py
-(figures).
+"""The Discord load scenario of issue 7, shared by tests/channels/test_load.py (correctness) and
+benchmarks/bench_load.py (figures).
 
 N outside senders x M messages each go through memclaw's real Discord handler (`DiscordGateway.on_message` with
 real discord.py Messages built from gateway payloads: tests/discord_harness.py), the real Agent and MemoryService

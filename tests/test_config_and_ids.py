@@ -14,8 +14,8 @@ from pydantic import BaseModel
 from memclaw.config import Config, load_config
 from memclaw.errors import ConfigError, InvalidSenderError
 from memclaw.markdown.units import sender_scope
-from tests import test_bad_input
-from tests.test_bad_input import assert_error, user_files
+from tests.cli import test_bad_input
+from tests.cli.test_bad_input import assert_error, user_files
 
 cli, ws = test_bad_input.cli, test_bad_input.ws  # the in-process console script and an onboarded workspace
 

@@ -2,7 +2,7 @@
 importing litellm (a 3-8 s import): `status`, a missing key and the embedding model's kind are known at once.
 
 The tables mirror litellm (the pinned version): `PROVIDERS` is `litellm.provider_list`, `KEYS` the key variables
-`litellm.validate_environment` reports missing for "<provider>/<model>"; tests/test_providers.py checks both
+`litellm.validate_environment` reports missing for "<provider>/<model>"; tests/llm/test_providers.py checks both
 against litellm, so an upgrade that changes them fails there.
 """
 

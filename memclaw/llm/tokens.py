@@ -2,7 +2,7 @@
 
 Two families exist: `o200k` (gpt-4o, gpt-4.1, gpt-5, o1/o3/o4) and `cl100k` (every other model). Models outside the
 OpenAI family (Claude, Llama, Gemini, ...) are counted with the OpenAI cl100k encoding too: an approximation,
-never a download. Counts are litellm's `token_counter` to the token (tests/test_tokens.py compares them), without
+never a download. Counts are litellm's `token_counter` to the token (tests/llm/test_tokens.py compares them), without
 importing litellm (3-8 s): tiktoken on the BPE files litellm ships, encoded in chunks of CHUNK_CHARS characters
 and extrapolated from samples above MAX_EXACT_CHARS, as litellm does. Without tiktoken or those files, litellm's
 own counter is used.

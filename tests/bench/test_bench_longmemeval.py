@@ -1,0 +1,72 @@
+"""LongMemEval loader and converter (pure): the official retrieval protocol on the fixture."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from memclaw.bench.locomo import coverage_path
+from memclaw.bench.longmemeval import convert_question, load_longmemeval, parse_lme_date, write_question
+from memclaw.errors import UsageError
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "longmemeval_mini.json"
+
+
+def test_parse_lme_date():
+    assert parse_lme_date("2023/05/20 (Sat) 02:21") == datetime(2023, 5, 20, 2, 21)
+    assert parse_lme_date("2023/05/20") == datetime(2023, 5, 20)
+    with pytest.raises(UsageError):
+        parse_lme_date("someday")
+
+
+def test_protocol_skips_abstention_and_questions_without_user_evidence():
+    raw = load_longmemeval(FIXTURE)
+    converted = [convert_question(q) for q in raw]
+    assert [q.qid if q else None for q in converted] == ["q_single_1", "q_multi_1", "q_temporal_1", None, None]
+    multi = converted[1]
+    assert multi.relevant == {"ans_m1", "ans_m2"}
+    assert [s.session_id for s in multi.sessions] == ["f4", "ans_m1", "f5", "ans_m2", "f1"]
+    # Only the user's turns, one line each.
+    assert multi.sessions[1].text == "I finished my first marathon in Boston today, 4 hours 10 minutes!"
+    sleep = next(s for s in converted[0].sessions if s.session_id == "f3")
+    assert sleep.text == "What are some tips to sleep better? I keep waking up at 4am."
+    assert "Mash the bananas" not in converted[0].sessions[0].text
+
+
+def test_write_question_history_and_side_file(tmp_path):
+    q = convert_question(load_longmemeval(FIXTURE)[0])
+    root = tmp_path / "ws"
+    write_question(q, root)
+    history = (root / "memory" / "HISTORY.md").read_text()
+    blocks = history.strip().split("\n\n")
+    assert len(blocks) == 4
+    assert blocks[1] == "[2023-05-03 18:40] I just adopted a border collie puppy named Pixel, any training tips?"
+    side = json.loads(coverage_path(root).read_text())
+    assert [u["covers"] for u in side["units"]] == [["f1"], ["ans_dog"], ["f2"], ["f3"]]
+    assert "ans_dog" not in history
+
+
+def test_rejects_other_files(tmp_path):
+    bad = tmp_path / "x.json"
+    bad.write_text(json.dumps([{"question_id": "a"}]))
+    with pytest.raises(UsageError):
+        load_longmemeval(bad)
+
+
+def test_reads_json_gz_as_the_json_it_holds(tmp_path):
+    import gzip
+
+    plain = load_longmemeval(FIXTURE)
+    gz = tmp_path / "lme.json.gz"
+    gz.write_bytes(gzip.compress(FIXTURE.read_bytes()))
+    assert load_longmemeval(gz) == plain
+    odd_name = tmp_path / "lme-copy.json"  # gzip by its magic bytes, whatever the name
+    odd_name.write_bytes(gz.read_bytes())
+    assert load_longmemeval(odd_name) == plain
+    torn = tmp_path / "torn.json.gz"
+    torn.write_bytes(gz.read_bytes()[:40])
+    with pytest.raises(UsageError, match=r"cannot read LongMemEval file .*torn\.json\.gz"):
+        load_longmemeval(torn)

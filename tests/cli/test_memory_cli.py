@@ -1,0 +1,146 @@
+"""`memclaw memory add / list / forget` and read-only recall through the console script's entry point (in-process,
+real workspace, real model, embedded Chroma; see test_bad_input for the `cli` and `ws` fixtures)."""
+
+from __future__ import annotations
+
+import json
+
+from memclaw.markdown.memory_md import parse_memory
+from tests.cli import test_bad_input
+from tests.cli.test_bad_input import assert_error, user_files
+
+cli = test_bad_input.cli  # the fixtures: the console script's entry point in-process, an onboarded workspace
+ws = test_bad_input.ws
+
+DEMO_LIKE = """# Work
+- I work at Solaris Energy
+
+## Health
+- I am allergic to penicillin
+"""
+
+
+def sections(path) -> list[tuple[str | None, str]]:
+    return [(u.section, u.text) for u in parse_memory(path.read_text("utf-8"), scope="owner", source="m")]
+
+
+def test_memory_add_files_a_fact_under_the_default_section_or_the_given_one(cli, ws):
+    """Issue 13.3: without --section a fact goes under "Notes" (created once), not under the last heading."""
+    mem = ws / "memory" / "MEMORY.md"
+    mem.write_text(DEMO_LIKE, "utf-8")
+    for args in (["My neighbour Omar has a dog"], ["Mia is my daughter", "--section", "Family"], ["The bins go out"]):
+        r = cli("memory", "add", *args, "--json")
+        assert r.code == 0, r.err
+    assert json.loads(r.out)["text"] == "The bins go out"
+    assert sections(mem) == [
+        ("Work", "I work at Solaris Energy"),
+        ("Work > Health", "I am allergic to penicillin"),
+        ("Notes", "My neighbour Omar has a dog"),
+        ("Notes", "The bins go out"),
+        ("Family", "Mia is my daughter"),
+    ]
+    assert mem.read_text("utf-8").count("# Notes\n") == 1
+
+
+def tree(root) -> dict[str, bytes | None]:
+    """Every path under `root` (index included), with the bytes of the files outside the vector store."""
+    return {
+        str(p.relative_to(root)): (p.read_bytes() if p.is_file() and "chroma" not in p.parts else None)
+        for p in sorted(root.rglob("*"))
+    }
+
+
+def test_a_recall_for_an_unknown_sender_writes_nothing(cli, ws, memclaw_home):
+    """Issue 13.5: `recall --sender discord:999` for a sender with no memory adds no folder, no index file and no
+    row to `status`: reads write nothing."""
+    assert cli("memory", "sync").code == 0
+    before = tree(memclaw_home)
+    for args in (
+        ["recall", "where does my sister live", "--sender", "discord:999"],
+        ["recall", "Porto", "--sender", "discord:999", "--json"],
+        ["recall", "Porto", "--sender", "discord:999", "--mode", "bm25"],
+        ["context", "where does my sister live", "--sender", "discord:999", "--json"],
+    ):
+        r = cli(*args)
+        assert r.code == 0, r.err
+        assert "lives in Porto" not in r.out  # the owner's memory stays the owner's
+    assert tree(memclaw_home) == before
+    scopes = json.loads(cli("status", "--json").out)["memory"]["scopes"]
+    assert list(scopes) == ["owner"]
+
+
+MEMORY = """# Family
+- My sister Lena lives in Porto
+- My brother Tom repairs bikes
+
+# Work
+- I work at Solaris Energy
+"""
+HISTORY = """[2026-03-02 18:10] Talked about the trip to Porto in April.
+
+[2026-03-03 09:00] Planned the garden: tomatoes and basil.
+
+[2026-03-04 20:15] Booked the ferry to the island.
+"""
+
+
+def listed(cli, *args: str) -> list[dict]:
+    r = cli("memory", "list", "--json", *args)
+    assert r.code == 0, r.err
+    return json.loads(r.out)
+
+
+def test_memory_list_shows_every_memory_with_the_ids_recall_gives(cli, ws):
+    (ws / "memory" / "MEMORY.md").write_text(MEMORY, "utf-8")
+    (ws / "memory" / "HISTORY.md").write_text(HISTORY, "utf-8")
+    rows = listed(cli)
+    assert [(r["kind"], r["text"]) for r in rows] == [
+        ("fact", "My sister Lena lives in Porto"),
+        ("fact", "My brother Tom repairs bikes"),
+        ("fact", "I work at Solaris Energy"),
+        ("history", "Talked about the trip to Porto in April."),
+        ("history", "Planned the garden: tomatoes and basil."),
+        ("history", "Booked the ferry to the island."),
+    ]
+    assert rows[0]["section"] == "Family" and rows[0]["source"] == "memory/MEMORY.md:2"
+    assert rows[3]["date"] == "2026-03-02T18:10"
+    hit = json.loads(cli("recall", "who repairs bikes", "--json", "-k", "1").out)[0]
+    assert hit["id"] == rows[1]["id"]
+    assert [r["kind"] for r in listed(cli, "--kind", "history")] == ["history"] * 3
+    assert listed(cli, "--sender", "discord:5") == []  # an outsider's scope: their memories only
+    r = cli("memory", "list")
+    assert r.code == 0 and "scope owner · 6" in r.out and all(row["id"] in r.out for row in rows)
+    assert_error(cli("memory", "list", "--kind", "facts"), 2, "unknown memory kind", "fact or history")
+
+
+def test_memory_forget_removes_the_bullet_or_entry_then_the_index(cli, ws, memclaw_home):
+    """Issue 13.8: forget removes exactly the bullet or the entry from the Markdown, then from the index, and says
+    what it forgot."""
+    mem, hist = ws / "memory" / "MEMORY.md", ws / "memory" / "HISTORY.md"
+    mem.write_text(MEMORY, "utf-8")
+    hist.write_text(HISTORY, "utf-8")
+    rows = {r["text"]: r["id"] for r in listed(cli)}
+    tom, garden = rows["My brother Tom repairs bikes"], rows["Planned the garden: tomatoes and basil."]
+    assert json.loads(cli("recall", "who repairs bikes", "--json", "-k", "1").out)[0]["id"] == tom  # indexed
+    r = cli("memory", "forget", tom, garden)
+    assert r.code == 0, r.err
+    assert f"forgot {tom}" in r.out and "My brother Tom repairs bikes" in r.out and "tomatoes and basil" in r.out
+    assert mem.read_text("utf-8") == MEMORY.replace("- My brother Tom repairs bikes\n", "")
+    assert hist.read_text("utf-8") == HISTORY.replace(
+        "[2026-03-03 09:00] Planned the garden: tomatoes and basil.\n\n", ""
+    )
+    hits = json.loads(cli("recall", "who repairs bikes tomatoes garden", "--json").out)
+    assert tom not in {h["id"] for h in hits} and garden not in {h["id"] for h in hits}
+    owner = json.loads(cli("memory", "stats", "--json").out)["scopes"]["owner"]
+    assert (owner["facts"], owner["history"], owner["indexed"], owner["fresh"]) == (2, 2, 4, True)
+
+
+def test_memory_forget_an_unknown_id_changes_nothing(cli, ws, memclaw_home):
+    (ws / "memory" / "MEMORY.md").write_text(MEMORY, "utf-8")
+    known = listed(cli)[0]["id"]
+    before = user_files(memclaw_home)
+    assert_error(cli("memory", "forget", known, "f000000000000"), 2, "no memory with id 'f000000000000'", "memory list")
+    # an outsider's scope cannot name the owner's memories
+    assert_error(cli("memory", "forget", known, "--sender", "discord:5"), 2, f"no memory with id '{known}'")
+    assert user_files(memclaw_home) == before
+    assert listed(cli)[0]["id"] == known

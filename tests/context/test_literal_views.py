@@ -1,0 +1,314 @@
+"""Any text a user or a file supplies is shown as written in every rich view (issue 19.1 and 19.8).
+
+A property test renders arbitrary text (rich markup such as `[/b]`, `[link](x)`, `[bold]`, `\\[`, emoji codes,
+unicode, control characters) as memory text, query, source file, section, scope / sender id, config value and
+error message through each view the CLI has: the recall table, `recall --tokens`, `memory list`, `memory forget`,
+chat's /recall and /forget replies, `context` (prompt panels and both tables), `status`, warnings and error
+lines. Each must render without an exception and show the text literally (control characters as visible
+symbols). The consoles are the stricter kind (markup and emoji codes on): the views must not rely on the CLI's
+own consoles having them off.
+
+Then the issue's own example end to end through the console script (real workspace, model and Chroma).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rich.cells import cell_len
+from rich.console import Console
+
+from memclaw.agent.turn import AgentReply
+from memclaw.cli import agent_cmd, common, context_cmd, memory_cmds
+from memclaw.config import Config
+from memclaw.context.builder import build_messages
+from memclaw.context.memory_section import fill_hits
+from memclaw.context.recall_view import recall_text
+from memclaw.context.senders import Sender
+from memclaw.context.views import forgot_text, memory_table
+from memclaw.errors import UsageError
+from memclaw.markdown.units import MemoryUnit
+from memclaw.recall.results import RecallHit, RecallResult, Signal
+from memclaw.util.richtext import warning
+from memclaw.util.text import ECHO_CHARS, MEMORY_CHARS, shorten
+from memclaw.util.visible import visible
+from tests.cli import test_bad_input
+from tests.context.test_context_support import make_workspace
+
+cli, ws = test_bad_input.cli, test_bad_input.ws
+
+TRICKY = [
+    "[/b]",
+    "[link](http://x)",
+    "[bold]",
+    "[bold red]x[/]",
+    "[/]",
+    "\\[",
+    "\\",
+    "[",
+    "]",
+    "[0]",
+    ":smile:",
+    ":thumbs_up:",
+    "*x*",
+    "<query>",
+    "\x1b[31m",
+    "\x1b]0;title\x07",
+    "\r",
+    "\x9b2J",
+    "\x00",
+    "\x7f",
+    "é",
+    "日本語",
+    "🎉",
+    "e\u0301",
+    "\u200d",
+]
+pieces = st.one_of(st.sampled_from(TRICKY), st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=8))
+user_text = st.lists(pieces, min_size=1, max_size=5).map("".join).filter(lambda s: s.strip())
+one_line = user_text.map(lambda s: s.replace("\n", " ")).filter(lambda s: s.strip())
+WIDTH = 3000  # nothing wraps: the text can be found as one run
+
+
+def flat(s: str) -> str:
+    return " ".join(s.split())
+
+
+def shows(out: str, text: str) -> bool:
+    """`text` appears in `out` as a view shows it: control characters visible, whitespace runs as one space."""
+    return flat(visible(text)) in flat(out)
+
+
+class Captured:
+    """The CLI modules' consoles replaced by recording ones (markup and emoji codes on: the strict kind)."""
+
+    def __init__(self, terminal: bool = False) -> None:
+        self.out, self.err = io.StringIO(), io.StringIO()
+        kw = {"width": WIDTH, "color_system": None, "force_terminal": terminal, "markup": True, "emoji": True}
+        self.console = Console(file=self.out, **kw)  # type: ignore[arg-type]
+        self.err_console = Console(file=self.err, **kw)  # type: ignore[arg-type]
+        self.stack = contextlib.ExitStack()
+
+    def __enter__(self) -> Captured:
+        mp = self.stack.enter_context(pytest.MonkeyPatch.context())
+        for mod in (memory_cmds, agent_cmd):
+            mp.setattr(mod, "console", self.console)
+            mp.setattr(mod, "err_console", self.err_console)
+        mp.setattr("memclaw.cli.common.console", self.console)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stack.close()
+
+    @property
+    def text(self) -> str:
+        return self.out.getvalue() + self.err.getvalue()
+
+
+def unit(text: str, source: str = "memory/MEMORY.md", section: str | None = None, uid: str = "f0") -> MemoryUnit:
+    return MemoryUnit(uid, "fact", "owner", source, 3, text, datetime(2025, 3, 1), section)
+
+
+def result(query: str, scope: str, units: list[MemoryUnit]) -> RecallResult:
+    hits = [RecallHit(u, 1.0 - i / 10, Signal(i + 1, 2.5), Signal(i + 1, 0.4)) for i, u in enumerate(units)]
+    return RecallResult(query, scope, "hybrid", hits, scope_size=len(hits) + 5)
+
+
+def words(text: str) -> int:
+    return len(text.split()) + 1
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=user_text, query=one_line, scope=one_line, source=one_line, section=one_line)
+def test_recall_list_and_forget_views_show_any_text_literally(text, query, scope, source, section):
+    units = [unit(text, source, section, "f1"), unit("a fact of " + text, uid="f2")]
+    res = result(query, scope, units)
+    # recall, and recall --tokens (a budget that keeps the first hit and cuts the second)
+    for fill in (None, fill_hits(res.hits, words(units[0].text) + 1, words)):
+        with Captured() as c:
+            memory_cmds.print_recall(res, fill, 8)
+        assert shows(c.text, shorten(text, MEMORY_CHARS)), c.text
+        assert shows(c.text, repr(shorten(query, ECHO_CHARS))) and shows(c.text, scope), c.text
+        assert shows(c.text, f"{source}:3"), c.text
+    with Captured() as c:
+        memory_cmds.print_recall(result(query, scope, []), None, 8)
+    assert shows(c.text, repr(shorten(query, ECHO_CHARS))) and shows(c.text, scope), c.text
+    # memory list
+    c = Captured()
+    c.console.print(memory_table(units, scope, width=WIDTH))
+    assert shows(c.text, shorten(text, MEMORY_CHARS)), c.text
+    if cell_len(visible(section)) <= 24:  # a longer one wraps in its column
+        assert shows(c.text, section), c.text
+    assert shows(c.text, scope) and shows(c.text, f"{source}:3"), c.text
+    # memory forget: the whole text
+    with Captured() as c:
+        memory_cmds.print_forgot(units)
+    assert shows(c.text, text) and shows(c.text, f"(fact, {source}:3)"), c.text
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=user_text, query=one_line, terminal=st.booleans())
+def test_chat_replies_show_any_text_literally(text, query, terminal):
+    units = [unit(text, uid="f1"), unit("more: " + text, uid="f2")]
+    res = result(query, "owner", units)
+    cases = [
+        (AgentReply(recall_text(res), command="/recall", recall=res), text),
+        (
+            AgentReply(recall_text(result(query, "owner", [])), command="/recall", recall=result(query, "owner", [])),
+            query,
+        ),
+        (AgentReply(forgot_text(units), command="/forget"), text),
+        (AgentReply(f"Forget failed: unknown fact id {query!r}", ok=False, command="/forget"), repr(query)),
+    ]
+    for reply, shown in cases:
+        with Captured(terminal) as c:
+            agent_cmd._print_reply(reply)
+        limit = ECHO_CHARS if shown is query else MEMORY_CHARS
+        assert shows(c.text, shorten(shown, limit) if shown is not cases[3][1] else shown), c.text
+    with Captured(terminal) as c:
+        agent_cmd._print_reply(cases[0][0])
+    assert " f1 " in c.text and " f2 " in c.text  # /recall's table has the ids /forget takes
+
+
+@pytest.fixture(scope="module")
+def context_ws(tmp_path_factory) -> Path:
+    return make_workspace(tmp_path_factory.mktemp("ctx") / "ws")
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(message=one_line, text=one_line, name=one_line, sender_id=one_line.filter(str.isprintable))
+def test_context_view_shows_any_text_literally(context_ws, message, text, name, sender_id):
+    sender = Sender("discord", sender_id, name, "dm-1")
+
+    def recall(query: str, *, scope: str, k: int) -> list[RecallHit]:
+        return result(query, scope, [replace(unit(text, uid="f1"), scope=scope)]).hits
+
+    built = build_messages(config=Config(), workspace=context_ws, message=message, sender=sender, recall=recall)
+    c = Captured()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("memclaw.cli.common.console", c.console)
+        context_cmd.print_context(built, [], False)
+    assert shows(c.text, message.strip()), c.text  # the user message's panel
+    assert built.memory_fill is not None and built.memory_fill.candidates, c.text
+    assert shows(c.text, shorten(built.memory_fill.candidates[0].item, MEMORY_CHARS)), c.text  # the section table
+    assert "Token budget" in c.text and shows(c.text, f"scope {built.scope}"), c.text
+
+
+@settings(max_examples=40, deadline=None)
+@given(value=one_line, scope=one_line, msg=user_text)
+def test_status_warnings_and_error_lines_show_any_text_literally(value, scope, msg):
+    data = {
+        "config_file": value,
+        "model": value,
+        "model_key_missing": msg,
+        "embedding_key_missing": msg,
+        "embedding_model": value,
+        "workspace": value,
+        "memory": {
+            "workspace": value,
+            "model": value,
+            "store": value,
+            "scopes": {scope: {"facts": 1, "history": 0, "indexed": 1, "fresh": True}},
+            "rebuild": msg,
+        },
+        "channels": {
+            "discord": {
+                "configured": True,
+                "token_from": value,
+                "owners": 1,
+                "allow_from": 0,
+                "guilds": 0,
+                "channels": 0,
+                "always_answer_channels": 0,
+            }
+        },
+    }
+    with Captured() as c:
+        memory_cmds.print_status(data)
+    assert shows(c.text, f"config {value}") and shows(c.text, f"warning: {msg}") and shows(c.text, scope), c.text
+    c = Captured()
+    c.console.print(warning(msg))
+    assert shows(c.text, f"warning: {msg}")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        common.error_line(UsageError(msg))
+    assert err.getvalue().startswith("Error: ") and shows(err.getvalue(), msg), err.getvalue()
+    assert not any(ch in err.getvalue() for ch in "\x1b\x9b\r\x00"), repr(err.getvalue())
+
+
+# ----- the issue's example, end to end ----------------------------------------------------------------------------
+BBCODE = "Forum tip: close tags like [/b] in BBCode"
+LINK = "see [link](http://x) and [bold]this[/bold] :smile:"
+
+
+def test_a_memory_with_markup_is_shown_and_forgotten_through_the_cli(cli, ws):
+    for fact in (BBCODE, LINK):
+        r = cli("memory", "add", fact)
+        assert r.code == 0, r.err
+    r = cli("recall", "BBCode")
+    assert r.code == 0 and "[/b]" in r.out and "BBCode" in r.out, r.err + r.out
+    r = cli("recall", "link bold", "--tokens", "64")
+    assert r.code == 0 and LINK in flat(r.out), r.err + r.out
+    r = cli("memory", "list")
+    assert r.code == 0 and BBCODE in flat(r.out) and LINK in flat(r.out), r.err + r.out
+    ids = {u["text"]: u["id"] for u in json.loads(cli("memory", "list", "--json").out)}
+    r = cli("memory", "forget", ids[BBCODE])
+    assert r.code == 0 and f"forgot {ids[BBCODE]}" in r.out and BBCODE in r.out, r.err + r.out
+    assert BBCODE not in (ws / "memory" / "MEMORY.md").read_text("utf-8")
+
+
+def test_forget_says_it_succeeded_even_on_a_terminal_that_cannot_show_the_text(cli, ws, memclaw_home):
+    """The memory is deleted before anything is printed: a stdout that cannot encode its text (LANG=C, an
+    ASCII pipe) must not turn the success into a failure. The real console script, in a subprocess."""
+    assert cli("memory", "add", "Café ☕ [/b] on Fridays").code == 0
+    uid = next(u["id"] for u in json.loads(cli("memory", "list", "--json").out) if "Café" in u["text"])
+    env = dict(os.environ, PYTHONIOENCODING="ascii", LC_ALL="C", LANG="C", MEMCLAW_HOME=str(memclaw_home))
+    p = subprocess.run(
+        [sys.executable, "-m", "memclaw.cli.main", "memory", "forget", uid],
+        env=env,
+        capture_output=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr
+    assert f"forgot {uid}".encode() in p.stdout and b"[/b]" in p.stdout
+    assert "Café" not in (ws / "memory" / "MEMORY.md").read_text("utf-8")
+
+
+def test_log_lines_show_control_characters_as_symbols():
+    """A warning that quotes a path or a memory with an escape sequence does not send it to the terminal, whether
+    it goes through the plain log handler or the one that prints above a spinner."""
+    import logging
+
+    from memclaw.cli.common import log_through
+    from memclaw.runtime import VisibleFormatter
+
+    record = logging.LogRecord(
+        "memclaw.service.facade", logging.WARNING, __file__, 1, "cannot read %s", ("a\x1b[2Jb",), None
+    )
+    assert VisibleFormatter("%(levelname)s %(name)s: %(message)s").format(record) == (
+        "WARNING memclaw.service.facade: cannot read a␛[2Jb"
+    )
+    root = logging.getLogger()
+    plain = logging.StreamHandler(io.StringIO())
+    root.addHandler(plain)
+    try:
+        c = Captured()
+        log_through(c.err_console)  # the chat's handler: prints above the spinner
+        logging.getLogger("memclaw.service.facade").warning("cannot read %s", "a\x1b[2Jb")
+    finally:
+        for h in [h for h in root.handlers if h is plain or type(h).__name__ == "_ConsoleLogHandler"]:
+            root.removeHandler(h)
+    assert "a␛[2Jb" in c.text and "\x1b" not in c.text, repr(c.text)
