@@ -2,15 +2,14 @@
 
     python benchmarks/bench_load.py [--senders 50] [--messages 20]
 
-The scenario of tests/channels/test_load.py at full size (tests/discord_load.py): real discord.py Messages
-built from gateway payloads go through `DiscordGateway.on_message`; the real Agent (on its own loop thread, as in
-`memclaw gateway`) and MemoryService (bundled model, embedded Chroma, Markdown, session JSONL with fsync) answer;
-litellm talks HTTP to the scripted OpenAI-compatible server on 127.0.0.1, which answers at once, echoing who asked and the secrets it
-sees. Half the senders use DMs, half share 5 guild channels (mentioning the bot). All messages arrive in one
-burst, round-robin over senders. Every reply is checked (lost, misrouted, order, cross-sender leaks) before any
-figure is written. Turn overhead outside the LLM = the agent's turn total - its LLM call, per turn.
-Writes benchmarks/results/load.md and load.json.
-"""
+The scenario of tests/channels/test_load.py at full size (tests/discord_load.py): real discord.py Messages built
+from gateway payloads go through `DiscordGateway.on_message`; the real Agent (on its own loop thread, as in `memclaw
+gateway`) and MemoryService (bundled model, embedded Chroma, Markdown, session JSONL with fsync) answer; litellm
+talks HTTP to the scripted OpenAI-compatible server on 127.0.0.1, which answers at once, echoing who asked and the
+secrets it sees. Half the senders use DMs, half share 5 guild channels (mentioning the bot). All messages arrive in
+one burst, round-robin over senders. Every reply is checked (lost, misrouted, order, cross-sender leaks) before any
+figure is written. Turn overhead outside the LLM = the agent's turn total - its LLM call, per turn. Writes
+benchmarks/results/load.md and load.json. """
 
 from __future__ import annotations
 
