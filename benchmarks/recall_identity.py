@@ -152,6 +152,23 @@ def _run(checkout: Path, out: Path) -> float:
     return time.perf_counter() - start
 
 
+def reopen(old: Path, new: Path, tmp: Path) -> list[dict]:
+    """The on-disk formats: the baseline writes the demo workspace and its index (embedded Chroma), the current code
+    syncs it; each scope's report (a rebuild or any re-embedding means the old index did not open as it is)."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", LITELLM_LOCAL_MODEL_COST_MAP="True",
+               MEMCLAW_HOME=str(tmp / "home-reopen"))  # fmt: skip
+    ws = tmp / "reopen-ws"
+
+    def mc(checkout: Path, *args: str) -> str:
+        cmd = [sys.executable, "-m", "memclaw.cli.main", *args]
+        p = subprocess.run(cmd, env=dict(env, PYTHONPATH=str(checkout)), capture_output=True, text=True, check=True)
+        return p.stdout
+
+    mc(old, "onboard", "--demo", "-w", str(ws))
+    mc(old, "memory", "sync", "-w", str(ws), "--json")
+    return json.loads(mc(new, "memory", "sync", "-w", str(ws), "--json"))
+
+
 def _commit(checkout: Path) -> str:
     p = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     return p.stdout.strip() or "?"
@@ -176,6 +193,8 @@ def main() -> int:
         old, new = keep / "old.json", keep / "new.json"
         t_old, t_new = _run(a.baseline.resolve(), old), _run(a.current.resolve(), new)
         ra, rb = json.loads(old.read_text()), json.loads(new.read_text())
+        reports = reopen(a.baseline.resolve(), a.current.resolve(), Path(tmp))
+    kept = all(not r["rebuilt"] and not r["added"] and not r["updated"] and not r["removed"] for r in reports)
     diff = [x[:3] for x, y in zip(ra, rb, strict=False) if x != y]
     if len(ra) != len(rb):
         diff.append(["(number of recalls)", len(ra), len(rb)])
@@ -191,11 +210,16 @@ def main() -> int:
         "- method: `benchmarks/recall_identity.py` (docstring)",
         "",
         f"**{'IDENTICAL' if not diff else f'DIFFERENT: {len(diff)} recalls differ'}**",
+        "",
+        f"On-disk formats: the demo workspace indexed by the baseline, synced by the current code: "
+        f"**{'opened as it is' if kept else 'NOT KEPT'}** ("
+        + ", ".join(f"{r['scope']}: {r['unchanged']} unchanged, rebuilt={r['rebuilt']}" for r in reports)
+        + ")",
     ]
-    lines += [f"- {d}" for d in diff[:50]]
+    lines[-3:-3] = [f"- {d}" for d in diff[:50]]
     a.out.write_text("\n".join(lines) + "\n", "utf-8")
     print("\n".join(lines))
-    return 1 if diff else 0
+    return 1 if diff or not kept else 0
 
 
 if __name__ == "__main__":
