@@ -143,7 +143,8 @@ def perf(
 ) -> dict[str, Any]:
     """`memclaw bench perf [--sizes 1000,10000,100000] [--out DIR] [--chroma-url URL]`: writes DIR/perf.json and
     DIR/perf.md."""
-    from memclaw.bench.perf import parse_sizes, run_perf, write_perf_results
+    from memclaw.bench.perf import parse_sizes, run_perf
+    from memclaw.bench.perf_report import write_perf_results
 
     res = run_perf(parse_sizes(sizes), progress=progress, chroma_url=chroma_url)
     out = Path(out) if out else Path("bench-results")
