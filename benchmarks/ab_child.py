@@ -57,7 +57,7 @@ def ab_sizes(a: argparse.Namespace) -> list[tuple[int, Path]]:
 
 def write_report(a: argparse.Namespace, title: str, setup: str, header: list[str], rows: list[str]) -> None:
     """The results file: title, date, machine, revisions, method, one table."""
-    from memclaw.bench.runner import machine_info
+    from memclaw.bench.machine import machine_info
 
     m = machine_info()
     text = "\n".join([
@@ -141,9 +141,16 @@ def main() -> None:
 
     set_offline_env()
     import memclaw
-    from memclaw.bench import perf as P
     from memclaw.bench.metrics import percentile
-    from memclaw.bench.runner import bench_config
+    from memclaw.bench.perf_measure import cold_recall, dir_size, warm_latencies
+    from memclaw.bench.run_config import bench_config
+    from memclaw.bench.synthetic import (
+        FACT_TEMPLATES,
+        fill_template,
+        synthetic_memories,
+        synthetic_queries,
+        write_workspace,
+    )
     from memclaw.embedding.load import load_embedder
     from memclaw.service.facade import MemoryService
     from memclaw.workspace import Workspace
@@ -151,23 +158,25 @@ def main() -> None:
     mode, n, cache_file, n_queries = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
     cache = load_cache(cache_file)
     cfg = bench_config()
-    facts, hist = P.synthetic_memories(n)
-    queries = P.synthetic_queries(n_queries)
+    facts, hist = synthetic_memories(n)
+    queries = synthetic_queries(n_queries)
     tmp = Path(tempfile.mkdtemp(prefix=f"memclaw-ab-{n}-"))
     root = tmp / "ws"
-    P.write_workspace(root, facts, hist)
+    write_workspace(root, facts, hist)
     svc = MemoryService(Workspace(root), cfg, embedder=DocCache(load_embedder(cfg.embeddings), cache))
     svc.sync()
     if not cache_file.exists():
         save_cache(cache_file, cache)
-    lat, _ = P.warm_latencies(svc, queries)
+    lat, _ = warm_latencies(svc, queries)
     out = {"n": n, "package": str(Path(memclaw.__file__).parent.parent),
            "p50_ms": round(percentile(lat, 50), 2), "p95_ms": round(percentile(lat, 95), 2)}  # fmt: skip
     if mode == "state":
         n_adds, cold_runs = int(sys.argv[5]), int(sys.argv[6])
         add_ms = []
         for i in range(n_adds):
-            text = f"State probe {i}: " + P._fill(random.Random(1000 + i), P.FACT_TEMPLATES[i % len(P.FACT_TEMPLATES)])
+            text = f"State probe {i}: " + fill_template(
+                random.Random(1000 + i), FACT_TEMPLATES[i % len(FACT_TEMPLATES)]
+            )
             t = time.perf_counter()
             svc.add_fact(text)
             add_ms.append((time.perf_counter() - t) * 1000)
@@ -182,7 +191,7 @@ def main() -> None:
         svc.close()
         home = tmp / "home"
         home.mkdir()
-        cold = P.cold_recall(root, home, queries[0], runs=cold_runs)
+        cold = cold_recall(root, home, queries[0], runs=cold_runs)
         index = Path(cfg.memory.index_dir or Workspace(root).index_dir)
         ranked = sorted(add_ms)
         out.update(
@@ -191,7 +200,7 @@ def main() -> None:
             add_max_ms=round(max(add_ms), 1),
             cold_s=cold.get("median_s", cold.get("error")),
             cold_runs_s=cold.get("runs_s"),
-            index_mib=round(P.dir_size(index) / 2**20, 1),
+            index_mib=round(dir_size(index) / 2**20, 1),
             fold_ms=fold_ms,
         )
     print(json.dumps(out))

@@ -2,5 +2,9 @@
 
 Modules: locomo (LoCoMo loader + converter), longmemeval (LongMemEval loader, converter, runner), metrics (pure),
 baselines (grep, grep-ranked), systems (named recall configurations), corpus (converted workspace + coverage),
-runner (LoCoMo runs and result files), perf (`bench perf`). Heavy libraries are imported lazily.
+run_config (a run's configuration and embedder), workspaces (a corpus's workspace for a run), prepared (one corpus
+indexed and its systems bound), budgeted (the memory-budget view of a ranking), runner (the LoCoMo run loop),
+rankings, report (shared Markdown/JSON/stdout parts), plots, locomo_report (LoCoMo result files), machine, progress,
+perf (`bench perf`), perf_measure (its timed measurements), perf_report (its result files), synthetic (its synthetic
+memories). Heavy libraries are imported lazily.
 """

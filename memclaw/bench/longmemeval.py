@@ -158,21 +158,16 @@ def run_longmemeval(
 ) -> dict[str, Any]:
     """Every requested system on every kept question (one workspace each); results dict with recall_any@k,
     recall_all@k, ndcg_any@k for k = 1, 5, 10, overall and `by_question_type` (and `rankings`, as
-    memclaw.bench.runner.ranking_record gives them per question and system, when asked). `workdir` keeps each
-    question's workspace and index there and reuses them on a later run (memclaw.bench.runner.bench_workspace)."""
+    memclaw.bench.rankings.ranking_record gives them per question and system, when asked). `workdir` keeps each
+    question's workspace and index there and reuses them on a later run (memclaw.bench.workspaces.bench_workspace)."""
     from memclaw.bench.locomo import coverage_path
-    from memclaw.bench.runner import (
-        Progress,
-        bench_config,
-        bench_workspace,
-        config_summary,
-        fill_k,
-        load_embedder_once,
-        machine_info,
-        prepare_corpus,
-        ranking_record,
-        sha256_file,
-    )
+    from memclaw.bench.machine import machine_info, sha256_file
+    from memclaw.bench.prepared import prepare_corpus
+    from memclaw.bench.progress import Progress
+    from memclaw.bench.rankings import ranking_record
+    from memclaw.bench.report import config_summary
+    from memclaw.bench.run_config import bench_config, fill_k, load_embedder_once
+    from memclaw.bench.workspaces import bench_workspace
 
     raw = load_longmemeval(path)
     chosen = raw[:limit] if limit else raw
@@ -250,7 +245,7 @@ def run_longmemeval(
 
 
 def longmemeval_markdown(res: dict[str, Any]) -> str:
-    from memclaw.bench.runner import budget_md, md_table, provenance_md
+    from memclaw.bench.report import budget_md, md_table, provenance_md
 
     keys = [f"{m}@{k}" for m in ("recall_any", "recall_all", "ndcg_any") for k in M.LME_KS]
     lines = [
@@ -285,7 +280,8 @@ def longmemeval_markdown(res: dict[str, Any]) -> str:
 
 
 def write_longmemeval_results(res: dict[str, Any], out_dir: Path) -> list[Path]:
-    from memclaw.bench.runner import budget_plot, recall_plot, write_rankings
+    from memclaw.bench.plots import budget_plot, recall_plot
+    from memclaw.bench.rankings import write_rankings
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

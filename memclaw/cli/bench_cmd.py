@@ -55,8 +55,11 @@ def locomo(
     question's top 10 per system; DIR/locomo-rankings.json.gz with --rankings: every ranked id and what each budget
     kept). Several models: one run each, side by side ("<system> · <model>")."""
     from memclaw.bench.locomo import CORPORA, load_locomo
+    from memclaw.bench.locomo_report import write_locomo_results
     from memclaw.bench.models import run_per_model
-    from memclaw.bench.runner import bench_config, print_summary, run_locomo, write_locomo_results
+    from memclaw.bench.report import print_summary
+    from memclaw.bench.run_config import bench_config
+    from memclaw.bench.runner import run_locomo
     from memclaw.bench.systems import parse_systems
 
     if corpus not in CORPORA:
@@ -105,7 +108,8 @@ def longmemeval(
     DIR/longmemeval-rankings.json.gz with --rankings)."""
     from memclaw.bench.longmemeval import run_longmemeval, write_longmemeval_results
     from memclaw.bench.models import run_per_model
-    from memclaw.bench.runner import bench_config, print_summary
+    from memclaw.bench.report import print_summary
+    from memclaw.bench.run_config import bench_config
     from memclaw.bench.systems import parse_systems
 
     _positive("--limit", limit)
@@ -139,7 +143,8 @@ def perf(
 ) -> dict[str, Any]:
     """`memclaw bench perf [--sizes 1000,10000,100000] [--out DIR] [--chroma-url URL]`: writes DIR/perf.json and
     DIR/perf.md."""
-    from memclaw.bench.perf import parse_sizes, run_perf, write_perf_results
+    from memclaw.bench.perf import parse_sizes, run_perf
+    from memclaw.bench.perf_report import write_perf_results
 
     res = run_perf(parse_sizes(sizes), progress=progress, chroma_url=chroma_url)
     out = Path(out) if out else Path("bench-results")

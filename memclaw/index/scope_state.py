@@ -4,22 +4,15 @@ marks and signatures, the units whose vectors are pending, and its BM25 index.
 Nothing read from it can run code: SQLite rows of JSON and raw little-endian arrays, each checked on the way in
 (the pickle it replaces ran whatever a crafted file held: issue 18).
 
-Tables:
-    meta(key, value)          JSON values: format, scope, signatures, marks, pending
-    snapshot(name, data)      "units" (the unit table: JSON strings, raw integer arrays), "links" (JSON), "bm25"
-                              (memclaw.index.bm25's bytes: a JSON header and raw arrays)
-    log(seq, part, n, data)   what changed since the snapshot of each part, in order: "units" (rows appended to one
-                              memory file, and the files' order after it), "links" (session links set or dropped),
-                              "bm25" (documents removed, and added with their tokens); `n` counts the rows it holds
+The tables and the file's checks: memclaw.index.scope_state_db.
 
 Why a log: adding one fact used to rewrite the whole state and BM25 file (0.44 s at 100k memories); now it inserts
 a row or two. A part is folded into its snapshot when its log holds more than `compact_after(n)` rows (a cold load
 replays at most that many), or whenever a sync rewrites it anyway.
 
 Every save is one SQLite transaction (rollback journal, synchronous=FULL): a reader, or a crash, sees the state
-before it or after it; readers take one read transaction; the sync lock (memclaw.index.layout) keeps writers apart. A
-file
-that is not a database of this layout is damage: IndexError_ (the caller rebuilds the scope from the Markdown,
+before it or after it; readers take one read transaction; the sync lock (memclaw.index.layout) keeps writers apart.
+A file that is not a database of this layout is damage: IndexError_ (the caller rebuilds the scope from the Markdown,
 replacing the file). A folder or other non-file at the path is not memclaw's to replace: IndexError_ with the fix.
 """
 
@@ -30,15 +23,25 @@ import json
 import os
 import sqlite3
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.request import pathname2url
 
 from memclaw.errors import IndexError_, MemclawError
 from memclaw.index.bm25_inverted import InvertedBM25
 from memclaw.index.layout import ScopeState
+from memclaw.index.scope_state_db import (
+    HEADER,
+    check_path,
+    connect,
+    damaged,
+    permission_denied,
+    read_header,
+    schema_ok,
+    writable,
+    write_error,
+)
 from memclaw.index.unittable import UnitTable
 from memclaw.index.unittable_codec import rows_from_json, table_from_bytes, table_json_rows, table_to_bytes
 from memclaw.markdown.incremental import FileMark
@@ -47,16 +50,6 @@ FORMAT = "memclaw-scope-state-3"
 COMPACT_MAX = 500
 """A part's log is folded into its snapshot once it holds more rows than this (or than a quarter of the scope): a
 cold load replays ~50 us a row, a fold costs ~0.4 s at 100k memories."""
-
-_HEADER = b"SQLite format 3\x00"
-_SCHEMA = (
-    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE snapshot(name TEXT PRIMARY KEY, data BLOB NOT NULL)",
-    "CREATE TABLE log(seq INTEGER PRIMARY KEY, part TEXT NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL)",
-)
-_OBJECTS = {("table", "meta"), ("table", "snapshot"), ("table", "log"), ("index", "sqlite_autoindex_meta_1"),
-            ("index", "sqlite_autoindex_snapshot_1")}  # fmt: skip
-_BUSY_TIMEOUT_S = 60.0
 
 
 def compact_after(n_units: int) -> int:
@@ -82,7 +75,6 @@ class Loaded:
     lexical_error: str | None = None
 
 
-# ----- the file --------------------------------------------------------------------------------------------------
 def file_sig(path: Path) -> tuple | None:
     """Changes whenever a save commits (inode, mtime, size and SQLite's file change counter); None if absent."""
     try:
@@ -101,65 +93,32 @@ def file_sig(path: Path) -> tuple | None:
     return (st.st_ino, st.st_mtime_ns, st.st_size, head)
 
 
-def _check_path(path: Path) -> bool:
-    """Whether a state file is there (False: none yet); IndexError_ if something else stands there."""
-    from memclaw.index.paths import regular_file
-
-    return regular_file(path, path.parent.parent.parent)
-
-
-def _head(path: Path) -> bytes:
-    with open(path, "rb") as f:
-        return f.read(len(_HEADER))
-
-
-def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
-    uri = f"file:{pathname2url(str(path))}?mode={'rwc' if create else 'rw'}"
-    con = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
-    try:
-        con.execute("PRAGMA trusted_schema = OFF")  # nothing in the file's schema may call a function
-        con.execute("PRAGMA synchronous = FULL")
-    except BaseException:
-        con.close()
-        raise
-    return con
-
-
-def _schema_ok(con: sqlite3.Connection) -> bool:
-    return set(con.execute("SELECT type, name FROM sqlite_master")) == _OBJECTS
-
-
-def _damaged(path: Path, why: str) -> IndexError_:
-    return IndexError_(f"index state {path} is corrupted ({why})")
-
-
-# ----- load ------------------------------------------------------------------------------------------------------
 def load(path: Path) -> Loaded | None:
     """The saved state and BM25 index, None if there is none. Raises IndexError_ if the file is damaged or of
     another format (the caller rebuilds the scope from the Markdown), PermissionError as it is."""
-    if not _check_path(path):
+    if not check_path(path):
         return None
     try:
-        head = _head(path)
+        head = read_header(path)
     except PermissionError:
         raise
     except OSError as e:
         raise IndexError_(f"cannot read index state {path}: {e.strerror}") from e
-    if head != _HEADER:
-        raise _damaged(path, "not a memclaw index state")
+    if head != HEADER:
+        raise damaged(path, "not a memclaw index state")
     try:
-        with contextlib.closing(_connect(path, create=False)) as con:
+        with contextlib.closing(connect(path, create=False)) as con:
             con.execute("BEGIN")  # one read transaction: a consistent snapshot while a writer waits
-            if not _schema_ok(con):
-                raise _damaged(path, "unexpected tables")
+            if not schema_ok(con):
+                raise damaged(path, "unexpected tables")
             meta = {k: v for k, v in con.execute("SELECT key, value FROM meta")}
             snaps = dict(con.execute("SELECT name, data FROM snapshot"))
             log = con.execute("SELECT part, data FROM log ORDER BY seq").fetchall()
             con.execute("COMMIT")
     except sqlite3.DatabaseError as e:
-        if _permission_denied(e):
+        if permission_denied(e):
             raise PermissionError(13, "permission denied", str(path)) from e
-        raise _damaged(path, f"{type(e).__name__}: {e}") from e
+        raise damaged(path, f"{type(e).__name__}: {e}") from e
     if meta.get("format") != json.dumps(FORMAT):
         raise IndexError_(f"index state {path} has another format ({meta.get('format')})")
     try:
@@ -167,17 +126,12 @@ def load(path: Path) -> Loaded | None:
     except MemclawError:
         raise
     except Exception as e:  # anything unexpected in the content is damage, never a traceback
-        raise _damaged(path, f"{type(e).__name__}: {e}") from e
+        raise damaged(path, f"{type(e).__name__}: {e}") from e
     try:
         lexical = _lexical_from(snaps, log, path)
     except Exception as e:
         return Loaded(state, None, str(e))
     return Loaded(state, lexical)
-
-
-def _permission_denied(e: sqlite3.DatabaseError) -> bool:
-    text = str(e).lower()
-    return "readonly" in text or "permission" in text or "unable to open" in text
 
 
 def _json(raw: str | bytes, kind: type) -> Any:
@@ -255,13 +209,13 @@ def _lexical_from(snaps: dict[str, bytes], log: list[tuple[str, bytes]], path: P
         entry = _json(data, dict)
         removed, added = entry["removed"], entry["added"]
         if not (isinstance(removed, list) and isinstance(added, list)):
-            raise _damaged(path, "bad BM25 log entry")
+            raise damaged(path, "bad BM25 log entry")
         for uid in removed:
             lexical.remove(str(uid))
         for item in added:
             if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
                     and isinstance(item[1], list) and all(isinstance(t, str) for t in item[1])):  # fmt: skip
-                raise _damaged(path, "bad BM25 log entry")
+                raise damaged(path, "bad BM25 log entry")
             lexical.add(item[0], item[1])
     return lexical
 
@@ -269,16 +223,15 @@ def _lexical_from(snaps: dict[str, bytes], log: list[tuple[str, bytes]], path: P
 def read_scope_name(path: Path) -> str | None:
     """The scope a state file belongs to (its metadata alone), None if it cannot be read."""
     try:
-        if not _check_path(path):
+        if not check_path(path):
             return None
-        with contextlib.closing(_connect(path, create=False)) as con:
+        with contextlib.closing(connect(path, create=False)) as con:
             row = con.execute("SELECT value FROM meta WHERE key = 'scope'").fetchone()
         return _json(row[0], str) if row else None
     except (MemclawError, OSError, sqlite3.Error, ValueError):
         return None
 
 
-# ----- save ------------------------------------------------------------------------------------------------------
 def save(path: Path, state: ScopeState, lexical_bytes: Callable[[], bytes], changes: Changes | None = None) -> None:
     """Write the state in one transaction: appended to the log when `changes` says what changed (and the log is
     short enough), else whole. `lexical_bytes()` gives the whole BM25 index when it is written whole."""
@@ -290,7 +243,7 @@ def save(path: Path, state: ScopeState, lexical_bytes: Callable[[], bytes], chan
         "pending": sorted(state.pending),
     }
     try:
-        with _writable(path) as con:
+        with writable(path) as con:
             con.execute("BEGIN IMMEDIATE")
             try:
                 con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
@@ -304,54 +257,7 @@ def save(path: Path, state: ScopeState, lexical_bytes: Callable[[], bytes], chan
                     con.execute("ROLLBACK")
                 raise
     except sqlite3.DatabaseError as e:
-        raise _write_error(path, e) from e
-
-
-def _write_error(path: Path, e: sqlite3.DatabaseError) -> IndexError_:
-    if _permission_denied(e):
-        return IndexError_(f"cannot write the index state {path} ({e}): fix the permissions of {path.parent}")
-    return IndexError_(f"cannot write the index state {path} ({type(e).__name__}: {e}); check the disk")
-
-
-@contextlib.contextmanager
-def _writable(path: Path) -> Iterator[sqlite3.Connection]:
-    """A connection to a state file of this layout: created if absent; a damaged file (not SQLite, or another
-    schema) is replaced, since it is memclaw's own derived data."""
-    exists = _check_path(path)
-    if not exists:
-        path.parent.mkdir(parents=True, exist_ok=True)  # (_check_path said every parent is a folder or absent)
-    elif not _usable(path):
-        _discard(path)
-    con = _connect(path, create=True)
-    try:
-        if not _schema_ok(con):
-            con.execute("PRAGMA page_size = 16384")  # (a new file: big blobs read 30 % faster than with 4 KiB pages)
-            con.execute("BEGIN IMMEDIATE")
-            for sql in _SCHEMA:
-                con.execute(sql)
-            con.execute("COMMIT")
-        yield con
-    finally:
-        con.close()
-
-
-def _usable(path: Path) -> bool:
-    try:
-        if _head(path) != _HEADER:
-            return False
-        with contextlib.closing(_connect(path, create=False)) as con:
-            return _schema_ok(con)
-    except sqlite3.DatabaseError as e:
-        if _permission_denied(e):
-            raise _write_error(path, e) from e
-        return False
-
-
-def _discard(path: Path) -> None:
-    """Remove a damaged state file and its journal (a hot journal would be rolled back into the new file)."""
-    for p in (path, path.with_name(path.name + "-journal")):
-        with contextlib.suppress(FileNotFoundError):
-            p.unlink()
+        raise write_error(path, e) from e
 
 
 def _save_units(con: sqlite3.Connection, state: ScopeState, changes: Changes | None, limit: int) -> None:

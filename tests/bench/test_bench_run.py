@@ -37,7 +37,8 @@ def dev_slice():
 
 @pytest.fixture(scope="module")
 def locomo_result(dev_slice, tmp_path_factory, embedder):
-    from memclaw.bench.runner import run_locomo, write_locomo_results
+    from memclaw.bench.locomo_report import write_locomo_results
+    from memclaw.bench.runner import run_locomo
 
     out = tmp_path_factory.mktemp("bench-out")
     with pytest.MonkeyPatch.context() as mp:  # module scope: set up our own MEMCLAW_HOME
@@ -118,7 +119,9 @@ def test_locomo_json_shape_and_ranges(locomo_result):
 
 def test_the_budgeted_view_is_the_prompt_memory_section(dev_slice, tmp_path, embedder):
     """The benchmark keeps exactly the memories the ContextBuilder puts in the prompt for the same ranking."""
-    from memclaw.bench.runner import bench_config, budgeted_view, prepare_corpus
+    from memclaw.bench.budgeted import budgeted_view
+    from memclaw.bench.prepared import prepare_corpus
+    from memclaw.bench.run_config import bench_config
     from memclaw.context.builder import build_messages
     from memclaw.context.senders import Sender
 
@@ -170,7 +173,7 @@ def test_longmemeval_fixture_through_the_real_path(tmp_path, embedder, capsys):
 def test_temp_workspaces_release_only_their_own_chroma_systems(tmp_path, embedder):
     from chromadb.api.shared_system_client import SharedSystemClient
 
-    from memclaw.bench.runner import temp_workspace
+    from memclaw.bench.workspaces import temp_workspace
     from memclaw.config import Config
     from memclaw.service.facade import MemoryService
     from memclaw.workspace import Workspace

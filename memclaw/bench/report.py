@@ -1,0 +1,81 @@
+"""The parts every benchmark report shares: Markdown tables, the provenance lines, the budgeted-view table, the
+configuration summary of the JSON, and the compact table on stdout."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memclaw.config import Config
+
+
+def _fmt(x: Any) -> str:
+    return f"{x:.3f}" if isinstance(x, float) else str(x)
+
+
+def md_table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(_fmt(c) for c in r) + " |" for r in rows]
+    return out
+
+
+def provenance_md(res: dict[str, Any]) -> list[str]:
+    m = res["machine"]
+    return [
+        f"- date: {res['date']}",
+        f"- machine: {m['nproc']} cores, {m['cpu']}, {m['ram_gib']} GiB RAM, {m['os']}, Python {m['python']}",
+        f"- data: `{res['data_file']}` (sha256 `{res['data_sha256']}`)",
+        f"- recall config (memclaw default): `{json.dumps(res['config']['recall'])}`",
+        f"- embeddings: {res['config']['embeddings_model']}",
+    ]
+
+
+def config_summary(base: Config) -> dict[str, Any]:
+    return {"recall": json.loads(base.recall.model_dump_json()), "embeddings_model": base.embeddings.model}
+
+
+def budget_md(res: dict[str, Any], metrics: Sequence[str]) -> list[str]:
+    """The budgeted view: recall within a memory section of B tokens (filled by memclaw.context.memory_section, as the
+    prompt is), beside the count view with what its top k costs in tokens."""
+    budgets = res.get("budgets") or []
+    if not budgets:
+        return []
+    lines = [
+        "## Within a memory budget (the prompt's view)",
+        "",
+        f"Each system's top {res.get('k_ranked')} units go through the memory-section fill of the prompt at B tokens "
+        f"(counted for `{res.get('token_model')}`); only the units kept count. `tok@k`: mean tokens the top k would "
+        "take in the memory section; `used@Bt`: mean tokens the kept units take.",
+        "",
+    ]
+    header = ["system"]
+    for m in metrics:
+        short = {"recall": "R", "recall_any": "any", "recall_all": "all"}[m]
+        header += [f"{short}@{b}t" for b in budgets]
+    header += [f"used@{b}t" for b in budgets] + ["tok@5", "tok@10"]
+    rows = []
+    for name, s in res["systems"].items():
+        row = [name]
+        for m in metrics:
+            row += [s.get(f"{m}@{b}t") for b in budgets]
+        row += [s.get(f"tokens@{b}t") for b in budgets] + [s.get("tokens@5"), s.get("tokens@10")]
+        rows.append(row)
+    return lines + md_table(header, rows)
+
+
+def print_summary(res: dict[str, Any], keys: Sequence[str]) -> None:
+    """A compact table of the main numbers on stdout."""
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"{res['dataset']} {res.get('corpus', '')} — {res['n_questions']} questions")
+    t.add_column("system", no_wrap=True)
+    for k in keys:
+        short = k.replace("recall_any", "any").replace("recall_all", "all").replace("recall", "R").replace("_ms", "")
+        t.add_column(short, justify="right", no_wrap=True)
+    for name, s in res["systems"].items():
+        t.add_row(name, *[_fmt(s.get(k, "")) for k in keys])
+    Console(file=sys.stdout, width=200, markup=False, emoji=False).print(t)
