@@ -136,24 +136,53 @@ class DocCache:
         return np.stack([self._cache[_key(t)] for t in texts])
 
 
+def _module(*names: str):
+    """The first of these modules the checkout has, or None."""
+    import importlib
+
+    for name in names:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    return None
+
+
+def _parts() -> tuple:
+    """What the child needs, from either layout: the pipeline packages (issue 20) or the flat one before them, so
+    that an A/B can measure a checkout from before the move against one after it."""
+    new = _module("memclaw.bench.synthetic")
+    if new is not None:
+        from memclaw.bench import perf_measure as m
+        from memclaw.bench import synthetic as s
+        from memclaw.bench.run_config import bench_config
+        from memclaw.embedding.load import load_embedder
+        from memclaw.service.facade import MemoryService
+        from memclaw.store.clients import release_embedded_below
+
+        fill = s.fill_template
+    else:  # the flat layout, by name (its modules do not exist here)
+        m = s = _module("memclaw.bench.perf")
+        bench_config = _module("memclaw.bench.runner").bench_config
+        load_embedder = _module("memclaw.embedding").load_embedder
+        MemoryService = _module("memclaw.memory").MemoryService  # noqa: N806
+        release_embedded_below = _module("memclaw.store").release_embedded_below
+        fill = s._fill
+    return (bench_config, s.synthetic_memories, s.synthetic_queries, s.write_workspace, m.warm_latencies,
+            m.cold_recall, m.dir_size, fill, s.FACT_TEMPLATES, load_embedder, MemoryService,
+            release_embedded_below)  # fmt: skip
+
+
 def main() -> None:
     from memclaw.runtime import set_offline_env
 
     set_offline_env()
     import memclaw
     from memclaw.bench.metrics import percentile
-    from memclaw.bench.perf_measure import cold_recall, dir_size, warm_latencies
-    from memclaw.bench.run_config import bench_config
-    from memclaw.bench.synthetic import (
-        FACT_TEMPLATES,
-        fill_template,
-        synthetic_memories,
-        synthetic_queries,
-        write_workspace,
-    )
-    from memclaw.embedding.load import load_embedder
-    from memclaw.service.facade import MemoryService
     from memclaw.workspace import Workspace
+
+    (bench_config, synthetic_memories, synthetic_queries, write_workspace, warm_latencies, cold_recall, dir_size,
+     fill_template, FACT_TEMPLATES, load_embedder, MemoryService, release_embedded_below) = _parts()  # fmt: skip
 
     mode, n, cache_file, n_queries = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
     cache = load_cache(cache_file)
@@ -181,10 +210,10 @@ def main() -> None:
             svc.add_fact(text)
             add_ms.append((time.perf_counter() - t) * 1000)
         fold_ms = None
-        if (Path(memclaw.__file__).parent / "scope_state.py").exists():  # (this checkout's own module, if any)
-            from memclaw import scope_state  # folding the state's log into its snapshot, once per 500 adds
-
-            sc = svc._get_scope("owner")
+        state_module = _module("memclaw.index.scope_state", "memclaw.scope_state")
+        if state_module is not None:  # folding the state's log into its snapshot (once per 500 adds), where it exists
+            scope_state = state_module
+            sc = svc.scopes.get("owner") if hasattr(svc, "scopes") else svc._get_scope("owner")
             t = time.perf_counter()
             scope_state.save(svc.layout.state_file("owner"), sc.state, sc.lexical.to_bytes, None)
             fold_ms = round((time.perf_counter() - t) * 1000, 1)
@@ -204,8 +233,6 @@ def main() -> None:
             fold_ms=fold_ms,
         )
     print(json.dumps(out))
-    from memclaw.store.clients import release_embedded_below
-
     release_embedded_below(tmp)
     shutil.rmtree(tmp, ignore_errors=True)
 
