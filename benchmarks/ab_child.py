@@ -57,8 +57,7 @@ def ab_sizes(a: argparse.Namespace) -> list[tuple[int, Path]]:
 
 def write_report(a: argparse.Namespace, title: str, setup: str, header: list[str], rows: list[str]) -> None:
     """The results file: title, date, machine, revisions, method, one table."""
-    from memclaw.bench.machine import machine_info
-
+    machine_info = (_module("memclaw.bench.machine") or _module("memclaw.bench.runner")).machine_info
     m = machine_info()
     text = "\n".join([
         f"# {title}", "",
