@@ -240,7 +240,7 @@ class ScopeSync:
             lexical = old.lexical
             removed, added = sorted(stale_in_store), []
             with cache.lock:  # in-place update; recall holds the same lock while searching
-                present = lexical.ids()
+                present = {u.id for u in to_embed if u.id in lexical}  # (not a copy of every id: O(changes))
                 for i in removed:
                     lexical.remove(i)
                 for u in to_embed:
