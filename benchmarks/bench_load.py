@@ -9,7 +9,7 @@ talks HTTP to the scripted OpenAI-compatible server on 127.0.0.1, which answers 
 secrets it sees. Half the senders use DMs, half share 5 guild channels (mentioning the bot). All messages arrive in
 one burst, round-robin over senders. Every reply is checked (lost, misrouted, order, cross-sender leaks) before any
 figure is written. Turn overhead outside the LLM = the agent's turn total - its LLM call, per turn. Writes
-benchmarks/results/load.md and load.json. """
+benchmarks/results/load.md and load.json."""
 
 from __future__ import annotations
 
