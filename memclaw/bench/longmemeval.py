@@ -161,11 +161,11 @@ def run_longmemeval(
     memclaw.bench.rankings.ranking_record gives them per question and system, when asked). `workdir` keeps each
     question's workspace and index there and reuses them on a later run (memclaw.bench.workspaces.bench_workspace)."""
     from memclaw.bench.locomo import coverage_path
-    from memclaw.bench.machine import machine_info, sha256_file
+    from memclaw.bench.machine import sha256_file
     from memclaw.bench.prepared import prepare_corpus
     from memclaw.bench.progress import Progress
     from memclaw.bench.rankings import ranking_record
-    from memclaw.bench.report import config_summary
+    from memclaw.bench.report import run_provenance
     from memclaw.bench.run_config import bench_config, fill_k, load_embedder_once
     from memclaw.bench.workspaces import bench_workspace
 
@@ -232,13 +232,7 @@ def run_longmemeval(
         "skipped": skipped,
         "n_sessions": n_sessions,
         "k_ranked": k_ranked,
-        "budgets": list(M.BUDGETS),
-        "token_model": base.agent.model,
-        "index_seconds": round(index_s, 2),
-        "run_seconds": round(time.time() - started, 1),
-        "date": datetime.now().astimezone().isoformat(timespec="seconds"),
-        "machine": machine_info(),
-        "config": config_summary(base),
+        **run_provenance(base, index_s, started),
         "systems": {s.name: {**M.summarize_lme(scores[s.name]), "description": s.description} for s in specs},
         **({"rankings": ranked_by_q} if rankings else {}),
     }

@@ -37,6 +37,25 @@ def config_summary(base: Config) -> dict[str, Any]:
     return {"recall": json.loads(base.recall.model_dump_json()), "embeddings_model": base.embeddings.model}
 
 
+def run_provenance(base: Config, index_s: float, started: float) -> dict[str, Any]:
+    """What every results file records about its run: budgets, token model, timings, date, machine, config."""
+    import time
+    from datetime import datetime
+
+    from memclaw.bench import metrics as M
+    from memclaw.bench.machine import machine_info
+
+    return {
+        "budgets": list(M.BUDGETS),
+        "token_model": base.agent.model,
+        "index_seconds": round(index_s, 2),
+        "run_seconds": round(time.time() - started, 1),
+        "date": datetime.now().astimezone().isoformat(timespec="seconds"),
+        "machine": machine_info(),
+        "config": config_summary(base),
+    }
+
+
 def budget_md(res: dict[str, Any], metrics: Sequence[str]) -> list[str]:
     """The budgeted view: recall within a memory section of B tokens (filled by memclaw.context.memory_section, as the
     prompt is), beside the count view with what its top k costs in tokens."""

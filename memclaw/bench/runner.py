@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memclaw.bench import metrics as M
-from memclaw.bench.machine import machine_info, sha256_file
+from memclaw.bench.machine import sha256_file
 from memclaw.bench.prepared import prepare_corpus
 from memclaw.bench.progress import Progress
 from memclaw.bench.rankings import ranking_record
-from memclaw.bench.report import config_summary
+from memclaw.bench.report import run_provenance
 from memclaw.bench.run_config import K_MAX, bench_config, fill_k, load_embedder_once
 from memclaw.bench.systems import SystemSpec
 from memclaw.bench.workspaces import bench_workspace
@@ -139,13 +138,7 @@ def run_locomo(
         "evidence_anomalies": data.anomalies,
         "k_max": K_MAX,
         "k_ranked": fill_k(base),
-        "budgets": list(M.BUDGETS),
-        "token_model": base.agent.model,
-        "index_seconds": round(index_s, 2),
-        "run_seconds": round(time.time() - started, 1),
-        "date": datetime.now().astimezone().isoformat(timespec="seconds"),
-        "machine": machine_info(),
-        "config": config_summary(base),
+        **run_provenance(base, index_s, started),
         "systems": {s.name: {**M.summarize(scores[s.name]), "description": s.description} for s in specs},
         **({"questions": per_question} if details else {}),
         **({"rankings": ranked_by_q} if rankings else {}),
