@@ -77,11 +77,7 @@ def bench_locomo(
         limit_conversations,
         limit_questions,
         details,
-        progress=not no_progress,
-        embeddings=embeddings,
-        embed_cache=embed_cache,
-        rankings=rankings,
-        workdir=workdir,
+        bench_cmd.RunOptions(not no_progress, embeddings, embed_cache, rankings, workdir),
     )
 
 
@@ -107,11 +103,7 @@ def bench_longmemeval(
         limit,
         systems,
         out,
-        progress=not no_progress,
-        embeddings=embeddings,
-        embed_cache=embed_cache,
-        rankings=rankings,
-        workdir=workdir,
+        bench_cmd.RunOptions(not no_progress, embeddings, embed_cache, rankings, workdir),
     )
 
 

@@ -6,6 +6,7 @@ Heavy libraries are imported only when a command runs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,18 @@ def _embedder(base: Any, embed_cache: Path | None) -> Any:
     return cached
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How a recall benchmark runs, whatever its data: progress, embedding model(s), the document-vector cache, the
+    rankings file, a kept work folder (the options `bench locomo` and `bench longmemeval` share)."""
+
+    progress: bool = True
+    embeddings: str | None = None
+    embed_cache: Path | None = None
+    rankings: bool = False
+    workdir: Path | None = None
+
+
 def locomo(
     data: Path,
     systems: str | None = None,
@@ -43,11 +56,7 @@ def locomo(
     limit_conversations: int | None = None,
     limit_questions: int | None = None,
     details: bool = False,
-    progress: bool = True,
-    embeddings: str | None = None,
-    embed_cache: Path | None = None,
-    rankings: bool = False,
-    workdir: Path | None = None,
+    run: RunOptions | None = None,
 ) -> dict[str, Any]:
     """`memclaw bench locomo --data PATH [--systems a,b] [--corpus all|facts|sessions] [--out DIR]
     [--limit-conversations N] [--limit-questions N] [--details] [--rankings] [--embeddings MODEL[,MODEL]]`: writes
@@ -62,6 +71,7 @@ def locomo(
     from memclaw.bench.runner import run_locomo
     from memclaw.bench.systems import parse_systems
 
+    run = run or RunOptions()
     if corpus not in CORPORA:
         raise UsageError(f"unknown corpus {corpus!r}: use one of {', '.join(CORPORA)}")
     _positive("--limit-conversations", limit_conversations)
@@ -69,7 +79,7 @@ def locomo(
     specs = parse_systems(systems)
     ds = load_locomo(Path(data))
     res = run_per_model(
-        embeddings,
+        run.embeddings,
         bench_config(),
         lambda base: run_locomo(
             ds,
@@ -78,11 +88,11 @@ def locomo(
             limit_conversations=limit_conversations,
             limit_questions=limit_questions,
             details=details,
-            rankings=rankings,
-            workdir=workdir,
-            progress=progress,
+            rankings=run.rankings,
+            workdir=run.workdir,
+            progress=run.progress,
             base=base,
-            embedder=_embedder(base, embed_cache),
+            embedder=_embedder(base, run.embed_cache),
         ),
     )
     out = Path(out) if out else Path("bench-results") / ("locomo" if corpus == "all" else f"locomo-{corpus}")
@@ -97,11 +107,7 @@ def longmemeval(
     limit: int | None = None,
     systems: str | None = None,
     out: Path | None = None,
-    progress: bool = True,
-    embeddings: str | None = None,
-    embed_cache: Path | None = None,
-    rankings: bool = False,
-    workdir: Path | None = None,
+    run: RunOptions | None = None,
 ) -> dict[str, Any]:
     """`memclaw bench longmemeval --data PATH [--limit N] [--systems a,b] [--out DIR] [--rankings]
     [--embeddings MODEL[,MODEL]]`: writes DIR/longmemeval.json, DIR/longmemeval.md, DIR/longmemeval-recall.png (and
@@ -112,20 +118,21 @@ def longmemeval(
     from memclaw.bench.run_config import bench_config
     from memclaw.bench.systems import parse_systems
 
+    run = run or RunOptions()
     _positive("--limit", limit)
     specs = parse_systems(systems)
     res = run_per_model(
-        embeddings,
+        run.embeddings,
         bench_config(),
         lambda base: run_longmemeval(
             Path(data),
             specs,
             limit=limit,
-            progress=progress,
+            progress=run.progress,
             base=base,
-            embedder=_embedder(base, embed_cache),
-            rankings=rankings,
-            workdir=workdir,
+            embedder=_embedder(base, run.embed_cache),
+            rankings=run.rankings,
+            workdir=run.workdir,
         ),
     )
     out = Path(out) if out else Path("bench-results") / "longmemeval"
