@@ -102,7 +102,7 @@ def test_a_key_in_the_env_file_litellm_loads_counts(tmp_path):
     (site / "litellm" / "__init__.py").write_text("raise ImportError('not to be imported')\n")
     (tmp_path / "project" / ".env").write_text("OPENAI_API_KEY=sk-from-dotenv\n")
     code = (
-        "from memclaw import providers; import sys; "
+        "from memclaw.llm import providers; import sys; "
         "print(providers.key_vars('openai/gpt-4o')[1], providers.key_vars('anthropic/claude-3-5-haiku-latest')[1]); "
         "assert 'litellm' not in sys.modules"
     )
