@@ -75,11 +75,21 @@ def _layout(cols: list[_Col], width: int, text_min: int = TEXT_MIN) -> list[_Col
 
 
 def _table(
-    title: Text, caption: Text | None, cols: list[_Col] | None, texts: list[Text], all_cols: list[_Col]
+    title: Text,
+    caption: Text | None,
+    cols: list[_Col] | None,
+    texts: list[Text],
+    all_cols: list[_Col],
+    *,
+    width: int | None = None,
 ) -> Table:
     """The table of `cols` and the text; with `cols` None (a terminal too narrow for columns), one row per item:
-    its values (`all_cols`' that have a value, the optional ones too) on a line, the text under them."""
-    t = Table(title=title, title_justify="left", caption=caption, caption_justify="left", box=box.SIMPLE_HEAD)
+    its values (`all_cols`' that have a value, the optional ones too) on a line, the text under them. Given the
+    terminal's `width`, the table is at least as wide as its title where that fits (a long query is not folded
+    inside a narrow table)."""
+    wide = min(width, cell_len(title.plain)) if width is not None else None
+    t = Table(title=title, title_justify="left", caption=caption, caption_justify="left", box=box.SIMPLE_HEAD,
+              min_width=wide)  # fmt: skip
     if cols is None:
         t.show_header = False
         t.add_column(overflow="fold")
@@ -144,7 +154,7 @@ def recall_table(
             f"{section.budget} tokens (tok: what each costs in the prompt; cut: why it is left out)"
         )
     title = lit(recall_title(result))
-    return _table(title, lit("\n".join(caption)) if caption else None, shown, texts, cols)
+    return _table(title, lit("\n".join(caption)) if caption else None, shown, texts, cols, width=width)
 
 
 def _span(r: DateRange) -> str:
