@@ -63,7 +63,10 @@ v = (h * m[..., None]).sum(1) / m.sum(); v /= np.linalg.norm(v)
 # The CLI, with the model call timed (written to the file named by MEMCLAW_BENCH_LLM_FILE at exit).
 AGENT = r"""
 import atexit, os, sys, time
-from memclaw.llm.client import LLMClient
+try:
+    from memclaw.llm.client import LLMClient  # the pipeline layout (issue 20)
+except ImportError:
+    from memclaw.llm import LLMClient  # the flat layout before it
 inner, spent = LLMClient.chat, [0.0]
 async def timed(self, *a, **k):
     t = time.perf_counter()
