@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.dates import DateRange
+
+
+class RecallOptions(TypedDict, total=False):
+    """The options of a recall (`MemoryService.recall` / `recall_detailed`): the scope to search (the owner's by
+    default), how many hits (`recall.k`), the mode ("hybrid", "bm25", "vector") and a unit kind to keep."""
+
+    scope: str
+    k: int | None
+    mode: str | None
+    kind: str | None
 
 
 @dataclass(frozen=True)

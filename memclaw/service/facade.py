@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from memclaw.config import Config
 from memclaw.errors import EmbeddingUnavailable, VectorStoreCorrupted
@@ -24,7 +24,7 @@ from memclaw.index.identity import IndexIdentity, what_broke
 from memclaw.index.scopes import ScopeCache
 from memclaw.index.sync import ScopeSync
 from memclaw.markdown.units import OWNER_SCOPE, MemoryUnit
-from memclaw.recall.results import RecallHit, RecallResult
+from memclaw.recall.results import RecallHit, RecallOptions, RecallResult
 from memclaw.recall.search import Recall
 from memclaw.service.prefetch import Prefetch
 from memclaw.service.stats import index_stats
@@ -293,16 +293,9 @@ class MemoryService:
         return self.try_sync([scope]) is not None
 
     # ----- recall ----------------------------------------------------------------------------------------
-    def recall(
-        self,
-        query: str,
-        *,
-        scope: str = OWNER_SCOPE,
-        k: int | None = None,
-        mode: str | None = None,
-        kind: str | None = None,
-    ) -> list[RecallHit]:
-        return self.recall_detailed(query, scope=scope, k=k, mode=mode, kind=kind).hits
+    def recall(self, query: str, **options: Unpack[RecallOptions]) -> list[RecallHit]:
+        """The hits of `recall_detailed(query, **options)`."""
+        return self.recall_detailed(query, **options).hits
 
     def recall_detailed(
         self,

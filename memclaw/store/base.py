@@ -12,6 +12,9 @@ import numpy as np
 
 SPACE = "cosine"
 
+Metadata = Mapping[str, Any]
+"""What the store keeps beside a vector: memclaw's scope, kind, source and date of the unit it stands for."""
+
 
 @dataclass(frozen=True)
 class VectorHit:
@@ -27,7 +30,7 @@ class VectorStore(Protocol):
         scope: str,
         ids: Sequence[str],
         embeddings: np.ndarray,
-        metadatas: Sequence[Mapping[str, Any]],
+        metadatas: Sequence[Metadata],
         documents: Sequence[str] | None = None,
     ) -> None: ...
     def texts(self, scope: str) -> dict[str, str]: ...
