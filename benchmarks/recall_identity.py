@@ -56,6 +56,25 @@ def _workspace(root: Path, conv: dict) -> int:
     return len(conv["qa"])
 
 
+LME = ROOT.parent / "shared" / "data" / "longmemeval" / "lme-s-dev.json.gz"
+
+
+def _lme_date(text: str) -> datetime:
+    return datetime.strptime(text.split(" (")[0] + " " + text.split(") ")[1], "%Y/%m/%d %H:%M")
+
+
+def _lme_workspace(root: Path, q: dict) -> None:
+    """One LongMemEval question's haystack: each session one dated HISTORY.md entry of its user turns (long
+    entries are embedded as several passages)."""
+    hist = []
+    for when, session in zip(q["haystack_dates"], q["haystack_sessions"], strict=True):
+        said = " ".join(" ".join(str(t["content"]).split()) for t in session if t.get("role") == "user")
+        if said:
+            hist.append(f"[{_lme_date(when):%Y-%m-%d %H:%M}] {said}")
+    (root / "memory").mkdir(parents=True, exist_ok=True)
+    (root / "memory" / "HISTORY.md").write_text("\n\n".join(hist) + "\n", "utf-8")
+
+
 def child(out: Path) -> None:
     """Runs inside one checkout (PYTHONPATH): recall every LoCoMo dev question on an exact store; JSON to `out`."""
     import numpy as np
@@ -118,11 +137,7 @@ def child(out: Path) -> None:
         def describe(self):
             return "exact"
 
-    rows = []
-    now = datetime(2024, 1, 1)
-    for conv in json.loads(DATA.read_text("utf-8")):
-        root = Path(tempfile.mkdtemp(prefix="memclaw-identity-")) / "ws"
-        _workspace(root, conv)
+    def exact_service(root: Path):
         first = MemoryService(Workspace(root), Config(workspace=root))
         first.sync()  # a new index is made (and its store wiped) once, with its manifest: then the exact store
         first.close()
@@ -130,23 +145,46 @@ def child(out: Path) -> None:
         store = ExactStore()
         svc = MemoryService(Workspace(root), Config(workspace=root), store=store)
         svc.sync()
-        assert svc.store is store and store.count("owner") > 100, "the exact store was not used"
+        assert svc.store is store and store.count("owner") > 10, "the exact store was not used"
+        return svc
+
+    def asked(r) -> list:
+        return [
+            [h.unit.id, repr(h.score), h.bm25.rank, repr(h.bm25.score), h.vector.rank, repr(h.vector.score),
+             sorted((k, repr(v)) for k, v in h.boosts.items()), h.covered_by]
+            for h in r.hits
+        ]  # fmt: skip
+
+    rows = []
+    n_lme = int(os.environ.get("IDENTITY_LME", "0"))
+    if n_lme:
+        import gzip
+
+        for q in json.loads(gzip.decompress(LME.read_bytes()))[:n_lme]:
+            root = Path(tempfile.mkdtemp(prefix="memclaw-identity-")) / "ws"
+            _lme_workspace(root, q)
+            svc = exact_service(root)
+            for mode in MODES:
+                r = svc.recall_detailed(str(q["question"]), k=10, mode=mode, now=_lme_date(q["question_date"]))
+                rows.append([q["question_id"], str(q["question"]), mode, r.mode, asked(r)])
+            svc.close()
+    now = datetime(2024, 1, 1)
+    for conv in json.loads(DATA.read_text("utf-8")):
+        root = Path(tempfile.mkdtemp(prefix="memclaw-identity-")) / "ws"
+        _workspace(root, conv)
+        svc = exact_service(root)
         for qa in conv["qa"]:
             for mode in MODES:
                 r = svc.recall_detailed(str(qa["question"]), k=10, mode=mode, now=now)
-                hits = [
-                    [h.unit.id, repr(h.score), h.bm25.rank, repr(h.bm25.score), h.vector.rank, repr(h.vector.score),
-                     sorted((k, repr(v)) for k, v in h.boosts.items()), h.covered_by]
-                    for h in r.hits
-                ]  # fmt: skip
-                rows.append([conv["sample_id"], str(qa["question"]), mode, r.mode, hits])
+                rows.append([conv["sample_id"], str(qa["question"]), mode, r.mode, asked(r)])
         svc.close()
     out.write_text(json.dumps(rows), "utf-8")
 
 
-def _run(checkout: Path, out: Path) -> float:
+def _run(checkout: Path, out: Path, n_lme: int = 0) -> float:
     env = dict(os.environ, PYTHONPATH=str(checkout), PYTHONHASHSEED="0", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               LITELLM_LOCAL_MODEL_COST_MAP="True", MEMCLAW_HOME=str(out.parent / f"home-{out.stem}"))  # fmt: skip
+               LITELLM_LOCAL_MODEL_COST_MAP="True", MEMCLAW_HOME=str(out.parent / f"home-{out.stem}"),
+               IDENTITY_LME=str(n_lme))  # fmt: skip
     start = time.perf_counter()
     subprocess.run([sys.executable, __file__, "--child", str(out)], env=env, check=True, cwd=checkout)
     return time.perf_counter() - start
@@ -179,6 +217,7 @@ def main() -> int:
     ap.add_argument("--baseline", type=Path)
     ap.add_argument("--current", type=Path, default=ROOT)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "recall-identity.md")
+    ap.add_argument("--lme", type=int, default=0, help="also the first N LongMemEval dev questions (their haystacks)")
     ap.add_argument("--keep", type=Path, help="keep both sides' recalls (old.json, new.json) in this folder")
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -191,7 +230,7 @@ def main() -> int:
         keep = a.keep or Path(tmp)
         keep.mkdir(parents=True, exist_ok=True)
         old, new = keep / "old.json", keep / "new.json"
-        t_old, t_new = _run(a.baseline.resolve(), old), _run(a.current.resolve(), new)
+        t_old, t_new = _run(a.baseline.resolve(), old, a.lme), _run(a.current.resolve(), new, a.lme)
         ra, rb = json.loads(old.read_text()), json.loads(new.read_text())
         reports = reopen(a.baseline.resolve(), a.current.resolve(), Path(tmp))
     kept = all(not r["rebuilt"] and not r["added"] and not r["updated"] and not r["removed"] for r in reports)
@@ -199,14 +238,17 @@ def main() -> int:
     if len(ra) != len(rb):
         diff.append(["(number of recalls)", len(ra), len(rb)])
     n_hits = sum(len(r[4]) for r in rb)
+    data_line = f"{DATA.name}, every conversation"
+    if a.lme:
+        data_line += f", and the first {a.lme} questions of {LME.name} (sessions as dated HISTORY.md entries)"
     lines = [
         "# Recall identity: the pipeline before and after a change, on an exact vector store",
         "",
         f"- date: {datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; machine: {os.cpu_count()} CPUs, Python "
         f"{sys.version.split()[0]}",
         f"- baseline: {_commit(a.baseline)} ({t_old:.0f} s); current: {_commit(a.current)} ({t_new:.0f} s)",
-        f"- data: {DATA.name}, every conversation; {len(rb)} (question, mode) recalls, {n_hits} hits compared "
-        "(id, score, BM25 rank and score, vector rank and score, boosts, covering ids: exact reprs)",
+        f"- data: {data_line}; {len(rb)} (question, mode) recalls, {n_hits} hits compared (id, score, BM25 rank and "
+        "score, vector rank and score, boosts, covering ids: exact reprs)",
         "- method: `benchmarks/recall_identity.py` (docstring)",
         "",
         f"**{'IDENTICAL' if not diff else f'DIFFERENT: {len(diff)} recalls differ'}**",
