@@ -7,6 +7,8 @@ Layout (paths relative to the workspace root):
     memory/people/<sender>/MEMORY.md, HISTORY.md     one outside sender's own memory; <sender> is the
                                                      percent-encoded sender id (memclaw.markdown.units.scope_dirname),
                                                      so an id like "../x" or "a/b" cannot leave the folder
+    memory/archive/YYYY-MM-DD.md (and under people/)  the verbatim conversation, one file per day
+                                                     (memclaw.markdown.archive)
     skills/                                          the workspace's own skills (<name>/SKILL.md)
     sessions/                                        conversation logs
     .memclaw-index/                                  the derived index (rebuildable; default location)
@@ -19,8 +21,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
+from datetime import date
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,6 +42,8 @@ BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "IDENTITY.md")
 WORKSPACE_TEMPLATE_FILES = (*BOOTSTRAP_FILES, "memory/MEMORY.md", "memory/HISTORY.md")
 INDEX_DIRNAME = ".memclaw-index"
 PEOPLE_DIR = "memory/people"
+ARCHIVE_DIR = "archive"
+_DAY_FILE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\.md\Z")
 DEMO_OUTSIDER = "discord:424242"
 _WORKSPACE_PLACEHOLDER = "@WORKSPACE@"
 
@@ -82,6 +88,35 @@ class Workspace:
         path = self.memory_dir(scope) / "HISTORY.md"
         refuse_symlinks(path, self.memory_root)
         return path
+
+    def archive_dir(self, scope: str = OWNER_SCOPE) -> Path:
+        """The scope's archive folder (`memory/archive/`, `memory/people/<sender>/archive/`): one Markdown file per
+        day of verbatim conversation (memclaw.markdown.archive). Refused as `memory_file` is when it is a symlink."""
+        d = self.memory_dir(scope) / ARCHIVE_DIR
+        refuse_symlinks(d, self.memory_root)
+        return d
+
+    def archive_file(self, scope: str, day: date) -> Path:
+        """The scope's archive file of `day` (`.../archive/2026-11-25.md`)."""
+        path = self.archive_dir(scope) / f"{day.isoformat()}.md"
+        refuse_symlinks(path, self.memory_root)
+        return path
+
+    def archive_files(self, scope: str = OWNER_SCOPE) -> list[Path]:
+        """The scope's archive day files, oldest first. Only `YYYY-MM-DD.md` names are archive files; anything else
+        in the folder is left alone. A symlink among them is refused (MemoryFileError), never followed."""
+        d = self.archive_dir(scope)
+        try:
+            names = sorted(p.name for p in d.iterdir()) if d.is_dir() else []
+        except OSError as e:
+            raise WorkspaceError(f"cannot list {d}: {e.strerror}; fix its permissions") from e
+        out = []
+        for name in names:
+            if _DAY_FILE.match(name):
+                path = d / name
+                refuse_symlinks(path, self.memory_root)
+                out.append(path)
+        return out
 
     def check_scope(self, scope: str) -> None:
         """Refuse a scope that cannot be used safely before a turn or command reads anything of it: an invalid

@@ -21,9 +21,13 @@ from datetime import date, datetime
 
 from memclaw.markdown.units import MemoryUnit, unit_id
 
-_TRAILING_DATE = re.compile(r"(?:\(([0-9]{4}-[0-9]{2}-[0-9]{2})\)|\[([0-9]{4}-[0-9]{2}-[0-9]{2})\])\s*\Z")
+_TRAILING_DATE = re.compile(
+    r"(?:\(([0-9]{4}-[0-9]{2}-[0-9]{2})(?: #(c[0-9a-f]{8,16}))?\)|\[([0-9]{4}-[0-9]{2}-[0-9]{2})\])\s*\Z"
+)
 _LEADING_DATE = re.compile(r"\[([0-9]{4}-[0-9]{2}-[0-9]{2})\]")
-_STAMP = re.compile(r"\[([0-9]{4})-([0-9]{2})-([0-9]{2})(?: ([0-9]{2}):([0-9]{2})(?::([0-9]{2}))?)?\]")
+_STAMP = re.compile(
+    r"\[([0-9]{4})-([0-9]{2})-([0-9]{2})(?: ([0-9]{2}):([0-9]{2})(?::([0-9]{2}))?)?(?: #(c[0-9a-f]{8,16}))?\]"
+)
 _SURROGATES = re.compile("[\ud800-\udfff]+")
 SECTION_SEP = " > "
 MAX_HEADING_LEVEL = 6
@@ -38,12 +42,26 @@ def clean_text(s: str) -> str:
 
 
 def split_trailing_date(text: str) -> tuple[str, str | None]:
-    """`text` without the date it ends in, `... (2023-05-08)` or `... [2023-05-08]`, and that date as written
-    (YYYY-MM-DD); `(text, None)` when it ends in none. The one reading of a fact's trailing date."""
+    """`text` without the date it ends in, `... (2023-05-08)` or `... [2023-05-08]` (or the learned-mark
+    `... (2023-05-08 #c7f3a9b21)`, see `fact_mark`), and that date as written (YYYY-MM-DD); `(text, None)` when it
+    ends in none. The one reading of a fact's trailing date."""
     m = _TRAILING_DATE.search(text)
     if m is None:
         return text, None
-    return text[: m.start()].rstrip(), m.group(1) or m.group(2)
+    return text[: m.start()].rstrip(), m.group(1) or m.group(3)
+
+
+def fact_cid(text: str) -> str | None:
+    """The id of the consolidation that wrote a fact: the `#c...` inside its trailing mark, else None."""
+    m = _TRAILING_DATE.search(text)
+    return m.group(2) if m is not None else None
+
+
+def fact_mark(learned: date, cid: str | None = None) -> str:
+    """` (2026-11-25 #c7f3a9b21)`: the end of a fact's bullet saying when it was learned and, when a consolidation
+    wrote it, which one (the date is the one memclaw reads as a fact's date; the id links it to the history entry
+    and archive chunk of the same consolidation)."""
+    return f" ({learned.isoformat()}" + (f" #{cid}" if cid else "") + ")"
 
 
 def fact_date(text: str) -> tuple[datetime | None, str | None]:
@@ -64,15 +82,22 @@ def fact_date(text: str) -> tuple[datetime | None, str | None]:
 
 def parse_stamp(line: str) -> tuple[datetime, int] | None:
     """(timestamp, end of the stamp) if `line` begins with a valid history stamp."""
+    got = parse_stamp_cid(line)
+    return None if got is None else (got[0], got[1])
+
+
+def parse_stamp_cid(line: str) -> tuple[datetime, int, str | None] | None:
+    """(timestamp, end of the stamp, consolidation id or None) if `line` begins with a valid history stamp:
+    `[2026-11-25 14:02]`, or with the id of the consolidation that wrote the entry, `[2026-11-25 14:02 #c7f3a9b21]`."""
     m = _STAMP.match(line)
     if m is None:
         return None
-    y, mo, d, h, mi, s = m.groups()
+    y, mo, d, h, mi, s, cid = m.groups()
     try:
         ts = datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(s or 0))
     except ValueError:
         return None
-    return ts, m.end()
+    return ts, m.end(), cid
 
 
 def section_pieces(section: str | None) -> list[str]:
@@ -115,6 +140,7 @@ def scan_history_doc(text: str, *, scope: str, source: str, line_offset: int = 0
     in_comment = False
     start: int | None = None  # first line of the current entry (None: the undated prelude)
     ts: datetime | None = None
+    cid: str | None = None
     body: list[str] = []
     first_line: int | None = None
     last = 0
@@ -134,6 +160,7 @@ def scan_history_doc(text: str, *, scope: str, source: str, line_offset: int = 0
             line=first_line + 1,
             text=t,
             timestamp=ts,
+            extra={"cid": cid} if cid else {},
         )
         blocks.append(HistoryBlock(unit, first_line, last))
 
@@ -148,10 +175,10 @@ def scan_history_doc(text: str, *, scope: str, source: str, line_offset: int = 0
             if st.startswith("<!--"):
                 in_comment = "-->" not in st[4:]
                 continue
-        stamp = parse_stamp(line) if line[:1] == "[" else None
+        stamp = parse_stamp_cid(line) if line[:1] == "[" else None
         if stamp is not None:
             close()
-            ts, end = stamp
+            ts, end, cid = stamp
             start = first_line = last = i
             body = [line[end:].strip()]
             continue
@@ -171,8 +198,10 @@ def parse_history(text: str, *, scope: str, source: str) -> list[MemoryUnit]:
     return [b.unit for b in scan_history(text, scope=scope, source=source)]
 
 
-def format_stamp(ts: datetime, *, seconds: bool = False) -> str:
-    return f"[{ts:%Y-%m-%d %H:%M:%S}]" if seconds else f"[{ts:%Y-%m-%d %H:%M}]"
+def format_stamp(ts: datetime, *, seconds: bool = False, cid: str | None = None) -> str:
+    """`[2026-11-25 14:02]` (`seconds`: `14:02:05`), with ` #<cid>` before the bracket for a consolidation's entry."""
+    body = f"{ts:%Y-%m-%d %H:%M:%S}" if seconds else f"{ts:%Y-%m-%d %H:%M}"
+    return f"[{body}" + (f" #{cid}" if cid else "") + "]"
 
 
 def _edge_trim(lines: list[str]) -> list[str]:
@@ -200,10 +229,11 @@ def history_text_lines(text: str, *, undated: bool = False) -> list[str]:
     return lines
 
 
-def format_history_entry(ts: datetime, text: str, *, seconds: bool = False) -> str:
-    """One HISTORY.md entry (no trailing newline): `[YYYY-MM-DD HH:MM] text` (`seconds`: `HH:MM:SS`)."""
+def format_history_entry(ts: datetime, text: str, *, seconds: bool = False, cid: str | None = None) -> str:
+    """One HISTORY.md entry (no trailing newline): `[YYYY-MM-DD HH:MM] text` (`seconds`: `HH:MM:SS`; `cid`: the
+    consolidation's id inside the stamp)."""
     lines = history_text_lines(text)
-    first = format_stamp(ts, seconds=seconds) + (" " + lines[0] if lines[0] else "")
+    first = format_stamp(ts, seconds=seconds, cid=cid) + (" " + lines[0] if lines[0] else "")
     return "\n".join([first, *lines[1:]])
 
 
@@ -217,7 +247,8 @@ def render_history(units: Iterable[MemoryUnit]) -> str:
         if u.timestamp is None:
             undated.append("\n".join(history_text_lines(u.text, undated=True)))
         else:
-            blocks.append(format_history_entry(u.timestamp, u.text, seconds=bool(u.timestamp.second)))
+            blocks.append(format_history_entry(u.timestamp, u.text, seconds=bool(u.timestamp.second),
+                                               cid=u.extra.get("cid")))  # fmt: skip
     if undated:
         blocks.insert(0, "\n\n".join(undated))
     return keep_bom("\n\n".join(blocks) + "\n" if blocks else "")

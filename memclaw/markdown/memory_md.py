@@ -26,6 +26,7 @@ from memclaw.markdown.formats import (
     MAX_HEADING_LEVEL,
     SECTION_SEP,
     clean_text,
+    fact_cid,
     fact_date,
     keep_bom,
     section_pieces,
@@ -160,6 +161,9 @@ def scan_memory(
         if o.parent:
             extra["parent"] = clean_text(o.parent)
         when, bad = fact_date(t)
+        cid = fact_cid(t)
+        if cid is not None:
+            extra["cid"] = cid
         if bad is not None:
             notes.append(ParseNote(o.start + 1, "date", bad))
         unit = MemoryUnit(
