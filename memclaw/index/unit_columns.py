@@ -9,9 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from memclaw.markdown.units import Kind
-
-KINDS: tuple[Kind, Kind] = ("fact", "history")
 COLUMNS = ("ids", "texts", "hashes", "lines", "kinds", "timestamps", "sections", "scope_ix", "scopes",
            "source_ix", "sources", "extra_ix", "extras")  # fmt: skip
 ROW_COLUMNS = ("ids", "texts", "hashes", "lines", "kinds", "timestamps", "sections", "scope_ix", "source_ix",

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from memclaw.index.unit_columns import KINDS, ROW_COLUMNS, Interner, least, most
-from memclaw.markdown.units import Kind, MemoryUnit
+from memclaw.index.unit_columns import ROW_COLUMNS, Interner, least, most
+from memclaw.markdown.units import KINDS, Kind, MemoryUnit
 
 
 class UnitTable(Mapping[str, MemoryUnit]):
@@ -120,7 +120,7 @@ class UnitTable(Mapping[str, MemoryUnit]):
             if len(cols[k]) != n:
                 raise ValueError(f"column {k} has {len(cols[k])} rows, expected {n}")
         for k, top in (("scope_ix", len(cols["scopes"])), ("source_ix", len(cols["sources"])),
-                       ("extra_ix", len(cols["extras"])), ("kinds", 2)):  # fmt: skip
+                       ("extra_ix", len(cols["extras"])), ("kinds", len(KINDS))):  # fmt: skip
             if n and not (least(cols[k]) >= 0 and most(cols[k]) < top):
                 raise ValueError(f"column {k} is out of range")
         table = cls(cols)

@@ -49,6 +49,7 @@ class ArchivedTurn:
     speaker: str
     text: str
     at: time | None = None  # HH:MM of the message, when known
+    line: int = field(default=0, compare=False)  # 1-based line of the turn in its file (0: not from a file)
 
 
 @dataclass(frozen=True)
@@ -112,12 +113,12 @@ def parse_day(text: str, day: date | None = None) -> ArchiveDay:
     out = ArchiveDay(day)
     pre: list[str] = []
     cur: dict | None = None
-    turns: list[list] = []  # [speaker, lines, at]
+    turns: list[list] = []  # [speaker, lines, at, line]
 
     def close() -> None:
         if cur is None:
             return
-        done = tuple(ArchivedTurn(s, _join(lines), at) for s, lines, at in turns)
+        done = tuple(ArchivedTurn(s, _join(lines), at, n) for s, lines, at, n in turns)
         out.chunks.append(ArchiveChunk(cur["cid"], cur["when"], done, cur["line"]))
 
     for n, raw in enumerate(text.replace("\r\n", "\n").split("\n"), 1):
@@ -139,11 +140,11 @@ def parse_day(text: str, day: date | None = None) -> ArchiveDay:
         t = _TURN.match(line)
         if t is not None and not raw.startswith((" ", "\t")):
             at = time(min(int(t.group(1)), 23), min(int(t.group(2)), 59)) if t.group(1) else None
-            turns.append([(t.group(3) or t.group(4)).strip(), [t.group(5) or ""], at])
+            turns.append([(t.group(3) or t.group(4)).strip(), [t.group(5) or ""], at, n])
         elif turns:
             turns[-1][1].append(raw[len(_INDENT) :] if raw.startswith(_INDENT) else raw.lstrip(" \t"))
         elif line:
-            turns.append(["?", [line.strip()], None])
+            turns.append(["?", [line.strip()], None, n])
     close()
     out.preamble = "\n".join(pre).strip("\n")
     return out

@@ -1,4 +1,4 @@
-"""The memory unit: one MEMORY fact or one HISTORY entry, and the scopes that keep people apart."""
+"""The memory unit: one MEMORY fact, one HISTORY entry or one archived turn, and the scopes that keep people apart."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from urllib.parse import quote, unquote
 from memclaw.errors import InvalidSenderError
 from memclaw.util.text import ECHO_CHARS, shorten
 
-Kind = Literal["fact", "history"]
+Kind = Literal["fact", "history", "archive"]
+KINDS: tuple[Kind, ...] = ("fact", "history", "archive")
+"""Every kind of unit, in the order the index stores them by number (append only)."""
 
 OWNER_SCOPE = "owner"
 _PEOPLE_PREFIX = "people/"
@@ -50,7 +52,10 @@ def unit_id(scope: str, source: str, kind: Kind, text: str, occurrence: int = 0)
     """Stable id: the same text in the same file keeps its id when lines move around it."""
     norm = " ".join(text.split())
     h = hashlib.sha256(f"{scope}\x00{source}\x00{kind}\x00{norm}\x00{occurrence}".encode())
-    return ("f" if kind == "fact" else "h") + h.hexdigest()[:11]
+    return _ID_PREFIX[kind] + h.hexdigest()[:11]
+
+
+_ID_PREFIX = {"fact": "f", "history": "h", "archive": "a"}
 
 
 _SENDER_RE = re.compile(r"^[^\x00-\x1f\x7f]+$")

@@ -145,3 +145,24 @@ def test_render_then_parse_is_the_identity_and_rendering_is_stable(chunks, pream
     back = parse_day(text)
     assert [(c.cid, c.when, c.turns) for c in back.chunks] == [(c.cid, c.when, c.turns) for c in chunks]
     assert render_day(back) == text
+
+
+def test_archive_units_one_per_turn_with_stable_ids_across_a_hand_edit():
+    from memclaw.markdown.archive_units import archive_units, day_of_source
+
+    chunk = ArchiveChunk(CID, datetime.combine(DAY, time(14, 2)),
+                         turns(("Maya", "Did Lena say which restaurant?"), ("memclaw", "Taberna da Ribeira.")))  # fmt: skip
+    text = render_day(ArchiveDay(DAY, [chunk]))
+    src = "memory/archive/2026-11-25.md"
+    assert day_of_source(src) == DAY
+    units = archive_units(text, scope="owner", source=src)
+    assert [u.kind for u in units] == ["archive", "archive"]
+    assert [u.text for u in units] == ["Maya: Did Lena say which restaurant?", "memclaw: Taberna da Ribeira."]
+    assert units[0].timestamp == datetime(2026, 11, 25, 14, 2)
+    assert units[1].extra["cid"] == CID and units[1].extra["turn"] == "1" and units[1].extra["turns"] == "2"
+    assert all(u.id.startswith("a") for u in units)
+    edited = archive_units(text.replace("Taberna da Ribeira", "Taberna do Mar"), scope="owner", source=src)
+    assert [u.id for u in edited] == [u.id for u in units]  # a hand edit keeps the ids (the text hash changes)
+    assert edited[1].text.endswith("Taberna do Mar.")
+    other = archive_units(text, scope="people/discord%3A1", source=src)
+    assert not {u.id for u in other} & {u.id for u in units}  # scopes never share ids

@@ -1,0 +1,71 @@
+"""An archive day file as memory units (pure): one unit per archived turn, of kind `archive`.
+
+A turn is the passage recall ranks (measured in the issue-22 lab against windows of 2-4 turns: one-turn passages
+served as excerpts keep the most answers per token, `benchmarks/README.md`). Each unit's text is `speaker: text`,
+what BM25 and the embedding model read; its timestamp is the turn's time on the file's day (the chunk's time when
+the turn has none); `extra` ties it to its chunk: `cid` (the consolidation id), `turn` (its 0-based position in the
+chunk), `turns` (the chunk's length), `chunk_line` (the chunk header's line) and `speaker`.
+
+Ids are stable when a turn's text is edited by hand (they hash scope, file, consolidation id and turn position,
+not the text), so an edit re-embeds that turn only; `content_hash` sees the new text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import date, datetime
+from pathlib import PurePosixPath
+
+from memclaw.markdown.archive import parse_day
+from memclaw.markdown.formats import clean_text
+from memclaw.markdown.units import MemoryUnit
+
+SPEAKER_SEP = ": "
+
+
+def day_of_source(source: str) -> date | None:
+    """The day an archive file holds, from its name (`memory/archive/2026-11-25.md`)."""
+    try:
+        return date.fromisoformat(PurePosixPath(source).stem)
+    except ValueError:
+        return None
+
+
+def archive_turn_id(scope: str, source: str, cid: str, occurrence: int, turn: int) -> str:
+    """`a` + 11 hex digits: the id of a chunk's turn (`occurrence` counts chunks of the same id in the file)."""
+    h = hashlib.sha256(f"{scope}\x00{source}\x00archive\x00{cid}\x00{occurrence}\x00{turn}".encode())
+    return "a" + h.hexdigest()[:11]
+
+
+def archive_units(text: str, *, scope: str, source: str) -> list[MemoryUnit]:
+    """The turns of an archive day file, in file order (see the module docstring)."""
+    day = day_of_source(source)
+    doc = parse_day(text, day)
+    base = doc.day or day or date(1970, 1, 1)
+    seen: dict[str, int] = {}
+    out: list[MemoryUnit] = []
+    for chunk in doc.chunks:
+        occ = seen.get(chunk.cid, 0)
+        seen[chunk.cid] = occ + 1
+        when = datetime.combine(base, chunk.when.time())
+        n = len(chunk.turns)
+        for i, t in enumerate(chunk.turns):
+            ts = datetime.combine(base, t.at) if t.at is not None else when
+            body = clean_text(t.text.strip())
+            if not body:
+                continue
+            extra = {"cid": chunk.cid, "turn": str(i), "turns": str(n), "chunk_line": str(chunk.line),
+                     "speaker": t.speaker}  # fmt: skip
+            out.append(
+                MemoryUnit(
+                    id=archive_turn_id(scope, source, chunk.cid, occ, i),
+                    kind="archive",
+                    scope=scope,
+                    source=source,
+                    line=t.line or chunk.line,
+                    text=f"{clean_text(t.speaker)}{SPEAKER_SEP}{body}",
+                    timestamp=ts,
+                    extra=extra,
+                )
+            )
+    return out
