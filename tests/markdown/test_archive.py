@@ -150,8 +150,8 @@ def test_render_then_parse_is_the_identity_and_rendering_is_stable(chunks, pream
 def test_archive_units_one_per_turn_with_stable_ids_across_a_hand_edit():
     from memclaw.markdown.archive_units import archive_units, day_of_source
 
-    chunk = ArchiveChunk(CID, datetime.combine(DAY, time(14, 2)),
-                         turns(("Maya", "Did Lena say which restaurant?"), ("memclaw", "Taberna da Ribeira.")))  # fmt: skip
+    said = turns(("Maya", "Did Lena say which restaurant?"), ("memclaw", "Taberna da Ribeira."))
+    chunk = ArchiveChunk(CID, datetime.combine(DAY, time(14, 2)), said)
     text = render_day(ArchiveDay(DAY, [chunk]))
     src = "memory/archive/2026-11-25.md"
     assert day_of_source(src) == DAY
