@@ -136,7 +136,8 @@ def recall_table(
         bm25.cells.append(lit(b + "".join(f" +{k}" for k in r.boosts)))
         vector.cells.append(Text(f"{r.vector_rank}/{_fmt(r.vector_score)}" if r.vector_rank else "-"))
         kind.cells.append(lit(r.kind))
-        date.cells.append(Text(r.timestamp.strftime("%Y-%m-%d") if r.timestamp else ""))
+        stamp = "%Y-%m-%d %H:%M" if r.kind == "excerpt" else "%Y-%m-%d"
+        date.cells.append(Text(r.timestamp.strftime(stamp) if r.timestamp else ""))
         source.cells.append(lit(r.source))
         if section is not None:
             reason = skips.get(r.n - 1)
@@ -147,6 +148,8 @@ def recall_table(
     caption = ["bm25: rank/score · vector: rank/cosine similarity · +link: lifted by a linked memory"]
     if shown is not None and bm25 not in shown:
         caption = []
+    if any(r.kind == "excerpt" for r in recall_rows(result)):
+        caption.append("excerpt: an archived turn »as said« with the turns around it in its conversation")
     caption += [f"+date: stamped {_span(r)} ({shorten(r.text, ECHO_CHARS)!r})" for r in result.date_ranges]
     if section is not None:
         caption.append(

@@ -48,6 +48,15 @@ class Scope:
         self.state_sig = state_sig
         self.lexical_unsaved = False  # rebuilt from the unit table on load (the saved one was damaged)
         self._dated: tuple[list[datetime], list[str]] | None = None
+        self._entries_by_cid: dict[str, list[str]] | None = None
+
+    def entries_by_cid(self) -> dict[str, list[str]]:
+        """Consolidation id -> the history entries that carry it (memclaw.index.links; built on first use)."""
+        if self._entries_by_cid is None:
+            from memclaw.index.links import entries_by_cid
+
+            self._entries_by_cid = entries_by_cid(self.state.units)
+        return self._entries_by_cid
 
     def dated_in(self, ranges: Sequence[Span], limit: int) -> list[str]:
         """Up to `limit` ids of units stamped inside any of the ranges, newest first (a sorted date index,
@@ -86,10 +95,14 @@ class ScopeCache:
 
     # ----- the memory files of a scope -------------------------------------------------------------------
     def files(self, scope: str) -> dict[str, tuple[Path, str]]:
+        """The scope's memory files by source, with the kind of unit each holds: MEMORY.md and HISTORY.md (whether
+        or not they exist), then the archive's day files, oldest first."""
         ws = self.workspace
         out = {}
         for path, kind in ((ws.memory_file(scope), "fact"), (ws.history_file(scope), "history")):
             out[ws.source_of(path)] = (path, kind)
+        for path in ws.archive_files(scope):
+            out[ws.source_of(path)] = (path, "archive")
         return out
 
     def signatures(self, scope: str) -> dict[str, tuple | None]:
@@ -98,7 +111,7 @@ class ScopeCache:
         return {src: file_signature(path) for src, (path, _k) in self.files(scope).items()}
 
     def parse(self, scope: str) -> list[MemoryUnit]:
-        """Every unit of the scope as its Markdown holds it now (facts, then history)."""
+        """Every unit of the scope as its Markdown holds it now (facts, then history, then the archive's turns)."""
         from memclaw.markdown.files import read_units
 
         units: list[MemoryUnit] = []

@@ -236,6 +236,29 @@ class UnitTable(Mapping[str, MemoryUnit]):
                 return self.unit(row)
         return None
 
+    def rows_of(self, kind: Kind) -> list[int]:
+        """The rows of units of `kind`, in order."""
+        k = KINDS.index(kind)
+        kinds = self._c["kinds"]
+        if k not in kinds:
+            return []
+        return [row for row, x in enumerate(kinds) if x == k]
+
+    def extra_at(self, row: int) -> dict[str, str]:
+        c = self._c
+        return dict(c["extras"][c["extra_ix"][row]])
+
+    def cid_at(self, row: int) -> str | None:
+        """The consolidation id of the row's unit (`extra["cid"]`), if it has one."""
+        c = self._c
+        for k, v in c["extras"][c["extra_ix"][row]]:
+            if k == "cid":
+                return v
+        return None
+
+    def row_of(self, uid: str) -> int | None:
+        return self._rows().get(uid)
+
     def dated_rows(self) -> Iterator[tuple[int, Kind, str]]:
         """(row, kind, iso timestamp) of every dated unit."""
         c = self._c

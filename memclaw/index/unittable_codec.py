@@ -12,6 +12,7 @@ from typing import Any
 
 from memclaw.index.unit_columns import COLUMNS, INT_COLUMNS, JOINED_COLUMNS, STR_COLUMNS, from_little, little
 from memclaw.index.unittable import UnitTable
+from memclaw.markdown.units import KINDS
 
 
 def table_to_bytes(table: UnitTable) -> bytes:
@@ -81,7 +82,7 @@ def rows_from_json(rows: Any) -> list[tuple]:
             raise ValueError("a row is not a list of 10 values")
         uid, text, h, line, kind, ts, section, scope, source, extra = row
         if not (type(uid) is str and type(text) is str and type(h) is str and type(scope) is str
-                and type(source) is str and type(line) is int and kind in (0, 1) and type(kind) is int
+                and type(source) is str and type(line) is int and type(kind) is int and 0 <= kind < len(KINDS)
                 and (ts is None or type(ts) is str) and (section is None or type(section) is str)
                 and isinstance(extra, list)):  # fmt: skip
             raise ValueError("a row has a value of the wrong type")

@@ -160,17 +160,20 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 # ----- reading -------------------------------------------------------------------------------------------
 def read_units(path: Path, *, scope: str, kind: str, source: str) -> list[MemoryUnit]:
-    """Units of one memory file (`kind` "fact" for MEMORY.md, "history" for HISTORY.md); [] if missing. A unit over
-    the size limit is cut to it, with a warning (memclaw.markdown.unit_size)."""
+    """Units of one memory file (`kind` "fact" for MEMORY.md, "history" for HISTORY.md, "archive" for an archive
+    day file); [] if missing. A unit over the size limit is cut to it, with a warning (memclaw.markdown.unit_size)."""
+    from memclaw.markdown.archive_units import archive_units
     from memclaw.markdown.unit_size import cap_units
 
-    if kind not in ("fact", "history"):
-        raise MemoryFileError(f"unknown memory kind {kind!r}: use 'fact' or 'history'")
+    if kind not in ("fact", "history", "archive"):
+        raise MemoryFileError(f"unknown memory kind {kind!r}: use 'fact', 'history' or 'archive'")
     text = read_text(path)
     if text is None:
         return []
     if kind == "fact":
         return cap_units(parse_memory(text, scope=scope, source=source))
+    if kind == "archive":
+        return cap_units(archive_units(text, scope=scope, source=source))
     return cap_units(parse_history(text, scope=scope, source=source))
 
 

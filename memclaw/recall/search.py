@@ -21,6 +21,8 @@ from memclaw.errors import (
 )
 from memclaw.index.identity import what_broke
 from memclaw.index.passages import is_head, is_long, unit_of
+from memclaw.markdown.units import KINDS
+from memclaw.recall.archive import ArchiveHits, cid_boost
 from memclaw.recall.dates import find_date_ranges
 from memclaw.recall.fusion import FusionParams, apply_floors, date_boost, fuse, link_boost, recency_boost
 from memclaw.recall.results import RecallHit, RecallResult, Signal
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from memclaw.index.identity import IndexIdentity
     from memclaw.index.scopes import Scope, ScopeCache
     from memclaw.index.tokenizer import Tokenizer
+    from memclaw.index.unittable import UnitTable
     from memclaw.store.base import VectorStore
 
 log = logging.getLogger(__name__)
@@ -82,8 +85,8 @@ class Recall:
         mode = mode or rc.mode
         if mode not in ("hybrid", "bm25", "vector"):
             raise UsageError(f"unknown recall mode {mode!r}: use hybrid, bm25 or vector")
-        if kind not in (None, "fact", "history"):
-            raise UsageError(f"unknown memory kind {kind!r}: use fact or history")
+        if kind not in (None, *KINDS):
+            raise UsageError(f"unknown memory kind {kind!r}: use fact, history or archive")
         if not query or not query.strip() or not self.tokenizer.tokenize(query):
             raise NothingToRecall()  # a vector of "the and of" would only bring back an arbitrary memory
         result = RecallResult(query, scope, mode, [])
@@ -157,6 +160,8 @@ class Recall:
             result.date_ranges = ranges
         if rc.link_sessions and sc.state.links:
             fused = link_boost(fused, sc.state.links, weight=rc.link_weight)
+        if rc.link_sessions:  # (memclaw.recall.archive: turns, facts and entries of one consolidation)
+            fused = cid_boost(fused, units.kind_of, _cid_of(units), sc.entries_by_cid(), weight=rc.link_weight)
         if rc.recency_half_life_days:
             hit_units = {f.id: units[f.id] for f in fused}
             fused = recency_boost(
@@ -168,6 +173,8 @@ class Recall:
                 weight=RECENCY_WEIGHT,
             )
         links = sc.state.links if rc.link_sessions else {}
+        turns = ArchiveHits(units, sc.entries_by_cid() if rc.link_sessions else {}, self.tokenizer.tokenize,
+                            rc.excerpt_before, rc.excerpt_after)  # fmt: skip
         seen_text: set[str] = set()
         for f in fused:
             u = units[f.id]
@@ -184,7 +191,8 @@ class Recall:
                     Signal(f.bm25_rank, f.bm25_score),
                     Signal(f.vector_rank, f.vector_similarity),
                     dict(f.boosts),
-                    tuple(links.get(f.id, ())),
+                    tuple(links.get(f.id, ())) + turns.covered_by(u),
+                    turns.excerpt(u),
                 )
             )
             if len(result.hits) >= k:
@@ -234,6 +242,14 @@ class Recall:
         result.warnings.append(f"{err}; recall fell back to BM25 only")
         log.warning("%s; recall fell back to BM25 only", err)
         return []
+
+
+def _cid_of(units: UnitTable) -> Callable[[str], str | None]:
+    def cid(uid: str) -> str | None:
+        row = units.row_of(uid)
+        return units.cid_at(row) if row is not None else None
+
+    return cid
 
 
 def _best_per_unit(hits, signal: str = "max", is_long: Callable[[str], bool] | None = None) -> list[tuple[str, float]]:

@@ -67,7 +67,7 @@ def test_fill_hits_counts_the_rendered_items_with_the_prompt_counter():
     one = COUNT(memory_item(units[0])) + 1
     f = fill_hits(hits, 3 * one, COUNT)
     assert len(f.kept) == 3 and f.used == 3 * one
-    assert f.hit_json(0) == {"memory_section": {"kept": True, "tokens": one, "reason": None}}
+    assert f.hit_json(0) == {"memory_section": {"kept": True, "tokens": one, "reason": None, "serves": [units[0].id]}}
     assert f.hit_json(4)["memory_section"]["kept"] is False
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memclaw.config import Config
-from memclaw.index.sync import session_links
+from memclaw.index.links import session_links
 from memclaw.index.unittable import UnitTable
 from memclaw.markdown.units import sender_scope
 from memclaw.service.facade import MemoryService

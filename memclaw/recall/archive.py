@@ -1,0 +1,133 @@
+"""Archive turns in recall (pure): what ties a turn to the summary and facts of its consolidation, and the window
+of turns an excerpt is cut from.
+
+One consolidation writes three records that carry its id (`extra["cid"]`): the chunk of archived turns, the facts
+and the history entry. Recall ties them by that id alone (memclaw.index.links ties facts to entries in the state):
+
+* a matching archive turn lifts the history entry of its consolidation (by `weight` times its score, as a matching
+  fact does), and the entry covers the turn when it already says what the turn says (`covers`: the memory section
+  does not serve both);
+* a matching fact or entry lifts the turns of its chunk that are candidates themselves (a turn with no signal of its
+  own says nothing about which turn to show), so the chunk's best turn comes first.
+
+`window` gives an archive hit its excerpt: the turns of the same chunk around it, up to `before` and `after` of them
+(the chunk's turns are consecutive rows of the unit table, in file order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from memclaw.markdown.units import MemoryUnit
+from memclaw.recall.fusion import Fused
+
+if TYPE_CHECKING:
+    from memclaw.index.unittable import UnitTable
+
+Tokenize = Callable[[str], list[str]]
+
+RESTATE_SHARE = 0.75
+"""An entry covers a turn when it holds at least this share of the turn's content words (BM25 tokens)."""
+
+
+def cid_boost(
+    hits: list[Fused],
+    kind_of: Callable[[str], str],
+    cid_of: Callable[[str], str | None],
+    entries_of: Mapping[str, Sequence[str]],
+    *,
+    weight: float,
+) -> list[Fused]:
+    """Lift by consolidation id (see the module docstring): each gain is `weight` times the best score among the
+    units giving it, computed from the scores before any gain (an entry a fact lifted already (`link`) gains only
+    what this lift adds to that). Entries not yet in the list are added (their
+    provenance shows they have no signal of their own); turns are lifted only when they are in it."""
+    if weight <= 0 or not hits:
+        return hits
+    by_id = {h.id: h for h in hits}
+    kinds = {h.id: kind_of(h.id) for h in hits}
+    cids = {h.id: cid_of(h.id) for h in hits if kinds[h.id] in ("archive", "fact", "history")}
+    keys: dict[str, float] = {}  # cid -> best score of a fact or entry with it
+    gains: dict[str, float] = {}
+    for h in hits:
+        cid = cids.get(h.id)
+        if not cid:
+            continue
+        if kinds[h.id] == "archive":
+            for target in entries_of.get(cid, ()):
+                gains[target] = max(gains.get(target, 0.0), weight * h.score)
+        else:
+            keys[cid] = max(keys.get(cid, 0.0), h.score)
+    for h in hits:
+        cid = cids.get(h.id)
+        if cid and kinds[h.id] == "archive" and cid in keys:
+            gains[h.id] = max(gains.get(h.id, 0.0), weight * keys[cid])
+    for target, g in gains.items():
+        t = by_id.get(target)
+        if t is None:
+            t = by_id[target] = Fused(target)
+        g -= min(g, t.boosts.get("link", 0.0))  # an entry lifted by its facts already: the best lift, not both
+        if g > 0:
+            t.score += g
+            t.boosts["cid"] = g
+    return sorted(by_id.values(), key=lambda h: (-h.score, h.id))
+
+
+def window(table: UnitTable, uid: str, before: int, after: int) -> tuple[MemoryUnit, ...]:
+    """The turns of `uid`'s chunk from `before` turns before it to `after` turns after it (fewer at the chunk's
+    edges), in order; () when `uid` is not an archive turn of the table."""
+    row = table.row_of(uid)
+    if row is None or table.kind_of(uid) != "archive":
+        return ()
+    key = _chunk_key(table, row)
+    first = row
+    while first > 0 and row - first < before and _chunk_key(table, first - 1) == key:
+        first -= 1
+    last = row
+    while last + 1 < len(table) and last - row < after and _chunk_key(table, last + 1) == key:
+        last += 1
+    return tuple(table.unit(r) for r in range(first, last + 1))
+
+
+def _chunk_key(table: UnitTable, row: int) -> tuple[str, str | None, str | None]:
+    extra = table.extra_at(row)
+    return table.source_at(row), extra.get("cid"), extra.get("chunk_line")
+
+
+def covers(entry_tokens: set[str], turn_tokens: Sequence[str]) -> bool:
+    """Whether an entry (its tokens) already says what a turn says: it holds RESTATE_SHARE of the turn's content
+    words. A turn without content words ("ok!") is covered by any entry of its consolidation."""
+    words = set(turn_tokens)
+    return len(words & entry_tokens) >= RESTATE_SHARE * len(words)
+
+
+class ArchiveHits:
+    """What an archive hit carries out of recall: its excerpt's window and the entries that cover it."""
+
+    def __init__(self, table: UnitTable, entries_of: Mapping[str, Sequence[str]], tokenize: Tokenize,
+                 before: int, after: int) -> None:  # fmt: skip
+        self.table = table
+        self.entries_of = entries_of
+        self.tokenize = tokenize
+        self.before = before
+        self.after = after
+        self._entry_tokens: dict[str, set[str]] = {}
+
+    def excerpt(self, u: MemoryUnit) -> tuple[MemoryUnit, ...]:
+        return window(self.table, u.id, self.before, self.after) if u.kind == "archive" else ()
+
+    def covered_by(self, u: MemoryUnit) -> tuple[str, ...]:
+        """The history entries of the turn's consolidation that already say what it says."""
+        cid = u.extra.get("cid")
+        if u.kind != "archive" or not cid:
+            return ()
+        out = []
+        turn = self.tokenize(u.text.split(": ", 1)[-1])
+        for eid in self.entries_of.get(cid, ()):
+            toks = self._entry_tokens.get(eid)
+            if toks is None:
+                toks = self._entry_tokens[eid] = set(self.tokenize(self.table[eid].text))
+            if covers(toks, turn):
+                out.append(eid)
+        return tuple(out)
