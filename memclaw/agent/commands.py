@@ -16,7 +16,11 @@ if TYPE_CHECKING:
     from memclaw.service.facade import MemoryService
 
 MEMORY_COMMANDS = ("/recall", "/forget")
-USAGE = {"/recall": "/recall <query>", "/forget": "/forget <id> [<id>...] (ids from /recall)"}
+USAGE = {
+    "/recall": "/recall <query>",
+    "/forget": "/forget <id> [<id>...] (ids from /recall; a conversation of the archive by its id c..., a whole day "
+    "of it as YYYY-MM-DD)",
+}
 
 
 @dataclass

@@ -110,13 +110,15 @@ class ScopeCache:
 
         return {src: file_signature(path) for src, (path, _k) in self.files(scope).items()}
 
-    def parse(self, scope: str) -> list[MemoryUnit]:
-        """Every unit of the scope as its Markdown holds it now (facts, then history, then the archive's turns)."""
+    def parse(self, scope: str, kinds: Iterable[str] | None = None) -> list[MemoryUnit]:
+        """Every unit of the scope as its Markdown holds it now (facts, then history, then the archive's turns), or
+        only those of `kinds`."""
         from memclaw.markdown.files import read_units
 
+        wanted = set(kinds) if kinds is not None else None
         units: list[MemoryUnit] = []
         for src, (path, kind) in self.files(scope).items():
-            if path.exists():
+            if (wanted is None or kind in wanted) and path.exists():
                 units.extend(read_units(path, scope=scope, kind=kind, source=src))
         return units
 

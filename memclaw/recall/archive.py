@@ -106,16 +106,21 @@ class ArchiveHits:
     """What an archive hit carries out of recall: its excerpt's window and the entries that cover it."""
 
     def __init__(self, table: UnitTable, entries_of: Mapping[str, Sequence[str]], tokenize: Tokenize,
-                 before: int, after: int) -> None:  # fmt: skip
+                 wide: tuple[int, int], narrow: tuple[int, int], n_wide: int) -> None:  # fmt: skip
         self.table = table
         self.entries_of = entries_of
         self.tokenize = tokenize
-        self.before = before
-        self.after = after
+        self.wide, self.narrow, self.n_wide = wide, narrow, n_wide
+        self._n = 0
         self._entry_tokens: dict[str, set[str]] = {}
 
     def excerpt(self, u: MemoryUnit) -> tuple[MemoryUnit, ...]:
-        return window(self.table, u.id, self.before, self.after) if u.kind == "archive" else ()
+        """The window of the next archive hit (in rank order): the best `n_wide` get the wide one."""
+        if u.kind != "archive":
+            return ()
+        self._n += 1
+        before, after = self.wide if self._n <= self.n_wide else self.narrow
+        return window(self.table, u.id, before, after)
 
     def covered_by(self, u: MemoryUnit) -> tuple[str, ...]:
         """The history entries of the turn's consolidation that already say what it says."""
