@@ -66,6 +66,7 @@ def remove_from_day(
     with locked(path):
         text = read_text(path) or ""
         lines = text.split("\n")
+        pieces = [ln + "\n" for ln in lines[:-1]] + [lines[-1]]  # each line with its own line end
         doc = parse_day(text, day_of_source(source))
         units = scan_archive(text, scope=scope, source=source).units
         heads = sorted(c.line for c in doc.chunks)
@@ -90,7 +91,7 @@ def remove_from_day(
                 out.turns.append(unit)
         if not drop:
             return out
-        new_text = "\n".join(x for n, x in enumerate(lines) if n not in drop)
+        new_text = "".join(x for n, x in enumerate(pieces) if n not in drop)
         _verify(path, text, new_text, out, scope=scope, source=source)
         atomic_write(path, encode_text(new_text))
     return out
