@@ -174,7 +174,7 @@ def served_covers(svc, query: str, cover, now, count, fill_opts) -> dict[int, tu
         units.update({t.id: t for t in h.excerpt})
     out = {}
     for b in BUDGETS:
-        f = fill_hits(res.hits, b, count, **fill_opts)
+        f = fill_hits(res.hits, b, count, **fill_opts)  # (fill_* options of a variant, when fill_hits has any)
         got: set[str] = set()
         for i in f.kept:
             for uid in f.served(i):

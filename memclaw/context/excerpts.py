@@ -51,17 +51,15 @@ def sub_windows(n: int, focus: int) -> Iterator[tuple[int, int]]:
 
 
 def fit_excerpt(
-    turns: Sequence[MemoryUnit], focus: int, room: int, count: Callable[[str], int], cap: int | None = None
+    turns: Sequence[MemoryUnit], focus: int, room: int, count: Callable[[str], int]
 ) -> tuple[tuple[MemoryUnit, ...], str, int] | None:
-    """The largest part of the window whose item costs at most `room` tokens, and at most `cap` unless that leaves
-    not even the matched turn: its turns, its item and its cost; None when not even a cut of the matched turn fits
-    `room`."""
-    limit = room if cap is None else min(room, cap)
+    """The largest part of the window whose item costs at most `room` tokens: its turns, its item and its cost;
+    None when not even a cut of the matched turn fits."""
     for lo, hi in sub_windows(len(turns), focus):
         part = tuple(turns[lo:hi])
         item = excerpt_item(part)
         cost = count(item)
-        if cost <= limit or (hi - lo == 1 and cost <= room):
+        if cost <= room:
             return part, item, cost
     return _cut_turn(turns[focus], room, count)
 

@@ -34,9 +34,6 @@ from memclaw.recall.results import RecallHit
 
 ITEM_JOIN = 1
 """Tokens budgeted for the newline between two items."""
-EXCERPT_SHARE = 1.0
-"""An excerpt takes at most this share of the section's budget (its window shrinks to fit; the matched turn alone
-is never cut for it)."""
 
 
 def memory_date(u: MemoryUnit) -> str | None:
@@ -144,24 +141,17 @@ def candidates(
     return out
 
 
-def fill_hits(hits: Sequence[RecallHit], budget: int, count: Callable[[str], int], **options: float) -> SectionFill:
-    """The memory section that recalled `hits` (best first) fill within `budget` tokens (`options`: `fill`'s)."""
+def fill_hits(hits: Sequence[RecallHit], budget: int, count: Callable[[str], int]) -> SectionFill:
+    """The memory section that recalled `hits` (best first) fill within `budget` tokens."""
     cands = candidates([h.unit for h in hits], count, {h.unit.id: h.covered_by for h in hits},
                        {h.unit.id: h.excerpt for h in hits})  # fmt: skip
-    return fill(cands, budget, count, **options)
+    return fill(cands, budget, count)
 
 
-def fill(
-    cands: Sequence[Candidate],
-    budget: int,
-    count: Callable[[str], int] | None = None,
-    *,
-    excerpt_share: float = EXCERPT_SHARE,
-) -> SectionFill:
+def fill(cands: Sequence[Candidate], budget: int, count: Callable[[str], int] | None = None) -> SectionFill:
     """Which candidates (best first) go into a memory section of `budget` tokens (see the module docstring). An
-    excerpt that does not fit whole, or costs more than `excerpt_share` of the budget, is cut with `count` (without
-    it, it is skipped as any memory that does not fit); the section's candidates then hold the excerpt as served."""
-    cap = int(excerpt_share * budget)
+    excerpt that does not fit whole is cut with `count` (without it, it is skipped as any memory that does not fit);
+    the section's candidates then hold the excerpt as served."""
     res = SectionFill(budget, list(cands))
     kept_ids: set[str] = set()
     served_by: dict[str, str] = {}  # a turn -> the kept excerpt it is in
@@ -175,8 +165,8 @@ def fill(
             continue
         if c.window:
             c = res.candidates[i] = _unserved_part(c, served_by, count)
-        if c.window and count is not None and (res.used + c.tokens > budget or c.tokens > cap):
-            cut = fit_excerpt(c.window, c.focus, budget - res.used - ITEM_JOIN, count, cap - ITEM_JOIN)
+        if c.window and count is not None and res.used + c.tokens > budget:
+            cut = fit_excerpt(c.window, c.focus, budget - res.used - ITEM_JOIN, count)
             if cut is not None:
                 part, item, tokens = cut
                 c = res.candidates[i] = Candidate(c.id, item, tokens + ITEM_JOIN, c.covered_by, part)
