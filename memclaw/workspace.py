@@ -22,6 +22,7 @@ import contextlib
 import logging
 import os
 import re
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from datetime import date
@@ -105,18 +106,33 @@ class Workspace:
     def archive_files(self, scope: str = OWNER_SCOPE) -> list[Path]:
         """The scope's archive day files, oldest first. Only `YYYY-MM-DD.md` names are archive files; anything else
         in the folder is left alone. A symlink among them is refused (MemoryFileError), never followed."""
+        d, found = self.archive_stats(scope)
+        return [d / name for name, _st in found]
+
+    def archive_stats(self, scope: str = OWNER_SCOPE) -> tuple[Path, list[tuple[str, os.stat_result]]]:
+        """The scope's archive folder, and the name and lstat of each of `archive_files`, from one scan of the folder
+        (recall checks every day file for changes before each search: a thousand days cost a thousand lstat calls,
+        no path walk)."""
         d = self.archive_dir(scope)
         try:
-            names = sorted(p.name for p in d.iterdir()) if d.is_dir() else []
+            with os.scandir(d) as it:
+                entries = sorted((e for e in it if _DAY_FILE.match(e.name)), key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError):
+            return d, []
         except OSError as e:
             raise WorkspaceError(f"cannot list {d}: {e.strerror}; fix its permissions") from e
         out = []
-        for name in names:
-            if _DAY_FILE.match(name):
-                path = d / name
-                refuse_symlinks(path, self.memory_root)
-                out.append(path)
-        return out
+        for e in entries:
+            try:
+                st = e.stat(follow_symlinks=False)
+            except FileNotFoundError:  # (gone since the scan)
+                continue
+            except OSError as err:
+                raise MemoryFileError(f"cannot read memory file {e.path}: {err.strerror}; fix its permissions") from err
+            if stat.S_ISLNK(st.st_mode):
+                raise MemoryFileError(refusal(d / e.name))
+            out.append((e.name, st))
+        return d, out
 
     def check_scope(self, scope: str) -> None:
         """Refuse a scope that cannot be used safely before a turn or command reads anything of it: an invalid

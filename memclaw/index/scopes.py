@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import os
 import threading
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -101,14 +102,29 @@ class ScopeCache:
         out = {}
         for path, kind in ((ws.memory_file(scope), "fact"), (ws.history_file(scope), "history")):
             out[ws.source_of(path)] = (path, kind)
-        for path in ws.archive_files(scope):
-            out[ws.source_of(path)] = (path, "archive")
+        for src, path, _st in self._archive(scope):
+            out[src] = (path, "archive")
         return out
+
+    def _archive(self, scope: str) -> list[tuple[str, Path, os.stat_result]]:
+        """(source, path, lstat) of the scope's archive day files (one scan of the folder)."""
+        ws = self.workspace
+        d, found = ws.archive_stats(scope)
+        if not found:
+            return []
+        prefix = ws.source_of(d) + "/"
+        return [(prefix + name, d / name, st) for name, st in found]
 
     def signatures(self, scope: str) -> dict[str, tuple | None]:
         from memclaw.markdown.files import file_signature  # MemoryFileError, not a traceback, for an unreadable file
 
-        return {src: file_signature(path) for src, (path, _k) in self.files(scope).items()}
+        ws = self.workspace
+        out = {ws.source_of(p): file_signature(p) for p in (ws.memory_file(scope), ws.history_file(scope))}
+        d, found = ws.archive_stats(scope)
+        prefix = ws.source_of(d) + "/" if found else ""
+        for name, st in found:
+            out[prefix + name] = (st.st_mtime_ns, st.st_size, st.st_ino)  # (as file_signature gives it)
+        return out
 
     def parse(self, scope: str, kinds: Iterable[str] | None = None) -> list[MemoryUnit]:
         """Every unit of the scope as its Markdown holds it now (facts, then history, then the archive's turns), or
@@ -124,12 +140,12 @@ class ScopeCache:
 
     def never_written(self, scope: str) -> bool:
         """The scope has no memory file and no index state (a few stats: no folder or index file is made)."""
-        if any(sig is not None for sig in self.signatures(scope).values()):
-            return False
         try:
-            return not self.layout.state_file(scope).exists()
+            if self.layout.state_file(scope).exists():
+                return False
         except OSError:
             return False  # the index cannot be looked into: the usual path reports it
+        return not any(sig is not None for sig in self.signatures(scope).values())
 
     def is_synced(self, scope: str) -> bool:
         """The scope's synced state matches its Markdown, with every vector and its BM25 index saved."""
