@@ -32,12 +32,7 @@ RESTATE_SHARE = 0.75
 
 
 def cid_boost(
-    hits: list[Fused],
-    kind_of: Callable[[str], str],
-    cid_of: Callable[[str], str | None],
-    entries_of: Mapping[str, Sequence[str]],
-    *,
-    weight: float,
+    hits: list[Fused], table: UnitTable, entries_of: Mapping[str, Sequence[str]], *, weight: float
 ) -> list[Fused]:
     """Lift by consolidation id (see the module docstring): each gain is `weight` times the best score among the
     units giving it, computed from the scores before any gain (an entry a fact lifted already (`link`) gains only
@@ -46,8 +41,8 @@ def cid_boost(
     if weight <= 0 or not hits:
         return hits
     by_id = {h.id: h for h in hits}
-    kinds = {h.id: kind_of(h.id) for h in hits}
-    cids = {h.id: cid_of(h.id) for h in hits if kinds[h.id] in ("archive", "fact", "history")}
+    kinds = {h.id: table.kind_of(h.id) for h in hits}
+    cids = {h.id: _cid_of(table, h.id) for h in hits}
     keys: dict[str, float] = {}  # cid -> best score of a fact or entry with it
     gains: dict[str, float] = {}
     for h in hits:
@@ -72,6 +67,11 @@ def cid_boost(
             t.score += g
             t.boosts["cid"] = g
     return sorted(by_id.values(), key=lambda h: (-h.score, h.id))
+
+
+def _cid_of(table: UnitTable, uid: str) -> str | None:
+    row = table.row_of(uid)
+    return table.cid_at(row) if row is not None else None
 
 
 def window(table: UnitTable, uid: str, before: int, after: int) -> tuple[MemoryUnit, ...]:

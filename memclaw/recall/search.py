@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from memclaw.index.identity import IndexIdentity
     from memclaw.index.scopes import Scope, ScopeCache
     from memclaw.index.tokenizer import Tokenizer
-    from memclaw.index.unittable import UnitTable
     from memclaw.store.base import VectorStore
 
 log = logging.getLogger(__name__)
@@ -161,7 +160,7 @@ class Recall:
         if rc.link_sessions and sc.state.links:
             fused = link_boost(fused, sc.state.links, weight=rc.link_weight)
         if rc.link_sessions:  # (memclaw.recall.archive: turns, facts and entries of one consolidation)
-            fused = cid_boost(fused, units.kind_of, _cid_of(units), sc.entries_by_cid(), weight=rc.link_weight)
+            fused = cid_boost(fused, units, sc.entries_by_cid(), weight=rc.link_weight)
         if rc.recency_half_life_days:
             hit_units = {f.id: units[f.id] for f in fused}
             fused = recency_boost(
@@ -243,14 +242,6 @@ class Recall:
         result.warnings.append(f"{err}; recall fell back to BM25 only")
         log.warning("%s; recall fell back to BM25 only", err)
         return []
-
-
-def _cid_of(units: UnitTable) -> Callable[[str], str | None]:
-    def cid(uid: str) -> str | None:
-        row = units.row_of(uid)
-        return units.cid_at(row) if row is not None else None
-
-    return cid
 
 
 def _best_per_unit(hits, signal: str = "max", is_long: Callable[[str], bool] | None = None) -> list[tuple[str, float]]:
