@@ -32,17 +32,28 @@ RESTATE_SHARE = 0.75
 
 
 def cid_boost(
-    hits: list[Fused], table: UnitTable, entries_of: Mapping[str, Sequence[str]], *, weight: float
+    hits: list[Fused],
+    table: UnitTable,
+    entries_of: Mapping[str, Sequence[str]],
+    *,
+    weight: float,
+    turn_weight: float = 1.0,
+    turn_lift: float | None = None,
 ) -> list[Fused]:
     """Lift by consolidation id (see the module docstring): each gain is `weight` times the best score among the
     units giving it, computed from the scores before any gain (an entry a fact lifted already (`link`) gains only
     what this lift adds to that). Entries not yet in the list are added (their
     provenance shows they have no signal of their own); turns are lifted only when they are in it."""
-    if weight <= 0 or not hits:
+    if not hits:
         return hits
     by_id = {h.id: h for h in hits}
     kinds = {h.id: table.kind_of(h.id) for h in hits}
     cids = {h.id: _cid_of(table, h.id) for h in hits}
+    if turn_weight != 1.0:
+        for h in hits:
+            if kinds[h.id] == "archive":
+                h.score *= turn_weight
+    turn_lift = weight if turn_lift is None else turn_lift
     keys: dict[str, float] = {}  # cid -> best score of a fact or entry with it
     gains: dict[str, float] = {}
     for h in hits:
@@ -50,14 +61,14 @@ def cid_boost(
         if not cid:
             continue
         if kinds[h.id] == "archive":
-            for target in entries_of.get(cid, ()):
+            for target in entries_of.get(cid, ()) if weight > 0 else ():
                 gains[target] = max(gains.get(target, 0.0), weight * h.score)
         else:
             keys[cid] = max(keys.get(cid, 0.0), h.score)
     for h in hits:
         cid = cids.get(h.id)
-        if cid and kinds[h.id] == "archive" and cid in keys:
-            gains[h.id] = max(gains.get(h.id, 0.0), weight * keys[cid])
+        if cid and kinds[h.id] == "archive" and cid in keys and turn_lift > 0:
+            gains[h.id] = max(gains.get(h.id, 0.0), turn_lift * keys[cid])
     for target, g in gains.items():
         t = by_id.get(target)
         if t is None:
@@ -105,8 +116,17 @@ def covers(entry_tokens: set[str], turn_tokens: Sequence[str]) -> bool:
 class ArchiveHits:
     """What an archive hit carries out of recall: its excerpt's window and the entries that cover it."""
 
-    def __init__(self, table: UnitTable, entries_of: Mapping[str, Sequence[str]], tokenize: Tokenize,
-                 wide: tuple[int, int], narrow: tuple[int, int], n_wide: int) -> None:  # fmt: skip
+    def __init__(
+        self,
+        table: UnitTable,
+        entries_of: Mapping[str, Sequence[str]],
+        tokenize: Tokenize,
+        wide: tuple[int, int],
+        narrow: tuple[int, int],
+        n_wide: int,
+        cover: str = "restates",
+    ) -> None:
+        self.cover = cover
         self.table = table
         self.entries_of = entries_of
         self.tokenize = tokenize
@@ -133,6 +153,6 @@ class ArchiveHits:
             toks = self._entry_tokens.get(eid)
             if toks is None:
                 toks = self._entry_tokens[eid] = set(self.tokenize(self.table[eid].text))
-            if covers(toks, turn):
+            if self.cover == "summary" or covers(toks, turn):
                 out.append(eid)
         return tuple(out)

@@ -160,7 +160,8 @@ class Recall:
         if rc.link_sessions and sc.state.links:
             fused = link_boost(fused, sc.state.links, weight=rc.link_weight)
         if rc.link_sessions:  # (memclaw.recall.archive: turns, facts and entries of one consolidation)
-            fused = cid_boost(fused, units, sc.entries_by_cid(), weight=rc.link_weight)
+            fused = cid_boost(fused, units, sc.entries_by_cid(), weight=rc.link_weight, turn_weight=rc.archive_weight,
+                              turn_lift=rc.turn_lift)  # fmt: skip
         if rc.recency_half_life_days:
             hit_units = {f.id: units[f.id] for f in fused}
             fused = recency_boost(
@@ -174,7 +175,7 @@ class Recall:
         links = sc.state.links if rc.link_sessions else {}
         turns = ArchiveHits(units, sc.entries_by_cid() if rc.link_sessions else {}, self.tokenizer.tokenize,
                             (rc.excerpt_before, rc.excerpt_after), (0, rc.excerpt_narrow_after),
-                            rc.excerpt_wide)  # fmt: skip
+                            rc.excerpt_wide, rc.excerpt_cover)  # fmt: skip
         seen_text: set[str] = set()
         for f in fused:
             u = units[f.id]

@@ -232,3 +232,19 @@ def test_chat_forget_goes_through_the_same_code(cli, ws):
         assert not refused.ok and "c2222bbbb" in day25.read_text("utf-8")
     finally:
         mem.close()
+
+
+def test_recall_shows_an_archive_hit_as_an_excerpt(cli, ws):
+    archive(ws)
+    [hit] = json.loads(cli("recall", "Rua dos Douradores", "--json", "-k", "1", "--kind", "archive").out)
+    assert hit["kind"] == "archive" and hit["text"].startswith("memclaw: She said Taberna")
+    assert [t["text"] for t in hit["excerpt"]] == [
+        "Maya: Did Lena say which restaurant?",
+        "memclaw: She said Taberna da Ribeira, on Rua dos Douradores.",
+    ]  # (the chunk's other turns: none after it, the cello talk is another chunk)
+    assert hit["excerpt"][0]["speaker"] == "Maya" and hit["excerpt"][0]["date"] == "2026-11-25T12:30"
+    [cut] = json.loads(cli("recall", "Rua dos Douradores", "--json", "-k", "1", "--kind", "archive", "--tokens",
+                           "512").out)  # fmt: skip
+    assert cut["memory_section"]["kept"] and cut["memory_section"]["serves"] == [t["id"] for t in hit["excerpt"]]
+    r = cli("recall", "Rua dos Douradores", "-k", "1", "--kind", "archive", "--tokens", "512")
+    assert r.code == 0 and "excerpt" in r.out and "»memclaw: She said Taberna" in r.out
