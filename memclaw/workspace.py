@@ -109,29 +109,38 @@ class Workspace:
         d, found = self.archive_stats(scope)
         return [d / name for name, _st in found]
 
-    def archive_stats(self, scope: str = OWNER_SCOPE) -> tuple[Path, list[tuple[str, os.stat_result]]]:
-        """The scope's archive folder, and the name and lstat of each of `archive_files`, from one scan of the folder
-        (recall checks every day file for changes before each search: a thousand days cost a thousand lstat calls,
-        no path walk)."""
+    def archive_stats(
+        self, scope: str = OWNER_SCOPE, *, ordered: bool = True
+    ) -> tuple[Path, list[tuple[str, os.stat_result]]]:
+        """The scope's archive folder, and the name and lstat of each of `archive_files` (in the folder's order when
+        not `ordered`), from one scan of the folder (recall checks every day file for changes before each search:
+        a thousand days cost a thousand lstat calls, no path walk)."""
         d = self.archive_dir(scope)
+        match = _DAY_FILE.match
         try:
-            with os.scandir(d) as it:
-                entries = sorted((e for e in it if _DAY_FILE.match(e.name)), key=lambda e: e.name)
+            fd = os.open(d, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         except (FileNotFoundError, NotADirectoryError):
             return d, []
         except OSError as e:
             raise WorkspaceError(f"cannot list {d}: {e.strerror}; fix its permissions") from e
         out = []
-        for e in entries:
-            try:
-                st = e.stat(follow_symlinks=False)
-            except FileNotFoundError:  # (gone since the scan)
-                continue
-            except OSError as err:
-                raise MemoryFileError(f"cannot read memory file {e.path}: {err.strerror}; fix its permissions") from err
-            if stat.S_ISLNK(st.st_mode):
-                raise MemoryFileError(refusal(d / e.name))
-            out.append((e.name, st))
+        try:
+            names = [n for n in os.listdir(fd) if match(n)]
+            for name in sorted(names) if ordered else names:
+                try:  # (relative to the open folder: no path walk per file)
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except FileNotFoundError:  # (gone since the scan)
+                    continue
+                except OSError as err:
+                    why = f"cannot read memory file {d / name}: {err.strerror}; fix its permissions"
+                    raise MemoryFileError(why) from err
+                if stat.S_ISLNK(st.st_mode):
+                    raise MemoryFileError(refusal(d / name))
+                out.append((name, st))
+        except OSError as e:
+            raise WorkspaceError(f"cannot list {d}: {e.strerror}; fix its permissions") from e
+        finally:
+            os.close(fd)
         return d, out
 
     def check_scope(self, scope: str) -> None:

@@ -120,10 +120,9 @@ class ScopeCache:
 
         ws = self.workspace
         out = {ws.source_of(p): file_signature(p) for p in (ws.memory_file(scope), ws.history_file(scope))}
-        d, found = ws.archive_stats(scope)
+        d, found = ws.archive_stats(scope, ordered=False)
         prefix = ws.source_of(d) + "/" if found else ""
-        for name, st in found:
-            out[prefix + name] = (st.st_mtime_ns, st.st_size, st.st_ino)  # (as file_signature gives it)
+        out.update({prefix + name: (st.st_mtime_ns, st.st_size, st.st_ino) for name, st in found})  # (file_signature's)
         return out
 
     def parse(self, scope: str, kinds: Iterable[str] | None = None) -> list[MemoryUnit]:
