@@ -21,8 +21,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
-import stat
 import tempfile
 from dataclasses import dataclass, field
 from datetime import date
@@ -44,7 +42,6 @@ WORKSPACE_TEMPLATE_FILES = (*BOOTSTRAP_FILES, "memory/MEMORY.md", "memory/HISTOR
 INDEX_DIRNAME = ".memclaw-index"
 PEOPLE_DIR = "memory/people"
 ARCHIVE_DIR = "archive"
-_DAY_FILE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\.md\Z")
 DEMO_OUTSIDER = "discord:424242"
 _WORKSPACE_PLACEHOLDER = "@WORKSPACE@"
 
@@ -115,33 +112,13 @@ class Workspace:
         """The scope's archive folder, and the name and lstat of each of `archive_files` (in the folder's order when
         not `ordered`), from one scan of the folder (recall checks every day file for changes before each search:
         a thousand days cost a thousand lstat calls, no path walk)."""
+        from memclaw.markdown.files import day_files
+
         d = self.archive_dir(scope)
-        match = _DAY_FILE.match
         try:
-            fd = os.open(d, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        except (FileNotFoundError, NotADirectoryError):
-            return d, []
+            return d, day_files(d, ordered=ordered)
         except OSError as e:
             raise WorkspaceError(f"cannot list {d}: {e.strerror}; fix its permissions") from e
-        out = []
-        try:
-            names = [n for n in os.listdir(fd) if match(n)]
-            for name in sorted(names) if ordered else names:
-                try:  # (relative to the open folder: no path walk per file)
-                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                except FileNotFoundError:  # (gone since the scan)
-                    continue
-                except OSError as err:
-                    why = f"cannot read memory file {d / name}: {err.strerror}; fix its permissions"
-                    raise MemoryFileError(why) from err
-                if stat.S_ISLNK(st.st_mode):
-                    raise MemoryFileError(refusal(d / name))
-                out.append((name, st))
-        except OSError as e:
-            raise WorkspaceError(f"cannot list {d}: {e.strerror}; fix its permissions") from e
-        finally:
-            os.close(fd)
-        return d, out
 
     def check_scope(self, scope: str) -> None:
         """Refuse a scope that cannot be used safely before a turn or command reads anything of it: an invalid

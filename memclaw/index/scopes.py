@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from memclaw.config import Config
     from memclaw.index.bm25_scoring import LexicalIndex
     from memclaw.index.tokenizer import Tokenizer
+    from memclaw.util.dirwatch import DirWatch
     from memclaw.util.progress import ProgressFactory
     from memclaw.workspace import Workspace
 
@@ -88,6 +89,7 @@ class ScopeCache:
         self.progress: ProgressFactory | None = None  # shows long work (the CLI: memclaw.util.progress)
         self.lock = threading.RLock()
         self._scopes: dict[str, Scope] = {}
+        self._watches: dict[str, tuple[DirWatch, dict[str, tuple]]] = {}  # the archive folders' (memclaw.util.dirwatch)
 
     @property
     def embedded(self) -> bool:
@@ -115,15 +117,29 @@ class ScopeCache:
         prefix = ws.source_of(d) + "/"
         return [(prefix + name, d / name, st) for name, st in found]
 
-    def signatures(self, scope: str) -> dict[str, tuple | None]:
+    def signatures(self, scope: str, *, watched: bool = True) -> dict[str, tuple | None]:
+        """Each memory file's signature (memclaw.markdown.files.file_signature), None for a missing one. The
+        archive's day files are looked at again only when their folder's watch says something changed there
+        (memclaw.util.dirwatch; every time where it cannot be watched, and with `watched=False`)."""
         from memclaw.markdown.files import file_signature  # MemoryFileError, not a traceback, for an unreadable file
 
         ws = self.workspace
         out = {ws.source_of(p): file_signature(p) for p in (ws.memory_file(scope), ws.history_file(scope))}
-        d, found = ws.archive_stats(scope, ordered=False)
-        prefix = ws.source_of(d) + "/" if found else ""
-        out.update({prefix + name: (st.st_mtime_ns, st.st_size, st.st_ino) for name, st in found})  # (file_signature's)
+        out.update(self._archive_signatures(scope) if watched else _day_signatures(ws, scope))
         return out
+
+    def _archive_signatures(self, scope: str) -> dict[str, tuple]:
+        from memclaw.util.dirwatch import DirWatch
+
+        with self.lock:
+            known = self._watches.get(scope)
+            if known is not None and not known[0].changed():
+                return known[1]
+            watch = known[0] if known is not None else DirWatch(self.workspace.archive_dir(scope))
+            watch.begin()  # (before the scan: a change made during it is seen next time)
+            sigs = _day_signatures(self.workspace, scope)
+            self._watches[scope] = (watch, sigs)
+            return sigs
 
     def parse(self, scope: str, kinds: Iterable[str] | None = None) -> list[MemoryUnit]:
         """Every unit of the scope as its Markdown holds it now (facts, then history, then the archive's turns), or
@@ -250,3 +266,10 @@ class ScopeCache:
                     done(i - last)
                     last = i
         return lex
+
+
+def _day_signatures(ws: Workspace, scope: str) -> dict[str, tuple]:
+    """The signatures of the scope's archive day files, from one scan of their folder."""
+    d, found = ws.archive_stats(scope, ordered=False)
+    prefix = ws.source_of(d) + "/" if found else ""
+    return {prefix + name: (st.st_mtime_ns, st.st_size, st.st_ino) for name, st in found}  # (as file_signature's)

@@ -145,7 +145,7 @@ class ScopeSync:
 
         cache, layout = self.cache, self.cache.layout
         report = ix.SyncReport(scope)
-        signatures = cache.signatures(scope)
+        signatures = cache.signatures(scope, watched=False)  # (a sync looks at every file)
         old = cache.get(scope)
         check_layout(layout, scope, embedded=cache.embedded)
         dirty = layout.dirty_file(scope)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -156,6 +157,37 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise MemoryFileError(
             f"cannot write memory file {path}: {os_reason(e)}; check disk space and permissions"
         ) from e
+
+
+_DAY_FILE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\.md\Z")
+
+
+def day_files(folder: Path, *, ordered: bool = True) -> list[tuple[str, os.stat_result]]:
+    """The name and lstat of each archive day file (`YYYY-MM-DD.md`) in `folder`, by name when `ordered`; [] if the
+    folder does not exist. One open of the folder, then one fstatat per file (no path walk: recall checks every day
+    file). A symlink among them is refused (MemoryFileError); OSError if the folder cannot be listed."""
+    match = _DAY_FILE.match
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    out = []
+    try:
+        names = [n for n in os.listdir(fd) if match(n)]
+        for name in sorted(names) if ordered else names:
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:  # (gone since the scan)
+                continue
+            except OSError as e:
+                path = Path(folder) / name
+                raise MemoryFileError(f"cannot read memory file {path}: {os_reason(e)}; {_fix(e)}") from e
+            if stat.S_ISLNK(st.st_mode):
+                raise MemoryFileError(refusal(Path(folder) / name))
+            out.append((name, st))
+    finally:
+        os.close(fd)
+    return out
 
 
 # ----- reading -------------------------------------------------------------------------------------------

@@ -161,3 +161,19 @@ def test_day_files_are_listed_by_name_only(svc):
     (d / "2026-11-25.md.bak").write_text("junk", "utf-8")
     svc.sync()
     assert {u.source for u in svc.parse_scope("owner") if u.kind == "archive"} == {f"memory/archive/{DAY}.md"}
+
+
+def test_recall_sees_an_in_place_edit_of_an_old_day_at_once(svc):
+    """Recall checks the archive's folder through a watch (memclaw.util.dirwatch) instead of every day file: an edit
+    in place (same size, the folder untouched) of an old day is still seen by the very next recall."""
+    old = append_day(svc.workspace, "owner", RESTAURANT)
+    append_day(svc.workspace, "owner", chunk("c5555aaaa", datetime(2026, 11, 26, 9, 0), ("Maya", "Hi")))
+    assert svc.recall("Taberna da Ribeira", kind="archive")[0].unit.text.endswith("Rua dos Douradores.")
+    before = svc.recall("Taberna", kind="archive")  # (quiet folder: the check is one read)
+    with open(old, "r+b") as f:  # the same number of bytes, written in place
+        data = f.read()
+        f.seek(0)
+        f.write(data.replace(b"Douradores", b"Fanqueiros"))
+    after = svc.recall("Taberna da Ribeira Fanqueiros", kind="archive")
+    assert before and after[0].unit.text.endswith("Rua dos Fanqueiros.")
+    assert svc.is_fresh("owner")

@@ -1,0 +1,57 @@
+"""memclaw.util.dirwatch: a folder's changes seen with one read (real inotify on Linux; elsewhere, always 'changed')."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from memclaw.util.dirwatch import DirWatch
+
+linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+
+
+@linux
+def test_every_kind_of_change_is_seen_and_a_quiet_folder_costs_one_read(tmp_path):
+    day = tmp_path / "2026-11-25.md"
+    day.write_text("# 2026-11-25\n", "utf-8")
+    w = DirWatch(tmp_path)
+    w.begin()
+    assert not w.changed() and not w.changed()
+    changes = [
+        lambda: day.open("a").write("- 14:02 **Maya**: appended\n"),  # in place: the folder's mtime does not move
+        lambda: day.write_text("# 2026-11-25\n- edited\n", "utf-8"),
+        lambda: os.utime(day, (1, 1)),
+        lambda: (tmp_path / "2026-11-26.md").write_text("", "utf-8"),
+        lambda: os.replace(tmp_path / "2026-11-26.md", tmp_path / "2026-11-27.md"),
+        lambda: (tmp_path / "2026-11-27.md").unlink(),
+    ]
+    for change in changes:
+        change()
+        assert w.changed()
+        w.begin()
+        assert not w.changed()
+    w.close()
+
+
+@linux
+def test_a_folder_moved_or_removed_or_not_there_counts_as_changed(tmp_path):
+    d = tmp_path / "archive"
+    w = DirWatch(d)
+    w.begin()  # no folder yet: not watched, so always 'changed' (the caller scans)
+    assert w.changed() and w.changed()
+    d.mkdir()
+    w.begin()
+    assert not w.changed()
+    d.rename(tmp_path / "moved")
+    assert w.changed()
+
+
+def test_without_a_watch_everything_is_a_change(tmp_path, monkeypatch):
+    import memclaw.util.dirwatch as dw
+
+    monkeypatch.setattr(dw, "_LIB", None)  # not Linux, or no inotify
+    w = DirWatch(tmp_path)
+    w.begin()
+    assert w.changed() and w.changed()
