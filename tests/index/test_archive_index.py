@@ -15,6 +15,7 @@ from memclaw.index.passages import is_long, unit_of, unit_vectors
 from memclaw.service.facade import MemoryService
 from memclaw.workspace import Workspace
 from tests.archive_days import DAY, append_day, chunk
+from tests.service.test_memory_service import count_full_parses
 
 RESTAURANT = chunk(
     "c7f3a9b21",
@@ -52,20 +53,6 @@ def want_vectors(svc: MemoryService, scope: str = "owner") -> dict[str, str]:
     return out
 
 
-def full_parses(monkeypatch) -> list[str]:
-    import memclaw.markdown.incremental as inc
-
-    calls: list[str] = []
-    real = inc.parse_file
-
-    def spy(data, *, kind, scope, source, **kw):
-        calls.append(source)
-        return real(data, kind=kind, scope=scope, source=source, **kw)
-
-    monkeypatch.setattr(inc, "parse_file", spy)
-    return calls
-
-
 def test_turns_are_indexed_and_recalled_by_kind(svc):
     append_day(svc.workspace, "owner", RESTAURANT)
     svc.sync()
@@ -83,7 +70,7 @@ def test_turns_are_indexed_and_recalled_by_kind(svc):
 def test_an_appended_chunk_and_a_new_day_parse_only_what_is_new(svc, monkeypatch):
     append_day(svc.workspace, "owner", RESTAURANT)
     svc.sync()
-    calls = full_parses(monkeypatch)
+    calls = count_full_parses(monkeypatch)
     append_day(svc.workspace, "owner", CELLO)
     [report] = svc.sync()
     assert calls == [] and (report.added, report.updated, report.removed) == (2, 0, 0)
