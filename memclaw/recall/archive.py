@@ -122,24 +122,22 @@ class ArchiveHits:
         entries_of: Mapping[str, Sequence[str]],
         tokenize: Tokenize,
         wide: tuple[int, int],
-        narrow: tuple[int, int],
         n_wide: int,
-        cover: str = "restates",
     ) -> None:
-        self.cover = cover
         self.table = table
         self.entries_of = entries_of
         self.tokenize = tokenize
-        self.wide, self.narrow, self.n_wide = wide, narrow, n_wide
+        self.wide, self.n_wide = wide, n_wide
         self._n = 0
         self._entry_tokens: dict[str, set[str]] = {}
 
     def excerpt(self, u: MemoryUnit) -> tuple[MemoryUnit, ...]:
-        """The window of the next archive hit (in rank order): the best `n_wide` get the wide one."""
+        """The window of the next archive hit (in rank order): the best `n_wide` get the wide one, the others are
+        their matched turn alone."""
         if u.kind != "archive":
             return ()
         self._n += 1
-        before, after = self.wide if self._n <= self.n_wide else self.narrow
+        before, after = self.wide if self._n <= self.n_wide else (0, 0)
         return window(self.table, u.id, before, after)
 
     def covered_by(self, u: MemoryUnit) -> tuple[str, ...]:
@@ -153,6 +151,6 @@ class ArchiveHits:
             toks = self._entry_tokens.get(eid)
             if toks is None:
                 toks = self._entry_tokens[eid] = set(self.tokenize(self.table[eid].text))
-            if self.cover == "summary" or covers(toks, turn):
+            if covers(toks, turn):
                 out.append(eid)
         return tuple(out)

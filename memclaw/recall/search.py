@@ -174,8 +174,7 @@ class Recall:
             )
         links = sc.state.links if rc.link_sessions else {}
         turns = ArchiveHits(units, sc.entries_by_cid() if rc.link_sessions else {}, self.tokenizer.tokenize,
-                            (rc.excerpt_before, rc.excerpt_after), (0, rc.excerpt_narrow_after),
-                            rc.excerpt_wide, rc.excerpt_cover)  # fmt: skip
+                            (rc.excerpt_before, rc.excerpt_after), rc.excerpt_wide)  # fmt: skip
         seen_text: set[str] = set()
         for f in fused:
             u = units[f.id]

@@ -113,6 +113,14 @@ def test_an_archive_hit_carries_the_window_of_its_chunk_only(tmp_path, embedder)
         s.close()
 
 
+def test_only_the_best_archive_hits_get_a_wide_window(svc):
+    svc.config.recall.excerpt_before, svc.config.recall.excerpt_after, svc.config.recall.excerpt_wide = 1, 1, 1
+    hits = svc.recall("cello teacher Mira lessons Porto Sundays", kind="archive", k=5)
+    assert len(hits) >= 2
+    assert len(hits[0].excerpt) > 1 and hits[0].unit in hits[0].excerpt
+    assert all(h.excerpt == (h.unit,) for h in hits[1:])  # the rest: the matched turn alone
+
+
 def test_the_summary_that_says_the_same_covers_the_turn(svc):
     said = chunk(
         "c4444dddd",
