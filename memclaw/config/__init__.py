@@ -117,8 +117,6 @@ class RecallConfig(_Section):
     excerpt_before: int = Field(1, ge=0, le=20)
     excerpt_after: int = Field(1, ge=0, le=20)
     excerpt_wide: int = Field(200, ge=0, le=200)
-    archive_weight: float = Field(1.0, ge=0)
-    turn_lift: float | None = Field(None, ge=0)
     """An archived turn that matches is served as an excerpt of its conversation: up to this many turns of the
     same chunk before it and after it (fewer when the memory section's budget is short)."""
     date_weight: float = Field(0.5, ge=0)

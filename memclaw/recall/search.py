@@ -160,8 +160,7 @@ class Recall:
         if rc.link_sessions and sc.state.links:
             fused = link_boost(fused, sc.state.links, weight=rc.link_weight)
         if rc.link_sessions:  # (memclaw.recall.archive: turns, facts and entries of one consolidation)
-            fused = cid_boost(fused, units, sc.entries_by_cid(), weight=rc.link_weight, turn_weight=rc.archive_weight,
-                              turn_lift=rc.turn_lift)  # fmt: skip
+            fused = cid_boost(fused, units, sc.entries_by_cid(), weight=rc.link_weight)
         if rc.recency_half_life_days:
             hit_units = {f.id: units[f.id] for f in fused}
             fused = recency_boost(
