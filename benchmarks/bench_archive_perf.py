@@ -54,6 +54,24 @@ def build(root: Path, n_units: int, n_turns: int, embedder: Any, reuse: bool) ->
     return svc, info
 
 
+def cold_ab(workdir: Path, query: str, runs: int) -> dict[str, float]:
+    """Median wall time of `memclaw recall` in a fresh process on each store, the two alternating."""
+    import tempfile
+
+    from memclaw.bench.perf_measure import cold_recall
+
+    home = Path(tempfile.mkdtemp(prefix="memclaw-archive-perf-home-"))
+    times: dict[str, list[float]] = {"plain": [], "archive": []}
+    try:
+        for _ in range(runs):
+            for name in times:
+                got = cold_recall(workdir / name, home, query, runs=1)
+                times[name].append(got.get("median_s", float("nan")))
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    return {n: round(statistics.median(t), 2) for n, t in times.items()}
+
+
 def append_cost(svc: Any) -> dict[str, float]:
     """One more conversation (20 turns) appended to the last day's file, then to a new day's file: each synced."""
     from memclaw.bench.synthetic_archive import synthetic_archive
@@ -115,6 +133,7 @@ def main() -> None:
                 svc.recall_detailed(q)
                 times[name].append((time.perf_counter() - t) * 1000)
     load_after = os.getloadavg()
+    cold = cold_ab(a.workdir, queries[0], runs=3)
     appended = append_cost(arch)
     sizes = {n: dir_size(s.layout.root) for n, s in (("plain", plain), ("archive", arch))}
     for s in (plain, arch):
@@ -138,10 +157,44 @@ def main() -> None:
             "markdown_kib": round(arch_info["archive_markdown_bytes"] * per_k / 1024, 1),
         },
         "after_the_archive": appended,
+        "cold_cli_recall_s": cold,
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.with_suffix(".json").write_text(json.dumps(res, indent=1) + "\n", "utf-8")
+    a.out.with_suffix(".md").write_text(report_md(res), "utf-8")
     print(json.dumps(res, indent=1))
+
+
+def report_md(r: dict[str, Any]) -> str:
+    m = r["machine"]
+    rows = [f"| {n} | {r[n]['units']:,} | {r[n]['turns']:,} | {s['p50_ms']} | {s['p95_ms']} | {s['mean_ms']} | "
+            f"{r[n]['index_bytes'] / 2**20:.1f} |" for n, s in r["recall"].items()]  # fmt: skip
+    return "\n".join([
+        "# The archive's cost: warm recall with and without 100k archived turns (A/B, one run)",
+        "",
+        f"- date: {r['date']}; machine: {m['nproc']} cores, {m['cpu']}, {m['ram_gib']} GiB, {m['os']}, "
+        f"Python {m['python']}",
+        f"- load average (1/5/15 min) before {r['load_avg_before']}, after {r['load_avg_after']} (a shared machine)",
+        f"- {r['queries']} synthetic queries x {r['rounds']} rounds, each timed on both stores back to back, the "
+        "order alternating; query embedding included; `benchmarks/bench_archive_perf.py`",
+        "",
+        "| store | memories | archived turns | warm recall p50 ms | p95 ms | mean ms | index MiB |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+        f"p95 with the archive / without: **{r['p95_ratio']}** (target: within 1.5).",
+        "",
+        f"Per 1,000 archived turns: index {r['per_1000_turns']['index_kib']} KiB, Markdown "
+        f"{r['per_1000_turns']['markdown_kib']} KiB.",
+        "",
+        f"Cold `memclaw recall` in a fresh process (median of 3): {r['cold_cli_recall_s']['plain']} s without the "
+        f"archive, {r['cold_cli_recall_s']['archive']} s with it.",
+        "",
+        "With the archive in place: one more conversation (20 turns) appended to the last day's file and synced "
+        f"{r['after_the_archive']['append_to_day_ms']} ms; one on a new day {r['after_the_archive']['new_day_ms']} "
+        "ms (embedding included).",
+        "",
+    ])  # fmt: skip
 
 
 if __name__ == "__main__":
