@@ -115,10 +115,11 @@ class RecallConfig(_Section):
     section leaves out a fact or turn whose entry it already holds and says the same (the entry covers it)."""
     link_weight: float = Field(0.5, ge=0)
     excerpt_before: int = Field(1, ge=0, le=20)
-    excerpt_after: int = Field(1, ge=0, le=20)
-    excerpt_wide: int = Field(200, ge=0, le=200)
-    """An archived turn that matches is served as an excerpt of its conversation: up to this many turns of the
-    same chunk before it and after it (fewer when the memory section's budget is short)."""
+    excerpt_after: int = Field(2, ge=0, le=20)
+    excerpt_wide: int = Field(2, ge=0, le=200)
+    """An archived turn that matches is served as an excerpt of its conversation: the best `excerpt_wide` of them with
+    up to `excerpt_before` turns of the same chunk before them and `excerpt_after` after (fewer when the memory
+    section's budget is short), the others alone (measured: benchmarks/README.md, "The archive")."""
     date_weight: float = Field(0.5, ge=0)
     """A query naming a date range ("in August 2023", "last week") lifts memories stamped inside it by this share
     of the best score; 0 turns date handling off."""
