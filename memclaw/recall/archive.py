@@ -12,14 +12,20 @@ and the history entry. Recall ties them by that id alone (memclaw.index.links ti
   that served the question better (recall in a 256-token section 0.666 with the link weight, 0.762 without).
 
 `window` gives an archive hit its excerpt: the turns of the same chunk around it, up to `before` and `after` of them
-(the chunk's turns are consecutive rows of the unit table, in file order).
+(the chunk's turns are consecutive rows of the unit table, in file order). A long turn (more than one passage:
+memclaw.index.passages) is cut there, marked `…`: the matched turn to the passage that matched, a neighbour to its
+words nearest to the match, so that one long turn does not take the whole memory section (LongMemEval's assistant
+turns run to hundreds of words).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
+from memclaw.index.passages import is_head, is_long, passage_ids, split_passages, unit_of
+from memclaw.markdown.archive_units import SPEAKER_SEP
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.fusion import Fused
 
@@ -28,6 +34,9 @@ if TYPE_CHECKING:
 
 Tokenize = Callable[[str], list[str]]
 
+NEIGHBOUR_WORDS = 40
+"""A long turn next to the matched one shows at most this many words, those nearest to it."""
+CUT = "…"
 RESTATE_SHARE = 0.75
 """An entry covers a turn when it holds at least this share of the turn's content words (BM25 tokens)."""
 
@@ -57,6 +66,16 @@ def cid_boost(
             t.score += g
             t.boosts["cid"] = g
     return sorted(by_id.values(), key=lambda h: (-h.score, h.id))
+
+
+def best_passages(hits: Iterable[Any]) -> dict[str, str]:
+    """Vector hits (best first, each with the `id` of a passage: memclaw.index.passages) -> each unit's best passage,
+    head vectors aside."""
+    out: dict[str, str] = {}
+    for h in hits:
+        if not is_head(h.id):
+            out.setdefault(unit_of(h.id), h.id)
+    return out
 
 
 def _cid_of(table: UnitTable, uid: str) -> str | None:
@@ -102,7 +121,11 @@ class ArchiveHits:
         tokenize: Tokenize,
         wide: tuple[int, int],
         n_wide: int,
+        query: str = "",
+        passages: Mapping[str, str] | None = None,
     ) -> None:
+        self.query = set(tokenize(query)) if query else set()
+        self.passages = passages or {}
         self.table = table
         self.entries_of = entries_of
         self.tokenize = tokenize
@@ -117,7 +140,32 @@ class ArchiveHits:
             return ()
         self._n += 1
         before, after = self.wide if self._n <= self.n_wide else (0, 0)
-        return window(self.table, u.id, before, after)
+        turns = window(self.table, u.id, before, after)
+        at = next(n for n, t in enumerate(turns) if t.id == u.id)
+        return tuple(self._cut(t, n - at) for n, t in enumerate(turns))
+
+    def _cut(self, t: MemoryUnit, offset: int) -> MemoryUnit:
+        """A long turn as its excerpt shows it: the matched one as its best passage (the vector signal's, else the
+        one sharing most words with the query), a neighbour as its NEIGHBOUR_WORDS words nearest to the match."""
+        if not is_long(t.text):
+            return t
+        speaker, _, body = t.text.partition(SPEAKER_SEP)
+        if offset:
+            words = body.split()
+            if len(words) <= NEIGHBOUR_WORDS:
+                return t
+            near = words[-NEIGHBOUR_WORDS:] if offset < 0 else words[:NEIGHBOUR_WORDS]
+            cut = f"{CUT} {' '.join(near)}" if offset < 0 else f"{' '.join(near)} {CUT}"
+            return dataclasses.replace(t, text=f"{speaker}{SPEAKER_SEP}{cut}")
+        parts = split_passages(t.text)
+        ids = passage_ids(t.id, len(parts))
+        best = self.passages.get(t.id)
+        if best in ids:
+            i = ids.index(best)
+        else:
+            i = max(range(len(parts)), key=lambda n: (len(self.query & set(self.tokenize(parts[n]))), -n))
+        text = parts[i] if i == 0 else f"{speaker}{SPEAKER_SEP}{CUT} {parts[i]}"
+        return dataclasses.replace(t, text=text if i == len(parts) - 1 else f"{text} {CUT}")
 
     def covered_by(self, u: MemoryUnit) -> tuple[str, ...]:
         """The history entries of the turn's consolidation that already say what it says."""

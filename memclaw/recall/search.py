@@ -22,7 +22,7 @@ from memclaw.errors import (
 from memclaw.index.identity import what_broke
 from memclaw.index.passages import is_head, is_long, unit_of
 from memclaw.markdown.units import KINDS
-from memclaw.recall.archive import ArchiveHits, cid_boost
+from memclaw.recall.archive import ArchiveHits, best_passages, cid_boost
 from memclaw.recall.dates import find_date_ranges
 from memclaw.recall.fusion import FusionParams, apply_floors, date_boost, fuse, link_boost, recency_boost
 from memclaw.recall.results import RecallHit, RecallResult, Signal
@@ -103,6 +103,7 @@ class Recall:
         n_cand = max(rc.candidates, k * 3)
         bm25_hits: list[tuple[str, float]] = []
         vec_hits: list[tuple[str, float]] = []
+        passages: dict[str, str] = {}  # a unit -> its best passage (memclaw.recall.archive: excerpts of long turns)
         if mode in ("hybrid", "bm25"):
             t = time.perf_counter()
             tokens = self.tokenizer.tokenize(query)
@@ -124,7 +125,8 @@ class Recall:
             t = time.perf_counter()
             if down is None:
                 try:
-                    vec_hits = self._unit_similarities(sc, self._store().query(scope, qv, n_cand * 2))
+                    raw = self._store().query(scope, qv, n_cand * 2)
+                    vec_hits, passages = self._unit_similarities(sc, raw), best_passages(raw)
                 except VectorStoreUnavailable as e:
                     down = e
                 except VectorStoreCorrupted as e:
@@ -173,7 +175,7 @@ class Recall:
             )
         links = sc.state.links if rc.link_sessions else {}
         turns = ArchiveHits(units, sc.entries_by_cid() if rc.link_sessions else {}, self.tokenizer.tokenize,
-                            (rc.excerpt_before, rc.excerpt_after), rc.excerpt_wide)  # fmt: skip
+                            (rc.excerpt_before, rc.excerpt_after), rc.excerpt_wide, query, passages)  # fmt: skip
         seen_text: set[str] = set()
         for f in fused:
             u = units[f.id]
