@@ -144,3 +144,24 @@ def test_the_summary_that_says_the_same_covers_the_turn(svc):
         assert any(s.id == h.unit.id and s.reason.startswith(("covered by", "in the excerpt")) for s in f.skipped)
     served = [u for i in f.kept for u in f.served(i)]
     assert len(served) == len(set(served))  # no turn served twice
+
+
+def test_a_long_turn_is_served_as_the_passage_that_matched(svc):
+    """A long turn (several passages) is cut in its excerpt: the matched one to the passage that matched, its
+    neighbours to their words nearest to it, each cut marked with …"""
+    filler = " ".join(f"Sentence {i} is about the weather, the tides and the ferry timetable." for i in range(8))
+    long_answer = f"{filler} The spare key of the boat shed is hidden under the blue flowerpot. {filler}"
+    said = chunk("c5555eeee", datetime(2026, 11, 27, 10, 0), ("Maya", f"Before you answer: {filler}"),
+                 ("memclaw", long_answer), ("Maya", f"{filler} Thanks, noted."))  # fmt: skip
+    consolidation(svc.workspace, "owner", said, "Talked about the boat shed.", [])
+    svc.config.recall.excerpt_before, svc.config.recall.excerpt_after, svc.config.recall.excerpt_wide = 1, 1, 5
+    hit = next(h for h in svc.recall("where is the spare key of the boat shed hidden", kind="archive", k=5)
+               if h.unit.extra["cid"] == "c5555eeee")  # fmt: skip
+    assert hit.unit.text == f"memclaw: {long_answer}"  # the hit itself keeps its whole text
+    before, matched, after = hit.excerpt
+    assert "blue flowerpot" in matched.text and matched.text.startswith("memclaw: …") and matched.text.endswith("…")
+    assert len(matched.text.split()) < 70 < len(hit.unit.text.split())
+    assert before.text.startswith("Maya: … ") and len(before.text.split()) == 1 + 1 + 40
+    assert after.text.startswith("Maya: ") and after.text.endswith(" …") and len(after.text.split()) == 1 + 40 + 1
+    chunk_turns = [t.id for t in svc.parse_scope("owner") if t.kind == "archive" and t.extra["cid"] == "c5555eeee"]
+    assert [t.id for t in hit.excerpt] == chunk_turns
