@@ -144,6 +144,7 @@ def main() -> None:
     res = {
         "date": datetime.now().astimezone().isoformat(timespec="minutes"),
         "machine": machine_info(),
+        "revision": revision(),
         "load_avg_before": [round(x, 2) for x in load_before],
         "load_avg_after": [round(x, 2) for x in load_after],
         "queries": len(queries),
@@ -165,6 +166,16 @@ def main() -> None:
     print(json.dumps(res, indent=1))
 
 
+def revision() -> str:
+    """The checkout's commit (and whether it has changes), for the report."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=Path(__file__).parent).stdout.strip()
+
+    return git("rev-parse", "--short", "HEAD") + (" (modified)" if git("status", "--porcelain", "memclaw") else "")
+
+
 def report_md(r: dict[str, Any]) -> str:
     m = r["machine"]
     rows = [f"| {n} | {r[n]['units']:,} | {r[n]['turns']:,} | {s['p50_ms']} | {s['p95_ms']} | {s['mean_ms']} | "
@@ -172,8 +183,8 @@ def report_md(r: dict[str, Any]) -> str:
     return "\n".join([
         "# The archive's cost: warm recall with and without 100k archived turns (A/B, one run)",
         "",
-        f"- date: {r['date']}; machine: {m['nproc']} cores, {m['cpu']}, {m['ram_gib']} GiB, {m['os']}, "
-        f"Python {m['python']}",
+        f"- date: {r['date']}; revision {r['revision']}",
+        f"- machine: {m['nproc']} cores, {m['cpu']}, {m['ram_gib']} GiB, {m['os']}, Python {m['python']}",
         f"- load average (1/5/15 min) before {r['load_avg_before']}, after {r['load_avg_after']} (a shared machine)",
         f"- {r['queries']} synthetic queries x {r['rounds']} rounds, each timed on both stores back to back, the "
         "order alternating; query embedding included; `benchmarks/bench_archive_perf.py`",

@@ -289,11 +289,14 @@ def main() -> None:
     res = (run_lme if args.corpus == "lme" else run_locomo)(args, variants, embedder, count)
     if hasattr(embedder, "save"):
         embedder.save()
+    from bench_archive_perf import revision
+
     from memclaw.bench.machine import machine_info, sha256_file
 
     report = {"corpus": args.corpus, "data": args.data, "data_sha256": sha256_file(Path(args.data)),
               "limit": args.limit, "variants": variants, "results": res, "seconds": round(time.time() - t0),
-              "date": datetime.now().astimezone().isoformat(timespec="minutes"), "machine": machine_info()}  # fmt: skip
+              "date": datetime.now().astimezone().isoformat(timespec="minutes"), "machine": machine_info(),
+              "revision": revision()}  # fmt: skip
     print(json.dumps(report, indent=1))
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n", "utf-8")
