@@ -57,6 +57,11 @@ def memory_service(cfg: Config, ws: Workspace, *, progress: bool = True, embeds:
     return mem
 
 
+def auto_recall_embeds(cfg: Config) -> bool:
+    """The context of a message recalls by vector too (auto-recall is on, in a mode that embeds the query)."""
+    return cfg.context.recall_k > 0 and cfg.recall.mode != "bm25"
+
+
 _interrupt_notes: list[str] = []
 
 

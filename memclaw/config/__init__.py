@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from memclaw.config.env import ENV_PREFIX, check_env_names, env_values, merged
 from memclaw.errors import ConfigError
+from memclaw.util.home import config_path
+from memclaw.util.home import memclaw_home as memclaw_home  # (the place other modules import it from)
 
 
 class _Section(BaseModel):
@@ -204,20 +206,6 @@ class Config(BaseModel):
         for key, value in values.items():
             spelt.setdefault(fields.get(key.lower(), key), value)
         super().__init__(**merged(spelt, env_values(type(self))))
-
-
-def memclaw_home() -> Path:
-    return Path(os.environ.get("MEMCLAW_HOME") or Path.home() / ".memclaw").expanduser()
-
-
-def config_path(home: Path | None = None) -> Path | None:
-    """The config file in use: config.toml, else config.json, else None."""
-    home = home or memclaw_home()
-    for name in ("config.toml", "config.json"):
-        p = home / name
-        if p.exists():
-            return p
-    return None
 
 
 def _read_file(path: Path) -> dict[str, Any]:

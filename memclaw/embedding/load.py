@@ -21,14 +21,14 @@ import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from memclaw.embedding.base import Embedder
 from memclaw.embedding.export import export_onnx
 from memclaw.embedding.hashing import HASH_TEST_MODEL, HashEmbedder
-from memclaw.embedding.onnx import OnnxEmbedder, export_dir_for, read_manifest
+from memclaw.embedding.onnx import OnnxEmbedder, export_dir_for, import_runtime, read_manifest
 from memclaw.embedding.registry import (
     REPO_EMBEDDINGS,
     ModelSpec,
@@ -97,7 +97,18 @@ def encode_query(embedder: Embedder, text: str) -> np.ndarray:
     return own(text) if callable(own) else embedder.encode([text])[0]
 
 
-def load_in_background(cfg: EmbeddingsConfig) -> bool:
+class ModelChoice(Protocol):
+    """The settings that name an embedder to load (EmbeddingsConfig's, or memclaw.cli.early's guess of them)."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def cache_dir(self) -> Path | None: ...
+
+
+def load_in_background(cfg: ModelChoice) -> bool:
     """Start loading `cfg`'s embedder in a background thread when that is the quick path: a registry model whose
     cached ONNX export is valid, neither loaded nor loading in this process. Creating its ONNX Runtime session, the
     bulk of a cold start's model load (~0.2 s), does not hold the GIL, so it runs beside the caller's own start-up
@@ -123,6 +134,7 @@ def load_in_background(cfg: EmbeddingsConfig) -> bool:
             target=_load_export, args=(key, target, spec), name="memclaw-embedder-load", daemon=False
         )
         _LOADING[key] = thread
+    import_runtime()  # here, at full speed: in the thread it would share the GIL with the caller's start-up
     thread.start()
     return True
 

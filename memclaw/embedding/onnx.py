@@ -58,6 +58,13 @@ def _record_verified(path: Path, sha256: str) -> None:
         log.debug("cannot record the verification of %s", path, exc_info=True)
 
 
+def import_runtime() -> None:
+    """Import what `OnnxEmbedder` runs on (onnxruntime, tokenizers) in the caller's thread: importing holds the GIL
+    throughout, creating the session does not (see memclaw.embedding.load.load_in_background)."""
+    import onnxruntime  # noqa: F401
+    import tokenizers  # noqa: F401
+
+
 class OnnxEmbedder:
     """onnxruntime + `tokenizers` on an export made by `export_onnx`: tokenize with truncation to
     max_seq_length and padding to the longest text of each batch, run the transformer, pool with the
