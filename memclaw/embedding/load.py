@@ -113,9 +113,10 @@ def load_in_background(cfg: ModelChoice) -> bool:
     cached ONNX export is valid, neither loaded nor loading in this process. Creating its ONNX Runtime session, the
     bulk of a cold start's model load (~0.2 s), does not hold the GIL, so it runs beside the caller's own start-up
     (config, index, vector store) instead of after it; `load_embedder` then waits for it and returns the same
-    embedder. Only that path runs in the background: if it fails, nothing is kept and `load_embedder` loads (and
-    says what is wrong) as usual. The thread is not a daemon: an exit waits for it rather than tearing the session
-    down midway. Whether a load started."""
+    embedder, one whose threads do not spin between runs (the caller has other work: OnnxEmbedder's `spin`). Only
+    that path runs in the background: if it fails, nothing is kept and `load_embedder` loads (and says what is
+    wrong) as usual. The thread is not a daemon: an exit waits for it rather than tearing the session down midway.
+    Whether a load started."""
     if cfg.model == HASH_TEST_MODEL or cfg.backend == "torch":
         return False
     try:
@@ -143,7 +144,7 @@ def _load_export(key: tuple[Any, ...], target: Path, spec: ModelSpec) -> None:
     try:
         with _LOAD_LOCK:
             if key not in _LOADED:
-                _LOADED[key] = OnnxEmbedder(target, expected_source_sha256=spec.sha256)
+                _LOADED[key] = OnnxEmbedder(target, expected_source_sha256=spec.sha256, spin=False)
     except Exception:  # load_embedder, on the caller's thread, loads again and says why
         log.debug("background load of %s failed", spec.name, exc_info=True)
     finally:

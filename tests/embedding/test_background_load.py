@@ -50,8 +50,18 @@ def test_the_model_loads_in_the_background_and_load_embedder_returns_it(embedder
     )
     assert not _loading_threads()
     assert load_embedder(cfg) is got and not load_in_background(cfg)  # loaded: nothing more to start
-    text = ["where does my sister live"]
-    assert np.abs(got.encode(text) - embedder.encode(text)).max() < 1e-6
+    texts = ["where does my sister live", "Maya's sister Lena lives in Porto"]
+    assert np.array_equal(got.encode(texts), embedder.encode(texts))  # the same vectors, bit for bit
+    assert _spins(embedder) and not _spins(got)  # its threads leave the CPU to the command's other work
+
+
+def _spins(e: OnnxEmbedder) -> bool:
+    """Whether the session's threads busy-wait between runs (ONNX Runtime's default)."""
+    opts = e._session.get_session_options()
+    try:
+        return opts.get_session_config_entry("session.intra_op.allow_spinning") != "0"
+    except RuntimeError:  # not set: the default, spinning
+        return True
 
 
 @pytest.mark.parametrize(
