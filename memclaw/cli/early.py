@@ -14,6 +14,7 @@ own otherwise. Anything unclear (a file that does not parse, a value of the wron
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from memclaw.util.home import config_path
+
+log = logging.getLogger(__name__)
 
 EMBEDS_AT_ONCE = frozenset({"recall", "context"})
 """Commands whose first real work is embedding a query (`agent` checks its API key first, `chat` waits for input)."""
@@ -45,13 +48,18 @@ DEFAULT_RECALL_K = 40  # ContextConfig.recall_k
 
 def load_model_early(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> bool:
     """Start loading the embedding model now if the command in `argv` (without the program) will embed a query
-    at once and the settings are clear; whether a load started."""
-    choice = early_choice(argv, os.environ if environ is None else environ)
-    if choice is None:
-        return False
-    from memclaw.embedding.load import load_in_background
+    at once and the settings are clear; whether a load started. A guess never fails the command: whatever goes
+    wrong here (an unreadable home, a missing library) is left for the command to meet and say."""
+    try:
+        choice = early_choice(argv, os.environ if environ is None else environ)
+        if choice is None:
+            return False
+        from memclaw.embedding.load import load_in_background
 
-    return load_in_background(choice)
+        return load_in_background(choice)
+    except Exception:
+        log.debug("no early load", exc_info=True)
+        return False
 
 
 def early_choice(argv: Sequence[str], environ: Mapping[str, str]) -> EarlyChoice | None:
@@ -121,11 +129,12 @@ def _settings(environ: Mapping[str, str]) -> Any:
 
 
 def _config_file() -> dict[str, Any] | None:
-    """The config file's tables by lower-case name ({} without a file); None if it does not read as one."""
-    path = config_path()
-    if path is None:
-        return {}
+    """The config file's tables by lower-case name ({} without a file); None if it does not read as one (or its
+    folder cannot be looked into: the command says so itself)."""
     try:
+        path = config_path()
+        if path is None:
+            return {}
         text = path.read_text("utf-8")
         if path.suffix == ".toml":
             import tomllib

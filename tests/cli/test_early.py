@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memclaw.cli.early import DEFAULT_MODE, DEFAULT_RECALL_K, EarlyChoice, early_choice
+from memclaw.cli.early import DEFAULT_MODE, DEFAULT_RECALL_K, EarlyChoice, early_choice, load_model_early
 from memclaw.config import ContextConfig, EmbeddingsConfig, RecallConfig, load_config
 from memclaw.errors import ConfigError
 from tests.service.test_memory_service import make_workspace
@@ -67,6 +67,17 @@ def test_the_settings_come_from_the_environment_then_the_file(memclaw_home):
     )
     (memclaw_home / "config.toml").write_text("[embeddings\n")  # unclear: nothing starts early
     assert early_choice(["recall", "x"], {}) is None
+    (memclaw_home / "config.toml").unlink()
+    (memclaw_home / "config.toml").mkdir()  # not a file: the command says so, the guess does not start
+    assert early_choice(["recall", "x"], {}) is None
+
+
+def test_a_guess_never_fails_the_command(memclaw_home, monkeypatch):
+    monkeypatch.setenv("MEMCLAW_HOME", str(memclaw_home / "missing"))
+    monkeypatch.setattr("memclaw.cli.early.config_path", lambda: (_ for _ in ()).throw(PermissionError(13, "no")))
+    assert early_choice(["recall", "x"], {}) is None  # an unreadable home: no guess
+    monkeypatch.setattr("memclaw.cli.early.early_choice", lambda argv, environ: 1 / 0)
+    assert load_model_early(["recall", "x"]) is False  # anything else: no early load, and no exception
 
 
 GOOD = {
