@@ -316,10 +316,13 @@ def _exit_for_click(e: Exception) -> None:
 
 def main() -> None:
     """The console script (and `python -m memclaw.cli.main`): `run` in a process tuned for a short life (see
-    memclaw.runtime.startup_gc and leave_quickly). Tests call `run` itself."""
+    memclaw.runtime.startup_gc and leave_quickly), which starts loading the embedding model at once when the command
+    will embed a query (memclaw.cli.early). Tests call `run` itself."""
+    from memclaw.cli.early import load_model_early
     from memclaw.runtime import leave_quickly, startup_gc
 
     startup_gc()
+    load_model_early(sys.argv[1:])
     try:
         run()
     finally:

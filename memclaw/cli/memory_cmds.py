@@ -12,6 +12,7 @@ from memclaw.cli.common import (
     held_warnings,
     invoked_as,
     load,
+    memory_service,
     open_memory,
     print_json,
 )
@@ -72,8 +73,10 @@ def recall(
     tokens: int | None = None,
 ) -> None:
     query = arg_or_stdin(query)
-    mem = open_memory(workspace, json_out=json_out)
+    cfg, ws = load(workspace)
     scope = sender_scope(sender)
+    embeds = bool(query.strip()) and (mode or cfg.recall.mode) != "bm25"
+    mem = memory_service(cfg, ws, progress=not json_out, embeds=embeds)
     if tokens is not None and k is None:
         k = mem.config.context.recall_k or None
     with held_warnings() as logged:
