@@ -13,6 +13,8 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
+from itertools import compress
+from operator import methodcaller
 from typing import Any
 
 from memclaw.index.unit_columns import ROW_COLUMNS, Interner, least, most
@@ -227,6 +229,14 @@ class UnitTable(Mapping[str, MemoryUnit]):
             if kinds[row] == k:
                 return self.unit(row)
             start = i + 1
+
+    def with_prefix(self, kind: Kind, prefix: str) -> list[MemoryUnit]:
+        """The units of `kind` whose text starts with `prefix`, last first (the test runs in C: a few ms at 100k)."""
+        c = self._c
+        k = KINDS.index(kind)
+        kinds = c["kinds"]
+        rows = compress(range(len(kinds)), map(methodcaller("startswith", prefix), c["texts"]))
+        return [self.unit(row) for row in reversed(list(rows)) if kinds[row] == k]
 
     def last(self, kind: Kind) -> MemoryUnit | None:
         kinds = self._c["kinds"]
