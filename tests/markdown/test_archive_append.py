@@ -98,7 +98,9 @@ def test_history_entry_with_an_id_is_appended_once(tmp_path):
     assert append_history(path, WHEN, "Maya asked about the restaurant.", cid="c7f3a9b21")
     assert not append_history(path, WHEN, "Maya asked about the restaurant.", cid="c7f3a9b21")
     text = path.read_text("utf-8")
-    assert text == "[2026-11-20 09:00] An old entry.\n\n[2026-11-25 14:02 #c7f3a9b21] Maya asked about the restaurant.\n"
+    assert (
+        text == "[2026-11-20 09:00] An old entry.\n\n[2026-11-25 14:02 #c7f3a9b21] Maya asked about the restaurant.\n"
+    )
     # another consolidation that happens to share the id (8 hex digits) is not mistaken for a repeat
     assert append_history(path, WHEN, "Something else entirely.", cid="c7f3a9b21")
     units = parse_history(path.read_text("utf-8"), scope="owner", source="memory/HISTORY.md")
