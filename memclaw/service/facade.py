@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
     from memclaw.embedding.base import Embedder
     from memclaw.index.tokenizer import Tokenizer
-    from memclaw.markdown.fact_ops import FactOp
     from memclaw.store.base import VectorStore
     from memclaw.util.progress import ProgressFactory
     from memclaw.workspace import Workspace
@@ -315,29 +314,22 @@ class MemoryService:
     def facts(self, scope: str = OWNER_SCOPE) -> list[MemoryUnit]:
         return self._writer.facts(scope)
 
-    def add_fact(
-        self, text: str, *, scope: str = OWNER_SCOPE, section: str | None = None, learned: date | None = None
-    ) -> MemoryUnit:
-        """Remember one fact, marked with the day it was `learned` (default today; memclaw.service.learned)."""
+    def add_fact(self, text: str, *, scope: str = OWNER_SCOPE, section: str | None = None,
+                 learned: date | None = None) -> MemoryUnit:  # fmt: skip
+        """One fact, marked with the day it was `learned` (default today; memclaw.service.learned)."""
         return self._writer.add_fact(text, scope=scope, section=section, learned=learned)
 
-    def find_fact(
-        self, text: str, *, scope: str = OWNER_SCOPE, section: str | None = None, learned: date | None = None
-    ) -> MemoryUnit | None:
+    def find_fact(self, text: str, *, scope: str = OWNER_SCOPE, section: str | None = None,
+                  learned: date | None = None) -> MemoryUnit | None:  # fmt: skip
         """The fact `add_fact(text, section=section, learned=learned)` would write again (memclaw.service.writes)."""
         return self._writer.find_fact(text, scope=scope, section=section, learned=learned)
-
-    def apply_fact_ops(self, scope: str, ops: list[FactOp]) -> Any:
-        return self._writer.apply_fact_ops(scope, ops)
 
     def append_history(self, scope: str, text: str, ts: datetime) -> MemoryUnit:
         return self._writer.append_history(scope, text, ts)
 
-    def record_consolidation(
-        self, scope: str, record: ConsolidationRecord, *, steps: Sequence[str] = STEPS, sync: bool = True
-    ) -> RecordResult:
-        """Write one consolidation's archive chunk, facts and history entry, in that order, each idempotent by the
-        record's cid (memclaw.service.consolidation_record); `sync=False` leaves the index to the caller."""
+    def record_consolidation(self, scope: str, record: ConsolidationRecord, *, steps: Sequence[str] = STEPS,
+                             sync: bool = True) -> RecordResult:  # fmt: skip
+        """Archive chunk, facts, history entry: memclaw.service.consolidation_record (`sync=False`: no index sync)."""
         return self._recorder.record(scope, record, steps=steps, sync=sync)
 
     def list_units(self, scope: str = OWNER_SCOPE, kind: str | None = None) -> list[MemoryUnit]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memclaw.errors import IndexError_, UsageError, VectorStoreUnavailable
 from memclaw.markdown.units import MemoryUnit
@@ -14,7 +14,6 @@ from memclaw.permission_errors import from_permission_error
 
 if TYPE_CHECKING:
     from memclaw.index.scopes import ScopeCache
-    from memclaw.markdown.fact_ops import FactOp
     from memclaw.markdown.incremental import FileMark
 
 
@@ -104,15 +103,6 @@ class MemoryWriter:
         """The synced state's mark of a memory file (what the append fast path of memfiles checks against)."""
         sc = self.scopes.get(scope)
         return sc.state.marks.get(self.workspace.source_of(path)) if sc is not None else None
-
-    def apply_fact_ops(self, scope: str, ops: list[FactOp]) -> Any:
-        from memclaw.markdown.fact_ops import apply_fact_ops
-
-        path = self.workspace.memory_file(scope)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        result = apply_fact_ops(path, scope, self.workspace.source_of(path), ops)
-        self._sync([scope])
-        return result
 
     def append_history(self, scope: str, text: str, ts: datetime) -> MemoryUnit:
         from memclaw.markdown.history_file import append_history
