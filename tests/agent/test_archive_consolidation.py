@@ -39,6 +39,18 @@ def consolidation_prompt(server) -> str:
     return sent[sent.index("<conversation>") : sent.index("</conversation>")]
 
 
+def shared_chat(chat_id: str):
+    """Senders of one Discord chat session: the owner (1001) and an outsider (2002, Mallory)."""
+
+    def owner(text: str) -> InboundMessage:
+        return InboundMessage("discord", chat_id, "1001", "Owner", text)
+
+    def guest(text: str) -> InboundMessage:
+        return InboundMessage("discord", chat_id, "2002", "Mallory", text)
+
+    return owner, guest
+
+
 def new(agent) -> None:
     r = asyncio.run(agent.handle(cli("/new")))
     assert r.ok, r.text
@@ -66,12 +78,7 @@ def test_an_outsiders_turns_in_a_shared_chat_never_reach_the_owners_archive(env,
     """Adversarial: owner and outsider interleaved in one session (one group chat), the outsider asking for their
     words to be kept in the owner's memory. Each side's turns, and the replies to them, go to that side's archive."""
     agent = env
-
-    def owner(text: str) -> InboundMessage:
-        return InboundMessage("discord", "guild-9", "1001", "Owner", text)
-
-    def guest(text: str) -> InboundMessage:
-        return InboundMessage("discord", "guild-9", "2002", "Mallory", text)
+    owner, guest = shared_chat("guild-9")
 
     async def go():
         for m in (
@@ -222,12 +229,7 @@ def test_an_outsider_cannot_make_a_conversation_incognito(env, llm_server):
     """Adversarial: in a chat the owner shares with an outsider, the outsider's /incognito is refused politely and
     changes nothing: the conversation is consolidated and archived as usual."""
     agent = env
-
-    def owner(text: str) -> InboundMessage:
-        return InboundMessage("discord", "guild-3", "1001", "Owner", text)
-
-    def guest(text: str) -> InboundMessage:
-        return InboundMessage("discord", "guild-3", "2002", "Mallory", text)
+    owner, guest = shared_chat("guild-3")
 
     async def go():
         refused = await agent.handle(guest("/incognito"))
