@@ -13,8 +13,6 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from itertools import compress
-from operator import methodcaller
 from typing import Any
 
 from memclaw.index.unit_columns import ROW_COLUMNS, Interner, least, most
@@ -231,12 +229,12 @@ class UnitTable(Mapping[str, MemoryUnit]):
             start = i + 1
 
     def with_prefix(self, kind: Kind, prefix: str) -> list[MemoryUnit]:
-        """The units of `kind` whose text starts with `prefix`, last first (the test runs in C: a few ms at 100k)."""
-        c = self._c
+        """The units of `kind` whose text starts with `prefix`, last first (one pass over the texts: ~5x the cost of
+        `last_match`'s exact lookup)."""
         k = KINDS.index(kind)
-        kinds = c["kinds"]
-        rows = compress(range(len(kinds)), map(methodcaller("startswith", prefix), c["texts"]))
-        return [self.unit(row) for row in reversed(list(rows)) if kinds[row] == k]
+        kinds = self._c["kinds"]
+        rows = [row for row, t in enumerate(self._c["texts"]) if t.startswith(prefix)]
+        return [self.unit(row) for row in reversed(rows) if kinds[row] == k]
 
     def last(self, kind: Kind) -> MemoryUnit | None:
         kinds = self._c["kinds"]
