@@ -4,8 +4,8 @@
   a text that already ends in a date (`... (2023-05-08)` or `... [2023-05-08]`) keeps it and gets no other.
 * consolidation: ` (YYYY-MM-DD #c7f3a9b21)`, the conversation's day and the consolidation's id (the id its
   history entry and archive chunk carry: memclaw.markdown.formats.fact_mark). A mark the model copied from the
-  facts it was shown (one with an id, or the replaced fact's own date) is dropped first; a date the model ended
-  the sentence with for its own reasons stays, before the mark.
+  facts it was shown (one with an id, the replaced fact's own date, or the learned day itself) is dropped first; a
+  date the model ended the sentence with for its own reasons (an event's day) stays, before the mark.
 
 Relative dates in the text are resolved against the learned day first (memclaw.recall.written_dates: "tomorrow"
 -> "tomorrow (2026-11-26)"). `bare_fact` is a fact's text without its mark: what "already remembered" compares.
@@ -33,8 +33,10 @@ def mark_fact(text: str, learned: date, cid: str | None = None, *, replaces: str
     if cid is None:
         if day is not None:
             return t
-    elif day is not None and (fact_cid(t) is not None or (replaces and split_trailing_date(replaces)[1] == day)):
-        t = body
+    elif day is not None and (
+        fact_cid(t) is not None or day == learned.isoformat() or (replaces and split_trailing_date(replaces)[1] == day)
+    ):
+        t = body  # a mark copied from the facts shown, or the learned day said twice
     if not t:
         return t
     return resolve_relative_dates(t, learned) + fact_mark(learned, cid)

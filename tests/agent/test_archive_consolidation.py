@@ -171,6 +171,8 @@ def test_a_conversation_past_midnight_is_one_chunk_in_the_file_of_its_first_day(
     )
     report = asyncio.run(agent.consolidate("cli", "cli", everything=True))
     assert report.ok, report.error
+    asked = llm_server.requests[-1]["messages"][-1]["content"]  # the model is asked for absolute dates too
+    assert "against the date of the message that says them" in asked and "[2026-03-10 23:55] user:" in asked
     (day_file,) = agent.workspace.archive_files()
     assert day_file.name == "2026-03-10.md"
     (chunk,) = parse_day(day_file.read_text("utf-8")).chunks

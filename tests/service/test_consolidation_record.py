@@ -188,3 +188,18 @@ def test_bulk_writes_without_sync_then_one_sync(svc):
 def test_unknown_steps_are_refused(svc):
     with pytest.raises(ValueError, match="unknown consolidation step 'summary'"):
         svc.record_consolidation("owner", record(), steps=("summary",))
+
+
+@pytest.mark.parametrize(
+    ("model_text", "written"),
+    [
+        ("Dentist on 2026-12-01", f"Dentist on 2026-12-01 (2026-11-25 #{CID})"),
+        ("Dentist (2026-12-01)", f"Dentist (2026-12-01) (2026-11-25 #{CID})"),  # the model's own date stays
+        ("Dentist (2026-11-25)", f"Dentist (2026-11-25 #{CID})"),  # the learned day said twice
+        ("Dentist (2026-11-02 #c0123abcd)", f"Dentist (2026-11-25 #{CID})"),  # a mark copied from the facts shown
+        ("Dentist tomorrow", f"Dentist tomorrow (2026-11-26) (2026-11-25 #{CID})"),
+    ],
+)
+def test_the_learned_mark_of_a_consolidation_fact(svc, model_text, written):
+    svc.record_consolidation("owner", record(fact_ops=(FactOp("add", text=model_text),)), steps=("facts",))
+    assert written in [f.text for f in svc.facts()]
