@@ -1,6 +1,6 @@
 """The Discord slash commands: /recall and /forget (owner only, answered by memclaw.agent.commands, the same code
-that answers them typed in a chat), /new and /incognito (the owner's only; queued in the chat's order, through the
-agent, so they land between the messages around them) and /help."""
+that answers them typed in a chat), /new and /incognito (the owner's only: the agent refuses anyone else's), both
+queued in the chat's order through the agent so they land between the messages around them, and /help."""
 
 from __future__ import annotations
 
