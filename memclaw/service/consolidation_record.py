@@ -35,7 +35,6 @@ from memclaw.markdown.fact_ops import FactOp, FactOpsResult
 
 if TYPE_CHECKING:
     from memclaw.config import Config
-    from memclaw.markdown.units import MemoryUnit
     from memclaw.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -143,7 +142,3 @@ class ConsolidationWriter:
         wrote = append_history(path, record.when, record.history_entry, cid=record.cid)
         res.history = True
         return wrote
-
-    def history_unit(self, units: Sequence[MemoryUnit], cid: str) -> MemoryUnit | None:
-        """The history entry of consolidation `cid` among `units` (the last one), if any."""
-        return next((u for u in reversed(units) if u.kind == "history" and u.extra.get("cid") == cid), None)
