@@ -164,13 +164,13 @@ def test_surrounding_whitespace_is_dropped_once(cli, ws, memclaw_home):
     """`--sender " owner"` used to say "invalid scope 'people/owner'"."""
     r = cli("memory", "list", "--sender", " owner", "--json")
     assert r.code == 0 and {u["scope"] for u in json.loads(r.out)} == {"owner"}
-    assert cli("memory", "add", "I collect stamps", "--sender", " discord:6666 ").code == 0
+    assert cli("memory", "add", "I collect stamps", "--sender", " discord:6666 ", "--date", "2026-11-26").code == 0
     for args in (
         ["memory", "list", "--sender", "discord:6666", "--json"],
         ["memory", "list", "--sender", "\tdiscord:6666", "--json"],
     ):
         r = cli(*args)
-        assert r.code == 0 and [u["text"] for u in json.loads(r.out)] == ["I collect stamps"]
+        assert r.code == 0 and [u["text"] for u in json.loads(r.out)] == ["I collect stamps (2026-11-26)"]
     for sender, channel in (("discord: 6666", "cli"), (" 6666", "discord")):
         r = cli("context", "stamps", "--sender", sender, "--channel", channel, "--json")
         assert r.code == 0 and json.loads(r.out)["scope"] == "people/discord:6666", r.err

@@ -80,6 +80,9 @@ class MemoryConfig(_Section):
     """Where the derived index lives; default <workspace>/.memclaw-index."""
     auto_sync: bool = True
     """Sync the index from the Markdown before recall when the files changed."""
+    archive: bool = True
+    """Keep what consolidation reads verbatim, one Markdown file per day (memory/archive/YYYY-MM-DD.md, secrets
+    masked); false: nothing is archived, consolidation writes only facts and history."""
 
     @field_validator("chroma_url")
     @classmethod
