@@ -1,0 +1,201 @@
+"""Fusion rules for the fusion lab (benchmarks/fusion_lab.py): each maps one dumped query to a ranked list of
+(unit id, ids of the units covering it), as memclaw's recall would answer it with k = 40."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fusion_lab import Query, Ranked, Signals
+
+from memclaw.recall.fusion import FusionParams, apply_floors, date_boost, fuse, link_boost
+
+K = 40
+N_CAND = max(50, K * 3)
+DATE_ONLY_MAX_DAYS = 31
+TODAY = FusionParams(method="weighted", bm25_weight=0.7, vector_weight=1.0, min_similarity=0.15, min_bm25=0.0)
+
+
+def unit_sims(q: Query, sig: Signals, n: int = N_CAND * 2, signal: str = "max") -> list[tuple[str, float]]:
+    """The vector store's top n vectors (exact, ties by id) -> one similarity per unit, best first."""
+    vids = q.corpus.vector_ids
+    order = sorted(range(len(vids)), key=lambda j: (-sig.sims[j], vids[j]))[:n]
+    best: dict[str, float] = {}
+    for j in order:
+        vid = vids[j]
+        uid = vid.split("~", 1)[0]
+        head = vid.endswith("~h")
+        if uid in best or (signal == "passages" and head):
+            continue
+        if signal == "head" and not head and (vid != uid or q.corpus.units[uid].long):
+            continue
+        best[uid] = sig.sims[j]
+    return list(best.items())
+
+
+def bm25_hits(sig: Signals, n: int = N_CAND) -> list[tuple[str, float]]:
+    return [(i, s) for i, s, _m in sig.bm25[:n]]
+
+
+def finish(q: Query, fused, links: bool = True, k: int = K) -> Ranked:
+    """One hit per text, the top k, each with the units covering it (as search.py does)."""
+    seen: set[str] = set()
+    out: Ranked = []
+    cov = q.corpus.links if links else {}
+    for f in fused:
+        key = q.corpus.units[f.id].key
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append((f.id, tuple(cov.get(f.id, ()))))
+        if len(out) >= k:
+            break
+    return out
+
+
+def today(q: Query, p: FusionParams = TODAY, date_weight: float = 0.5, link_weight: float = 0.5) -> Ranked:
+    bm, vec = apply_floors(bm25_hits(q.sig), unit_sims(q, q.sig), p)
+    fused = fuse(bm, vec, p)
+    if q.ranges and date_weight > 0:
+        narrow = [r for r in q.ranges if r.days <= DATE_ONLY_MAX_DAYS]
+        extra = q.corpus.dated_in(narrow, N_CAND) if narrow else []
+        stamps = {i: q.corpus.units[i].ts for i in [*(f.id for f in fused), *extra]}
+        fused = date_boost(fused, stamps, q.ranges, weight=date_weight, extra=extra)
+    if link_weight > 0 and q.corpus.links:
+        fused = link_boost(fused, q.corpus.links, weight=link_weight)
+    return finish(q, fused, links=link_weight > 0)
+
+
+def bm25_raw(q: Query) -> Ranked:
+    bm, _ = apply_floors(bm25_hits(q.sig), [], TODAY)
+    return finish(q, fuse(bm, [], FusionParams(method="weighted", vector_weight=0.0)), links=False)
+
+
+def vector_raw(q: Query, signal: str = "max") -> Ranked:
+    _, vec = apply_floors([], unit_sims(q, q.sig, signal=signal), TODAY)
+    return finish(q, fuse([], vec, FusionParams(method="weighted", bm25_weight=0.0)), links=False)
+
+
+RULES: dict[str, Callable[[Query], Ranked]] = {
+    "hybrid": today,
+    "bm25-raw": bm25_raw,
+    "vector-raw": vector_raw,
+    "vector-head": lambda q: vector_raw(q, "head"),
+}
+
+
+# ----- candidate rules (the lab's own; the adopted one is memclaw.recall's) ----------------------------------
+
+import numpy as np  # noqa: E402
+
+from memclaw.recall.fusion import Fused  # noqa: E402
+from memclaw.recall.keep import keep_signal_ranks  # noqa: E402
+
+
+def _norm(vals: list[float], how: str) -> tuple[list[float], float]:
+    """A signal's scores for this query -> normalised scores, and the signal's confidence."""
+    a = np.asarray(vals, dtype=float)
+    if not len(a):
+        return [], 0.0
+    if how == "best":
+        return list(a / a[0]), 1.0
+    if how == "raw":
+        return list(a), 1.0
+    if how == "z":
+        sd = a.std() or 1.0
+        return list((a - a.mean()) / sd), 1.0
+    if how == "mad":
+        med = np.median(a)
+        mad = np.median(np.abs(a - med)) or (a[0] - med) or 1.0
+        return list((a - med) / mad), 1.0
+    if how == "minmax":
+        lo = a[-1]
+        span = (a[0] - lo) or 1.0
+        return list((a - lo) / span), 1.0
+    raise ValueError(how)
+
+
+def general(
+    q: Query,
+    *,
+    nb: str = "best",
+    nv: str = "raw",
+    wb: float = 0.7,
+    wv: float = 1.0,
+    adapt: Callable[[Query, list, list], tuple[float, float]] | None = None,
+    clip: bool = True,
+    keep: int = 0,
+    keep_cover: bool = True,
+    date: str = "today",
+    date_weight: float = 0.5,
+    link_weight: float = 0.5,
+    bm25_nodate: bool = False,
+    vec_nodate: bool = False,
+) -> Ranked:
+    sb = q.nodate if (bm25_nodate and q.nodate) else q.sig
+    sv = q.nodate if (vec_nodate and q.nodate) else q.sig
+    bm = [] if bm25_nodate and q.ranges and not q.nodate else bm25_hits(sb)  # (only date words: no topic)
+    bm, vec = apply_floors(bm, unit_sims(q, sv), TODAY)
+    if adapt is not None:
+        wb, wv = adapt(q, bm, vec)
+    b, _ = _norm([s for _i, s in bm], nb)
+    v, _ = _norm([s for _i, s in vec], nv)
+    hits: dict[str, Fused] = {}
+    for r, ((i, s), z) in enumerate(zip(bm, b, strict=True), 1):
+        h = hits.setdefault(i, Fused(i))
+        h.bm25_rank, h.bm25_score = r, s
+        h.score += wb * (max(z, 0.0) if clip else z)
+    for r, ((i, s), z) in enumerate(zip(vec, v, strict=True), 1):
+        h = hits.setdefault(i, Fused(i))
+        h.vector_rank, h.vector_similarity = r, s
+        h.score += wv * (max(z, 0.0) if clip else z)
+    fused = sorted(hits.values(), key=lambda h: (-h.score, h.id))
+    if q.ranges and date != "none":
+        narrow = [r for r in q.ranges if r.days <= DATE_ONLY_MAX_DAYS]
+        extra = q.corpus.dated_in(narrow, N_CAND) if narrow else []
+        stamps = {i: q.corpus.units[i].ts for i in [*(f.id for f in fused), *extra]}
+        fused = date_boost(fused, stamps, q.ranges, weight=date_weight, extra=extra)
+    if link_weight > 0 and q.corpus.links:
+        fused = link_boost(fused, q.corpus.links, weight=link_weight)
+    if keep:
+        units = q.corpus.units
+        seen: set[str] = set()
+        dedup = []
+        for f in fused:
+            if units[f.id].key not in seen:
+                seen.add(units[f.id].key)
+                dedup.append(f)
+        rep = {units[f.id].key: f.id for f in dedup}
+        lists = [list(dict.fromkeys(rep[units[i].key] for i, _s in sig)) for sig in (bm, vec)]
+        by = {f.id: f for f in dedup}
+        cov = q.corpus.links if (keep_cover and link_weight > 0) else None
+        order = keep_signal_ranks([f.id for f in dedup], lists, factor=keep, limit=K, covered_by=cov)
+        fused = [by[i] for i in order]
+    return finish(q, fused, links=link_weight > 0)
+
+
+RULES.update(
+    {
+        "g-today": lambda q: general(q),
+        "g-keep": lambda q: general(q, keep=2),
+        "z": lambda q: general(q, nb="z", nv="z", wb=1.0, wv=1.0, date_weight=0.5),
+        "mad": lambda q: general(q, nb="mad", nv="mad", wb=1.0, wv=1.0),
+        "minmax": lambda q: general(q, nb="minmax", nv="minmax", wb=0.7, wv=1.0),
+    }
+)
+RULES.update(
+    {
+        "g-keep3": lambda q: general(q, keep=3),
+        "g-keep4": lambda q: general(q, keep=4),
+        "g-keep2-own": lambda q: general(q, keep=2, keep_cover=False),
+        "minmax-keep3": lambda q: general(q, nb="minmax", nv="minmax", keep=3),
+    }
+)
+RULES.update(
+    {
+        "strip-bm25": lambda q: general(q, bm25_nodate=True),
+        "strip-both": lambda q: general(q, bm25_nodate=True, vec_nodate=True),
+        "date1": lambda q: general(q, date_weight=1.0),
+        "date1-strip": lambda q: general(q, date_weight=1.0, bm25_nodate=True),
+        "date0": lambda q: general(q, date="none"),
+    }
+)
