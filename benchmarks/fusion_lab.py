@@ -42,6 +42,14 @@ class Unit:
     long: bool
     tokens: int
 
+    @property
+    def timestamp(self) -> datetime | None:
+        return self.ts
+
+    @property
+    def text(self) -> str:
+        return self.key  # a hash of the text as recall compares it: equal texts, equal keys
+
 
 @dataclass
 class Corpus:
@@ -188,12 +196,13 @@ def main() -> None:
     ap.add_argument("--sets", default="lme,locomo-all,locomo-facts")
     ap.add_argument("--by", action="store_true", help="also per question type / category")
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--check-rule", default="product", help="the rule --check replays (default: memclaw's own)")
     a = ap.parse_args()
     for name in a.sets.split(","):
         dataset = "lme" if name == "lme" else "locomo"
         qs = load(a.dumps / f"{name}.json.gz", dataset)
         if a.check:
-            bad = [q.qid for q in qs if [i for i, _ in R.RULES["hybrid"](q)] != q.real]
+            bad = [q.qid for q in qs if [i for i, _ in R.RULES[a.check_rule](q)] != q.real]
             print(f"{name}: replay of today's rule differs from the pipeline on {len(bad)} of {len(qs)}: {bad[:5]}")
         results = {}
         for rule in a.rules.split(","):

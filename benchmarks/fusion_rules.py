@@ -7,12 +7,16 @@ from collections.abc import Callable
 
 from fusion_lab import Query, Ranked, Signals
 
+from memclaw.config import RecallConfig
 from memclaw.recall.fusion import FusionParams, apply_floors, date_boost, fuse, link_boost
+from memclaw.recall.ranking import RankInput, RankSettings, rank
+from memclaw.recall.search import rank_settings
 
 K = 40
 N_CAND = max(50, K * 3)
 DATE_ONLY_MAX_DAYS = 31
 TODAY = FusionParams(method="weighted", bm25_weight=0.7, vector_weight=1.0, min_similarity=0.15, min_bm25=0.0)
+PRODUCT = rank_settings(RecallConfig())
 
 
 def unit_sims(q: Query, sig: Signals, n: int = N_CAND * 2, signal: str = "max") -> list[tuple[str, float]]:
@@ -75,8 +79,17 @@ def vector_raw(q: Query, signal: str = "max") -> Ranked:
     return finish(q, fuse([], vec, FusionParams(method="weighted", bm25_weight=0.0)), links=False)
 
 
+def product(q: Query, s: RankSettings = PRODUCT, sig: Signals | None = None, signal: str = "max") -> Ranked:
+    """memclaw's own ranking stage (memclaw.recall.ranking.rank) on the dumped signals."""
+    sig = sig or q.sig
+    inp = RankInput(bm25_hits(sig), unit_sims(q, sig, signal=signal), q.corpus.units, q.corpus.links if s.link_weight
+                    else {}, q.ranges, q.corpus.dated_in, q.now)  # fmt: skip
+    return [(f.id, tuple(inp.links.get(f.id, ()))) for f in rank(inp, s, k=K, n_cand=N_CAND)]
+
+
 RULES: dict[str, Callable[[Query], Ranked]] = {
     "hybrid": today,
+    "product": product,
     "bm25-raw": bm25_raw,
     "vector-raw": vector_raw,
     "vector-head": lambda q: vector_raw(q, "head"),
@@ -153,7 +166,11 @@ def general(
         narrow = [r for r in q.ranges if r.days <= DATE_ONLY_MAX_DAYS]
         extra = q.corpus.dated_in(narrow, N_CAND) if narrow else []
         stamps = {i: q.corpus.units[i].ts for i in [*(f.id for f in fused), *extra]}
-        fused = date_boost(fused, stamps, q.ranges, weight=date_weight, extra=extra)
+        if date == "abs":  # a share of the fusion's full scale, not of the best score found
+            top = max((f.score for f in fused), default=0.0) or 1.0
+            fused = date_boost(fused, stamps, q.ranges, weight=date_weight * (wb + wv) / top, extra=extra)
+        else:
+            fused = date_boost(fused, stamps, q.ranges, weight=date_weight, extra=extra)
     if link_weight > 0 and q.corpus.links:
         fused = link_boost(fused, q.corpus.links, weight=link_weight)
     if keep:
@@ -199,3 +216,46 @@ RULES.update(
         "date0": lambda q: general(q, date="none"),
     }
 )
+
+
+def conf_weights(wb0: float = 0.7, wv0: float = 1.0, ab: float = 0.0, av: float = 0.0, feat_b: str = "bound",
+                 feat_v: str = "gap"):  # fmt: skip
+    """Per-query weights from each signal's own scores: wb0 * conf_b ** ab, wv0 * conf_v ** av."""
+
+    def adapt(q: Query, bm: list, vec: list) -> tuple[float, float]:
+        cb = cv = 1.0
+        if bm:
+            s = [x[1] for x in bm]
+            if feat_b == "bound":
+                cb = s[0] / q.sig.bm25_max if q.sig.bm25_max > 0 else 1.0
+            elif feat_b == "match":
+                cb = q.sig.bm25[0][2] / max(1, q.sig.n_terms)
+            elif feat_b == "gap":
+                cb = (s[0] - float(np.median(s))) / s[0]
+        if vec:
+            c = [x[1] for x in vec]
+            if feat_v == "gap":
+                cv = max(1e-6, c[0] - float(np.median(c)))
+            elif feat_v == "best":
+                cv = c[0]
+            elif feat_v == "gap5":
+                cv = max(1e-6, c[0] - c[min(4, len(c) - 1)])
+        return wb0 * cb**ab, wv0 * cv**av
+
+    return adapt
+
+
+def _reg(name: str, **kw) -> None:
+    RULES[name] = lambda q: general(q, **kw)
+
+
+for _ab in (0.5, 1.0):
+    _reg(f"ab{_ab}", adapt=conf_weights(ab=_ab))
+    _reg(f"ab{_ab}-match", adapt=conf_weights(ab=_ab, feat_b="match"))
+for _av in (0.5, 1.0):
+    _reg(f"av{_av}", adapt=conf_weights(wv0=1.0 / 0.3**_av, av=_av))
+    _reg(f"av{_av}-gap5", adapt=conf_weights(wv0=1.0 / 0.09**_av, av=_av, feat_v="gap5"))
+
+for _w in (0.3, 0.5, 0.8):
+    _reg(f"abs{_w}", date="abs", date_weight=_w)
+    _reg(f"abs{_w}-strip", date="abs", date_weight=_w, bm25_nodate=True)

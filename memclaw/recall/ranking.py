@@ -1,0 +1,141 @@
+"""The ranking stage of recall (pure): one query's signal lists in, its ranked hits out.
+
+BM25 and vector candidates are floored per signal, fused, lifted by the date ranges the query names and by the
+session links, optionally by recency; then one hit per text (and only the kind asked for), and last the placement
+that keeps what one signal alone ranks r-th within the first `keep_factor * r` (memclaw.recall.keep). The recall
+pipeline (memclaw.recall.search) and the fusion lab (benchmarks/fusion_lab.py) both rank through `rank`, so the lab
+replays the product.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from memclaw.recall.dates import DateRange
+from memclaw.recall.fusion import Fused, FusionParams, apply_floors, date_boost, fuse, link_boost, recency_boost
+from memclaw.recall.keep import keep_signal_ranks
+
+
+class RankUnit(Protocol):
+    """What ranking reads of a unit (memclaw.markdown.units.MemoryUnit is one)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def timestamp(self) -> datetime | None: ...
+    @property
+    def text(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class RankSettings:
+    fusion: FusionParams = field(default_factory=FusionParams)
+    date_weight: float = 0.5
+    """A query naming a date range lifts the units stamped inside it by this share of the best score (0: off)."""
+    date_only_max_days: int = 31
+    """A named range up to this long also brings in units stamped inside it that no signal found."""
+    link_weight: float = 0.5
+    """A unit lifts the units it links to by this share of its score (0: no links)."""
+    recency_half_life_days: float | None = None
+    recency_weight: float = 0.3
+    keep_factor: int = 0
+    """> 0: what a signal ranks r-th stays within the first keep_factor * r (itself or a unit covering it)."""
+
+
+@dataclass
+class RankInput:
+    """One query's evidence. `bm25` and `vector`: (unit id, score) best first, before the floors; `dated_in(ranges,
+    n)`: up to n ids of units stamped inside the ranges, newest first."""
+
+    bm25: Sequence[tuple[str, float]]
+    vector: Sequence[tuple[str, float]]
+    units: Mapping[str, RankUnit]
+    links: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    ranges: Sequence[DateRange] = ()
+    dated_in: Callable[[Sequence[DateRange], int], list[str]] | None = None
+    now: datetime | None = None
+
+
+def rank(inp: RankInput, s: RankSettings, *, k: int, n_cand: int, kind: str | None = None) -> list[Fused]:
+    """The top k hits of one query (see the module docstring). `kind` keeps only units of that kind; `n_cand`
+    caps the units a date range brings in on its own."""
+    units = inp.units
+    bm25, vector = apply_floors(inp.bm25, inp.vector, s.fusion)
+    fused = fuse(bm25, vector, s.fusion)
+    if inp.ranges and s.date_weight > 0:
+        narrow = [r for r in inp.ranges if r.days <= s.date_only_max_days]
+        extra = inp.dated_in(narrow, n_cand) if narrow and inp.dated_in is not None else []
+        extra = [i for i in extra if not kind or units[i].kind == kind]
+        stamps = {i: units[i].timestamp for i in [*(f.id for f in fused), *extra]}
+        fused = date_boost(fused, stamps, inp.ranges, weight=s.date_weight, extra=extra)
+    if s.link_weight > 0 and inp.links:
+        fused = link_boost(fused, inp.links, weight=s.link_weight)
+    if s.recency_half_life_days:
+        now = inp.now or datetime.now()
+        fused = recency_boost(
+            fused,
+            {f.id: units[f.id].timestamp for f in fused},
+            {f.id: units[f.id].kind for f in fused},
+            now=now,
+            half_life_days=s.recency_half_life_days,
+            weight=s.recency_weight,
+        )
+    distinct = _Distinct(units, kind)
+    if not s.keep_factor:
+        return distinct.first(fused, k)
+    lists = [distinct.ids((i for i, _s in sig), k // s.keep_factor) for sig in (bm25, vector)]
+    order = distinct.first(fused, k)
+    rep = {distinct.key(f.id): f.id for f in order}
+    pos = {f.id: j for j, f in enumerate(fused)}
+    for i in sorted({i for lst in lists for i in lst}, key=pos.__getitem__):  # buried signal units, fused order
+        rep.setdefault(distinct.key(i), i)
+    by_id = {f.id: f for f in fused}
+    ranked = list(dict.fromkeys([*(f.id for f in order), *rep.values()]))
+    signals = [[rep[distinct.key(i)] for i in lst] for lst in lists]
+    kept = keep_signal_ranks(ranked, signals, factor=s.keep_factor, limit=k, covered_by=inp.links)
+    return [by_id[i] for i in kept]
+
+
+class _Distinct:
+    """One hit per text (the first in rank order), of the kind asked for; texts compared case- and space-blind."""
+
+    def __init__(self, units: Mapping[str, RankUnit], kind: str | None) -> None:
+        self.units = units
+        self.kind = kind
+        self._keys: dict[str, str] = {}
+
+    def key(self, uid: str) -> str:
+        k = self._keys.get(uid)
+        if k is None:
+            k = self._keys[uid] = " ".join(self.units[uid].text.lower().split())
+        return k
+
+    def _wanted(self, uid: str) -> bool:
+        return self.kind is None or self.units[uid].kind == self.kind
+
+    def ids(self, ids, n: int) -> list[str]:
+        """The first n ids of distinct texts."""
+        out: list[str] = []
+        seen: set[str] = set()
+        for i in ids:
+            if len(out) >= n:
+                break
+            if self._wanted(i) and (key := self.key(i)) not in seen:
+                seen.add(key)
+                out.append(i)
+        return out
+
+    def first(self, fused: Sequence[Fused], n: int) -> list[Fused]:
+        """The first n hits of distinct texts."""
+        out: list[Fused] = []
+        seen: set[str] = set()
+        for f in fused:
+            if len(out) >= n:
+                break
+            if self._wanted(f.id) and (key := self.key(f.id)) not in seen:
+                seen.add(key)
+                out.append(f)
+        return out
