@@ -171,7 +171,8 @@ def table(results: dict[str, dict[str, dict]], keys: Sequence[str], by: str | No
     """One row per rule: each key as `A / B`; `by` adds a block per group (question type or category)."""
     lines = ["| rule | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
     for name, res in results.items():
-        cells = [f"{res['A'].get(k, 0):.3f} / {res['B'].get(k, 0):.3f}" for k in keys]
+        cells = [f"{res.get('A', {}).get(k, 0):.3f} / {res.get('B', {}).get(k, 0):.3f} ({res['all'].get(k, 0):.3f})"
+                 for k in keys]  # fmt: skip
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     if by:
         groups = sorted({g for res in results.values() for g in res["all"][by]})
@@ -181,8 +182,8 @@ def table(results: dict[str, dict[str, dict]], keys: Sequence[str], by: str | No
             for name, res in results.items():
                 cells = []
                 for k in keys:
-                    a, b = (res[h][by].get(g, {}).get(k, 0) for h in "AB")
-                    cells.append(f"{a:.3f} / {b:.3f}")
+                    a, b, c = (res[h][by].get(g, {}).get(k, 0) for h in ("A", "B", "all"))
+                    cells.append(f"{a:.3f} / {b:.3f} ({c:.3f})")
                 lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines
 
@@ -199,7 +200,7 @@ def main() -> None:
     ap.add_argument("--check-rule", default="product", help="the rule --check replays (default: memclaw's own)")
     a = ap.parse_args()
     for name in a.sets.split(","):
-        dataset = "lme" if name == "lme" else "locomo"
+        dataset = "lme" if name.startswith("lme") else "locomo"
         qs = load(a.dumps / f"{name}.json.gz", dataset)
         if a.check:
             bad = [q.qid for q in qs if [i for i, _ in R.RULES[a.check_rule](q)] != q.real]

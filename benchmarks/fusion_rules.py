@@ -79,17 +79,19 @@ def vector_raw(q: Query, signal: str = "max") -> Ranked:
     return finish(q, fuse([], vec, FusionParams(method="weighted", bm25_weight=0.0)), links=False)
 
 
-def product(q: Query, s: RankSettings = PRODUCT, sig: Signals | None = None, signal: str = "max") -> Ranked:
-    """memclaw's own ranking stage (memclaw.recall.ranking.rank) on the dumped signals."""
-    sig = sig or q.sig
-    inp = RankInput(bm25_hits(sig), unit_sims(q, sig, signal=signal), q.corpus.units, q.corpus.links if s.link_weight
-                    else {}, q.ranges, q.corpus.dated_in, q.now)  # fmt: skip
-    return [(f.id, tuple(inp.links.get(f.id, ()))) for f in rank(inp, s, k=K, n_cand=N_CAND)]
+def product(q: Query, s: RankSettings = PRODUCT, *, strip: bool = True, signal: str = "max") -> Ranked:
+    """memclaw's own ranking stage (memclaw.recall.ranking.rank) on the dumped signals; `strip`: BM25 on the query
+    without its date words, as recall does."""
+    bm = bm25_hits(q.nodate) if (strip and q.nodate) else [] if (strip and q.ranges) else bm25_hits(q.sig)
+    links = q.corpus.links if s.link_weight else {}
+    inp = RankInput(bm, unit_sims(q, q.sig, signal=signal), q.corpus.units, links, q.ranges, q.corpus.dated_in, q.now)
+    return [(f.id, tuple(links.get(f.id, ()))) for f in rank(inp, s, k=K, n_cand=N_CAND)]
 
 
 RULES: dict[str, Callable[[Query], Ranked]] = {
     "hybrid": today,
     "product": product,
+    "product-nostrip": lambda q: product(q, strip=False),
     "bm25-raw": bm25_raw,
     "vector-raw": vector_raw,
     "vector-head": lambda q: vector_raw(q, "head"),
@@ -120,6 +122,19 @@ def _norm(vals: list[float], how: str) -> tuple[list[float], float]:
         med = np.median(a)
         mad = np.median(np.abs(a - med)) or (a[0] - med) or 1.0
         return list((a - med) / mad), 1.0
+    if how.startswith("lam"):  # (s - lam * median) / (best - lam * median): lam 0 is "best", 1 is "med"
+        lam = float(how[3:])
+        ref = lam * float(np.median(a))
+        span = (a[0] - ref) or 1.0
+        return list((a - ref) / span), 1.0
+    if how == "floor":  # (c - floor) / (best - floor): the vector's range above its relevance floor
+        lo = TODAY.min_similarity
+        span = (a[0] - lo) or 1.0
+        return list((a - lo) / span), 1.0
+    if how == "med":
+        med = float(np.median(a))
+        span = (a[0] - med) or 1.0
+        return list((a - med) / span), 1.0
     if how == "minmax":
         lo = a[-1]
         span = (a[0] - lo) or 1.0
@@ -138,6 +153,8 @@ def general(
     clip: bool = True,
     keep: int = 0,
     keep_cover: bool = True,
+    keep_limit: int = K,
+    date_scale: float = 1.6,
     date: str = "today",
     date_weight: float = 0.5,
     link_weight: float = 0.5,
@@ -166,9 +183,10 @@ def general(
         narrow = [r for r in q.ranges if r.days <= DATE_ONLY_MAX_DAYS]
         extra = q.corpus.dated_in(narrow, N_CAND) if narrow else []
         stamps = {i: q.corpus.units[i].ts for i in [*(f.id for f in fused), *extra]}
-        if date == "abs":  # a share of the fusion's full scale, not of the best score found
+        if date in ("abs", "base"):  # a share of the fusion's full scale, not of the best score found
             top = max((f.score for f in fused), default=0.0) or 1.0
-            fused = date_boost(fused, stamps, q.ranges, weight=date_weight * (wb + wv) / top, extra=extra)
+            scale = (wb + wv) if date == "abs" else date_scale
+            fused = date_boost(fused, stamps, q.ranges, weight=date_weight * scale / top, extra=extra)
         else:
             fused = date_boost(fused, stamps, q.ranges, weight=date_weight, extra=extra)
     if link_weight > 0 and q.corpus.links:
@@ -185,8 +203,9 @@ def general(
         lists = [list(dict.fromkeys(rep[units[i].key] for i, _s in sig)) for sig in (bm, vec)]
         by = {f.id: f for f in dedup}
         cov = q.corpus.links if (keep_cover and link_weight > 0) else None
-        order = keep_signal_ranks([f.id for f in dedup], lists, factor=keep, limit=K, covered_by=cov)
-        fused = [by[i] for i in order]
+        order = keep_signal_ranks([f.id for f in dedup], lists, factor=keep, limit=keep_limit, covered_by=cov)
+        placed = set(order)
+        fused = [by[i] for i in order] + [f for f in dedup if f.id not in placed]
     return finish(q, fused, links=link_weight > 0)
 
 
@@ -226,8 +245,9 @@ def conf_weights(wb0: float = 0.7, wv0: float = 1.0, ab: float = 0.0, av: float 
         cb = cv = 1.0
         if bm:
             s = [x[1] for x in bm]
+            bound = (q.nodate if (q.ranges and q.nodate) else q.sig).bm25_max
             if feat_b == "bound":
-                cb = s[0] / q.sig.bm25_max if q.sig.bm25_max > 0 else 1.0
+                cb = s[0] / bound if bound > 0 else 1.0
             elif feat_b == "match":
                 cb = q.sig.bm25[0][2] / max(1, q.sig.n_terms)
             elif feat_b == "gap":
@@ -236,6 +256,8 @@ def conf_weights(wb0: float = 0.7, wv0: float = 1.0, ab: float = 0.0, av: float 
             c = [x[1] for x in vec]
             if feat_v == "gap":
                 cv = max(1e-6, c[0] - float(np.median(c)))
+            elif feat_v == "gap50":
+                cv = max(1e-6, c[0] - float(np.median(c[:50])))
             elif feat_v == "best":
                 cv = c[0]
             elif feat_v == "gap5":
@@ -259,3 +281,143 @@ for _av in (0.5, 1.0):
 for _w in (0.3, 0.5, 0.8):
     _reg(f"abs{_w}", date="abs", date_weight=_w)
     _reg(f"abs{_w}-strip", date="abs", date_weight=_w, bm25_nodate=True)
+
+
+def adaptive_family(wb0=0.7, ab=0.0, fb="bound", wv0=1.0, av=0.0, fv="gap", nv="raw", dw=0.5, ds="best", keep=0,
+                    strip=True):  # fmt: skip
+    ref = {"gap": 0.3, "gap5": 0.09, "best": 0.6}[fv]
+    adapt = conf_weights(wb0=wb0, wv0=wv0 / ref**av, ab=ab, av=av, feat_b=fb, feat_v=fv)
+    date = "abs" if ds == "full" else "today"
+    return lambda q: general(q, adapt=adapt, nv=nv, date=date, date_weight=dw, keep=keep, bm25_nodate=strip)
+
+
+RULES["t-minmax"] = adaptive_family(nv="minmax")
+RULES["t-minmax-best"] = adaptive_family(nv="minmax", av=1.0, fv="best")
+
+
+def norm_family(nb="best", nv="raw", wb=0.7, wv=1.0, dw=0.5, ds="best", keep=0, strip=True, clip=True, lw=0.5):
+    date = "abs" if ds == "full" else "today"
+    return lambda q: general(q, nb=nb, nv=nv, wb=wb, wv=wv, date=date, date_weight=dw, keep=keep,
+                             bm25_nodate=strip, clip=clip, link_weight=lw)  # fmt: skip
+
+
+for _nb, _nv in (("z", "z"), ("best", "z"), ("minmax", "z"), ("z", "minmax"), ("minmax", "minmax"), ("med", "raw"),
+                 ("med", "minmax"), ("med", "med"), ("best", "med"), ("minmax", "med")):
+    for _wb in (0.5, 0.7, 1.0):
+        RULES[f"n-{_nb}-{_nv}-{_wb}"] = norm_family(nb=_nb, nv=_nv, wb=_wb)
+
+
+FAMILIES = {
+    "norm": (
+        norm_family,
+        {
+            "nb": ["best", "minmax", "z"],
+            "nv": ["raw", "minmax", "z"],
+            "wb": [0.4, 0.5, 0.6, 0.7, 0.85, 1.0],
+            "lw": [0.4, 0.5, 0.6, 0.75],
+            "dw": [0.3, 0.5, 0.8],
+            "ds": ["best", "full"],
+            "keep": [0, 2, 3],
+        },
+        {"nb": "minmax", "nv": "minmax"},
+    ),
+    "adaptive": (
+        adaptive_family,
+        {
+            "ab": [0.0, 0.25, 0.5, 1.0],
+            "av": [0.0, 0.5, 1.0],
+            "wb0": [0.4, 0.55, 0.7, 0.85, 1.0],
+            "fv": ["gap", "gap5", "best"],
+            "fb": ["bound", "match"],
+            "nv": ["raw", "minmax"],
+        },
+        {},
+    ),
+}
+
+
+def blend_family(lam=0.0, nv="raw", wb=0.7, av=0.0, fv="best", dw=0.5, ds="best", keep=0, lw=0.5, strip=True):
+    ref = {"gap": 0.3, "gap5": 0.09, "best": 0.6}[fv]
+    adapt = conf_weights(wb0=wb, wv0=1.0 / ref**av, av=av, feat_v=fv) if av else None
+    date = "abs" if ds == "full" else "today"
+    return lambda q: general(q, nb=f"lam{lam}", nv=nv, wb=wb, wv=1.0, adapt=adapt, date=date, date_weight=dw,
+                             keep=keep, bm25_nodate=strip, link_weight=lw)  # fmt: skip
+
+
+FAMILIES["blend"] = (
+    blend_family,
+    {
+        "lam": [0.0, 0.25, 0.5, 0.75, 1.0],
+        "nv": ["raw", "minmax"],
+        "wb": [0.4, 0.5, 0.6, 0.7, 0.85, 1.0],
+        "av": [0.0, 0.5, 1.0],
+        "fv": ["best", "gap"],
+        "lw": [0.4, 0.5, 0.6, 0.75],
+        "dw": [0.3, 0.5, 0.8],
+        "ds": ["best", "full"],
+    },
+    {},
+)
+for _dw in (0.3, 0.5):
+    for _ds in ("best", "full"):
+        for _lw in (0.5, 0.6):
+            for _wb in (0.6, 0.7):
+                RULES[f"mm-{_wb}-{_dw}-{_ds}-{_lw}"] = blend_family(nv="minmax", wb=_wb, dw=_dw, ds=_ds, lw=_lw)
+
+
+def conf_family(wb=0.6, ab=0.0, fb="bound", av=0.0, fv="best", dw=0.5, ds="full", lw=0.5, keep=0, nv="minmax",
+                keep_limit=K):  # fmt: skip
+    ref = {"gap": 0.3, "gap50": 0.3, "gap5": 0.09, "best": 0.6}[fv]
+    refb = {"bound": 0.4, "gap": 0.8, "match": 0.67}[fb]
+    adapt = conf_weights(wb0=wb / refb**ab, wv0=1.0 / ref**av, ab=ab, av=av, feat_b=fb, feat_v=fv)
+    date = {"full": "abs", "base": "base"}.get(ds, "today")
+    return lambda q: general(q, nv=nv, adapt=adapt, date=date, date_weight=dw, keep=keep, bm25_nodate=True,
+                             link_weight=lw, keep_limit=keep_limit)  # fmt: skip
+
+
+for _ab in (0.0, 0.25, 0.5):
+    for _fb in ("bound", "gap"):
+        for _av in (0.0, 0.25, 0.5):
+            for _fv in ("best", "gap"):
+                if (_ab == 0 and _fb == "gap") or (_av == 0 and _fv == "gap"):
+                    continue
+                RULES[f"cf-{_ab}{_fb}-{_av}{_fv}"] = conf_family(ab=_ab, fb=_fb, av=_av, fv=_fv)
+for _keep in (2, 3, 4):
+    RULES[f"cand-keep{_keep}"] = conf_family(ab=0.25, fb="bound", av=0.25, fv="gap", keep=_keep)
+RULES["cand"] = conf_family(ab=0.25, fb="bound", av=0.25, fv="gap")
+for _lim in (4, 6, 10, 20):
+    RULES[f"cand-keep2-{_lim}"] = conf_family(ab=0.25, fb="bound", av=0.25, fv="gap", keep=2, keep_limit=_lim)
+    RULES[f"cand-keep2own-{_lim}"] = lambda q, _lim=_lim: general(
+        q, nv="minmax", adapt=conf_weights(wb0=0.6 / 0.4**0.25, wv0=1 / 0.3**0.25, ab=0.25, av=0.25, feat_v="gap"),
+        date="abs", date_weight=0.5, keep=2, keep_cover=False, bm25_nodate=True, keep_limit=_lim)
+for _av in (0.5, 1.0):
+    for _dw in (0.5, 0.7):
+        for _ds in ("base", "full"):
+            RULES[f"cb-{_av}-{_dw}-{_ds}"] = conf_family(ab=0.25, av=_av, fv="best", dw=_dw, ds=_ds)
+            RULES[f"cb-{_av}-{_dw}-{_ds}-k3"] = conf_family(ab=0.25, av=_av, fv="best", dw=_dw, ds=_ds, keep=3)
+RULES["cand-floor"] = conf_family(ab=0.25, av=0.25, fv="gap", nv="floor")
+RULES["cand-floor50"] = conf_family(ab=0.25, av=0.25, fv="gap50", nv="floor")
+RULES["cand-floor50-k3"] = conf_family(ab=0.25, av=0.25, fv="gap50", nv="floor", keep=3)
+RULES["cand-50"] = conf_family(ab=0.25, av=0.25, fv="gap50")
+for _wb in (0.5, 0.6, 0.7):
+    for _ab, _av in ((0.0, 0.0), (0.25, 0.25), (0.5, 0.5), (0.0, 0.25), (0.25, 0.0)):
+        for _dw in (0.3, 0.5):
+            RULES[f"fl-{_wb}-{_ab}-{_av}-{_dw}"] = conf_family(wb=_wb, ab=_ab, av=_av, fv="gap50", nv="floor", dw=_dw,
+                                                               keep=3)  # fmt: skip
+
+
+def floor_family(wb=0.6, ab=0.25, av=0.25, dw=0.5, keep=3):
+    return conf_family(wb=wb, ab=ab, av=av, fv="gap50", nv="floor", dw=dw, keep=keep)
+
+
+FAMILIES["floor"] = (
+    floor_family,
+    {
+        "wb": [0.5, 0.6, 0.7, 0.85],
+        "ab": [0.0, 0.25, 0.5],
+        "av": [0.0, 0.25, 0.5],
+        "dw": [0.3, 0.5, 0.8],
+        "keep": [0, 3],
+    },
+    {},
+)
