@@ -79,19 +79,26 @@ def vector_raw(q: Query, signal: str = "max") -> Ranked:
     return finish(q, fuse([], vec, FusionParams(method="weighted", bm25_weight=0.0)), links=False)
 
 
-def product(q: Query, s: RankSettings = PRODUCT, *, strip: bool = True, signal: str = "max") -> Ranked:
-    """memclaw's own ranking stage (memclaw.recall.ranking.rank) on the dumped signals; `strip`: BM25 on the query
-    without its date words, as recall does."""
-    bm = bm25_hits(q.nodate) if (strip and q.nodate) else [] if (strip and q.ranges) else bm25_hits(q.sig)
+def product(q: Query, s: RankSettings | None = None, *, strip: bool = True, signal: str = "max") -> Ranked:
+    """memclaw's own ranking stage (memclaw.recall.ranking.rank, the default recall settings unless `s`) on the
+    dumped signals; `strip`: BM25 on the query without its date words, as recall does."""
+    s = s or PRODUCT
+    sig = q.nodate if (strip and q.nodate) else q.sig
+    bm = [] if (strip and q.ranges and not q.nodate) else bm25_hits(sig)
     links = q.corpus.links if s.link_weight else {}
-    inp = RankInput(bm, unit_sims(q, q.sig, signal=signal), q.corpus.units, links, q.ranges, q.corpus.dated_in, q.now)
+    inp = RankInput(bm, unit_sims(q, q.sig, signal=signal), q.corpus.units, links, q.ranges, q.corpus.dated_in,
+                    q.now, sig.bm25_max if bm else 0.0)  # fmt: skip
     return [(f.id, tuple(links.get(f.id, ()))) for f in rank(inp, s, k=K, n_cand=N_CAND)]
+
+
+PREVIOUS = rank_settings(RecallConfig(fusion="weighted", bm25_weight=0.7, keep_factor=0))
 
 
 RULES: dict[str, Callable[[Query], Ranked]] = {
     "hybrid": today,
     "product": product,
-    "product-nostrip": lambda q: product(q, strip=False),
+    "product-nostrip": lambda q: product(q, PREVIOUS, strip=False),
+    "previous-strip": lambda q: product(q, PREVIOUS),
     "bm25-raw": bm25_raw,
     "vector-raw": vector_raw,
     "vector-head": lambda q: vector_raw(q, "head"),
@@ -301,8 +308,18 @@ def norm_family(nb="best", nv="raw", wb=0.7, wv=1.0, dw=0.5, ds="best", keep=0, 
                              bm25_nodate=strip, clip=clip, link_weight=lw)  # fmt: skip
 
 
-for _nb, _nv in (("z", "z"), ("best", "z"), ("minmax", "z"), ("z", "minmax"), ("minmax", "minmax"), ("med", "raw"),
-                 ("med", "minmax"), ("med", "med"), ("best", "med"), ("minmax", "med")):
+for _nb, _nv in (
+    ("z", "z"),
+    ("best", "z"),
+    ("minmax", "z"),
+    ("z", "minmax"),
+    ("minmax", "minmax"),
+    ("med", "raw"),
+    ("med", "minmax"),
+    ("med", "med"),
+    ("best", "med"),
+    ("minmax", "med"),
+):
     for _wb in (0.5, 0.7, 1.0):
         RULES[f"n-{_nb}-{_nv}-{_wb}"] = norm_family(nb=_nb, nv=_nv, wb=_wb)
 
@@ -388,8 +405,16 @@ RULES["cand"] = conf_family(ab=0.25, fb="bound", av=0.25, fv="gap")
 for _lim in (4, 6, 10, 20):
     RULES[f"cand-keep2-{_lim}"] = conf_family(ab=0.25, fb="bound", av=0.25, fv="gap", keep=2, keep_limit=_lim)
     RULES[f"cand-keep2own-{_lim}"] = lambda q, _lim=_lim: general(
-        q, nv="minmax", adapt=conf_weights(wb0=0.6 / 0.4**0.25, wv0=1 / 0.3**0.25, ab=0.25, av=0.25, feat_v="gap"),
-        date="abs", date_weight=0.5, keep=2, keep_cover=False, bm25_nodate=True, keep_limit=_lim)
+        q,
+        nv="minmax",
+        adapt=conf_weights(wb0=0.6 / 0.4**0.25, wv0=1 / 0.3**0.25, ab=0.25, av=0.25, feat_v="gap"),
+        date="abs",
+        date_weight=0.5,
+        keep=2,
+        keep_cover=False,
+        bm25_nodate=True,
+        keep_limit=_lim,
+    )
 for _av in (0.5, 1.0):
     for _dw in (0.5, 0.7):
         for _ds in ("base", "full"):
@@ -421,3 +446,25 @@ FAMILIES["floor"] = (
     },
     {},
 )
+RULES["final-full"] = conf_family(wb=0.6, ab=0.25, av=0.25, fv="gap50", nv="floor", dw=0.5, keep=3)
+RULES["final-base"] = conf_family(wb=0.6, ab=0.25, av=0.25, fv="gap50", nv="floor", dw=0.5, keep=3, ds="base")
+RULES["final-base-k0"] = conf_family(wb=0.6, ab=0.25, av=0.25, fv="gap50", nv="floor", dw=0.5, ds="base")
+
+
+def _settings(**kw) -> RankSettings:
+    return rank_settings(RecallConfig(**kw))
+
+
+for _name, _kw in {
+    "adopted-keep0": {"keep_factor": 0},
+    "adopted-keep2": {"keep_factor": 2},
+    "adopted-keep4": {"keep_factor": 4},
+    "adopted-conf0": {"bm25_confidence": 0.0, "vector_confidence": 0.0},
+    "adopted-conf0.5": {"bm25_confidence": 0.5, "vector_confidence": 0.5},
+    "adopted-bm25w0.7": {"bm25_weight": 0.7},
+    "adopted-date0.3": {"date_weight": 0.3},
+    "adopted-date0.8": {"date_weight": 0.8},
+    "adopted-nodate": {"date_weight": 0.0},
+}.items():
+    RULES[_name] = lambda q, _s=_settings(**_kw): product(q, _s)
+RULES["adopted-nostrip"] = lambda q: product(q, strip=False)

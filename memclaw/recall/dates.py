@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
@@ -235,3 +236,11 @@ def find_date_ranges(query: str, now: datetime) -> list[DateRange]:
             taken.append((m.start(), m.end()))
             found.append((m.start(), DateRange(start, end, m.group(0))))
     return [r for _, r in sorted(found, key=lambda x: x[0])]
+
+
+def without_dates(query: str, ranges: Sequence[DateRange]) -> str:
+    """The query without the words that named its date ranges ("what did I do last week" -> "what did I do"): they
+    say when, not what, so they are no topic words (BM25 would match "week" or "2026" anywhere)."""
+    for r in ranges:
+        query = query.replace(r.text, " ", 1)
+    return " ".join(query.split())

@@ -16,21 +16,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 
-def deadlines(signals: Sequence[Sequence[str]], *, factor: int, limit: int) -> dict[str, int]:
+def deadlines(signals: Sequence[Sequence[str | None]], *, factor: int, limit: int) -> dict[str, int]:
     """unit id -> the last position (1-based) by which it must be placed: `factor * r` for its best rank r over the
-    signals, only where that is within `limit`."""
+    signals, only where that is within `limit`. A None in a signal list is a rank with no deadline."""
     due: dict[str, int] = {}
     for ranked in signals:
         for r, uid in enumerate(ranked[: limit // factor], 1):
             d = factor * r
-            if d < due.get(uid, limit + 1):
+            if uid is not None and d < due.get(uid, limit + 1):
                 due[uid] = d
     return due
 
 
 def keep_signal_ranks(
     order: Sequence[str],
-    signals: Sequence[Sequence[str]],
+    signals: Sequence[Sequence[str | None]],
     *,
     factor: int = 2,
     limit: int | None = None,
@@ -39,7 +39,7 @@ def keep_signal_ranks(
     """`order` (the fused ranking, best first, ids unique) placed so that every unit a signal list ranks r-th is
     met within the first `factor * r` positions of the first `limit` (default: all): placed there itself, or one of
     its `covered_by` units is. Needs `factor >= len(signals)`. Ids a signal ranks that `order` lacks are placed as
-    needed. Returns the first `limit` ids."""
+    needed; a None in a signal list holds its rank without a deadline. Returns the first `limit` ids."""
     if factor < len(signals):
         raise ValueError(f"factor {factor} cannot keep {len(signals)} signals' ranks (it needs >= {len(signals)})")
     n = len(order) if limit is None else limit

@@ -12,10 +12,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Literal, Protocol
 
 from memclaw.recall.dates import DateRange
-from memclaw.recall.fusion import Fused, FusionParams, apply_floors, date_boost, fuse, link_boost, recency_boost
+from memclaw.recall.fusion import (
+    Fused,
+    FusionParams,
+    apply_floors,
+    date_boost,
+    fuse,
+    fusion_scale,
+    link_boost,
+    recency_boost,
+)
 from memclaw.recall.keep import keep_signal_ranks
 
 
@@ -35,6 +44,9 @@ class RankSettings:
     fusion: FusionParams = field(default_factory=FusionParams)
     date_weight: float = 0.5
     """A query naming a date range lifts the units stamped inside it by this share of the best score (0: off)."""
+    date_scale: Literal["best", "full"] = "best"
+    """The date lift is a share of the best fused score (`best`) or of the fusion's full scale (`full`: a named date
+    outweighs a weak match of the words, not a strong one)."""
     date_only_max_days: int = 31
     """A named range up to this long also brings in units stamped inside it that no signal found."""
     link_weight: float = 0.5
@@ -57,6 +69,8 @@ class RankInput:
     ranges: Sequence[DateRange] = ()
     dated_in: Callable[[Sequence[DateRange], int], list[str]] | None = None
     now: datetime | None = None
+    bm25_bound: float = 0.0
+    """The query's BM25 upper bound (a unit matching every query term with saturated term frequency)."""
 
 
 def rank(inp: RankInput, s: RankSettings, *, k: int, n_cand: int, kind: str | None = None) -> list[Fused]:
@@ -64,13 +78,14 @@ def rank(inp: RankInput, s: RankSettings, *, k: int, n_cand: int, kind: str | No
     caps the units a date range brings in on its own."""
     units = inp.units
     bm25, vector = apply_floors(inp.bm25, inp.vector, s.fusion)
-    fused = fuse(bm25, vector, s.fusion)
+    fused = fuse(bm25, vector, s.fusion, bm25_bound=inp.bm25_bound)
     if inp.ranges and s.date_weight > 0:
         narrow = [r for r in inp.ranges if r.days <= s.date_only_max_days]
         extra = inp.dated_in(narrow, n_cand) if narrow and inp.dated_in is not None else []
         extra = [i for i in extra if not kind or units[i].kind == kind]
         stamps = {i: units[i].timestamp for i in [*(f.id for f in fused), *extra]}
-        fused = date_boost(fused, stamps, inp.ranges, weight=s.date_weight, extra=extra)
+        scale = fusion_scale(s.fusion) if s.date_scale == "full" else None
+        fused = date_boost(fused, stamps, inp.ranges, weight=s.date_weight, extra=extra, scale=scale)
     if s.link_weight > 0 and inp.links:
         fused = link_boost(fused, inp.links, weight=s.link_weight)
     if s.recency_half_life_days:
@@ -90,13 +105,24 @@ def rank(inp: RankInput, s: RankSettings, *, k: int, n_cand: int, kind: str | No
     order = distinct.first(fused, k)
     rep = {distinct.key(f.id): f.id for f in order}
     pos = {f.id: j for j, f in enumerate(fused)}
-    for i in sorted({i for lst in lists for i in lst}, key=pos.__getitem__):  # buried signal units, fused order
+    due = {i for lst in lists for i in lst}
+    covers = {c for i in due for c in inp.links.get(i, ()) if c in pos and distinct.wanted(c)}
+    for i in sorted(due | covers, key=pos.__getitem__):  # buried signal units and what covers them, fused order
         rep.setdefault(distinct.key(i), i)
     by_id = {f.id: f for f in fused}
-    ranked = list(dict.fromkeys([*(f.id for f in order), *rep.values()]))
-    signals = [[rep[distinct.key(i)] for i in lst] for lst in lists]
+    ranked = list(dict.fromkeys([*(f.id for f in order), *sorted(rep.values(), key=pos.__getitem__)]))
+    outside = _outside(inp, units) if s.date_weight > 0 else (lambda _i: False)
+    signals = [[None if outside(i) else rep[distinct.key(i)] for i in lst] for lst in lists]
     kept = keep_signal_ranks(ranked, signals, factor=s.keep_factor, limit=k, covered_by=inp.links)
     return [by_id[i] for i in kept]
+
+
+def _outside(inp: RankInput, units: Mapping[str, RankUnit]) -> Callable[[str], bool]:
+    """When the query names dates: is the unit stamped outside them? A named date outranks what one signal found
+    outside it (such a unit holds its signal rank with no place of its own; the guarantee holds inside)."""
+    if not inp.ranges:
+        return lambda _i: False
+    return lambda i: not any((ts := units[i].timestamp) is not None and ts in r for r in inp.ranges)
 
 
 class _Distinct:
@@ -113,7 +139,7 @@ class _Distinct:
             k = self._keys[uid] = " ".join(self.units[uid].text.lower().split())
         return k
 
-    def _wanted(self, uid: str) -> bool:
+    def wanted(self, uid: str) -> bool:
         return self.kind is None or self.units[uid].kind == self.kind
 
     def ids(self, ids, n: int) -> list[str]:
@@ -123,7 +149,7 @@ class _Distinct:
         for i in ids:
             if len(out) >= n:
                 break
-            if self._wanted(i) and (key := self.key(i)) not in seen:
+            if self.wanted(i) and (key := self.key(i)) not in seen:
                 seen.add(key)
                 out.append(i)
         return out
@@ -135,7 +161,7 @@ class _Distinct:
         for f in fused:
             if len(out) >= n:
                 break
-            if self._wanted(f.id) and (key := self.key(f.id)) not in seen:
+            if self.wanted(f.id) and (key := self.key(f.id)) not in seen:
                 seen.add(key)
                 out.append(f)
         return out

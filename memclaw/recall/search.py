@@ -21,7 +21,7 @@ from memclaw.errors import (
 )
 from memclaw.index.identity import what_broke
 from memclaw.index.passages import is_head, is_long, unit_of
-from memclaw.recall.dates import find_date_ranges
+from memclaw.recall.dates import find_date_ranges, without_dates
 from memclaw.recall.fusion import FusionParams
 from memclaw.recall.ranking import RankInput, RankSettings, rank
 from memclaw.recall.results import RecallHit, RecallResult, Signal
@@ -51,14 +51,18 @@ def rank_settings(rc: RecallConfig) -> RankSettings:
         vector_weight=rc.vector_weight,
         min_similarity=rc.min_similarity,
         min_bm25=rc.min_bm25,
+        bm25_confidence=rc.bm25_confidence,
+        vector_confidence=rc.vector_confidence,
     )
     return RankSettings(
         fusion=fusion,
         date_weight=rc.date_weight,
+        date_scale="full" if rc.fusion == "adaptive" else "best",
         date_only_max_days=DATE_ONLY_MAX_DAYS,
         link_weight=rc.link_weight if rc.link_sessions else 0.0,
         recency_half_life_days=rc.recency_half_life_days,
         recency_weight=RECENCY_WEIGHT,
+        keep_factor=rc.keep_factor,
     )
 
 
@@ -122,12 +126,15 @@ class Recall:
             return result
         n_cand = max(rc.candidates, k * 3)
         bm25_hits: list[tuple[str, float]] = []
+        bm25_bound = 0.0
         vec_hits: list[tuple[str, float]] = []
+        ranges = find_date_ranges(query, now or datetime.now()) if rc.date_weight > 0 else []
         if mode in ("hybrid", "bm25"):
             t = time.perf_counter()
-            tokens = self.tokenizer.tokenize(query)
+            tokens = self.tokenizer.tokenize(without_dates(query, ranges))  # the words of a date are no topic
             with self.scopes.lock:
                 bm25_hits = list(sc.lexical.search(tokens, n_cand)) if tokens else []
+                bm25_bound = sc.lexical.max_score(tokens) if tokens else 0.0
             result.timings_ms["bm25"] = (time.perf_counter() - t) * 1000
         if mode in ("hybrid", "vector"):
             from memclaw.embedding.load import encode_query
@@ -160,10 +167,9 @@ class Recall:
         result.scope_size = sum(u.kind == kind for u in units.values()) if kind else len(units)
         bm25_hits = [(i, s) for i, s in bm25_hits if i in units]
         vec_hits = [(i, s) for i, s in vec_hits if i in units]  # ignore vectors orphaned by a crash
-        ranges = find_date_ranges(query, now or datetime.now()) if rc.date_weight > 0 else []
         result.date_ranges = ranges
         links = sc.state.links if rc.link_sessions else {}
-        inp = RankInput(bm25_hits, vec_hits, units, links, ranges, sc.dated_in, now)
+        inp = RankInput(bm25_hits, vec_hits, units, links, ranges, sc.dated_in, now, bm25_bound)
         for f in rank(inp, rank_settings(rc), k=k, n_cand=n_cand, kind=kind):
             result.hits.append(
                 RecallHit(
