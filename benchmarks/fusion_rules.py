@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from fusion_lab import Query, Ranked, Signals
 
@@ -91,7 +92,7 @@ def product(q: Query, s: RankSettings | None = None, *, strip: bool = True, sign
     return [(f.id, tuple(links.get(f.id, ()))) for f in rank(inp, s, k=K, n_cand=N_CAND)]
 
 
-PREVIOUS = rank_settings(RecallConfig(fusion="weighted", bm25_weight=0.7, keep_factor=0))
+PREVIOUS = rank_settings(RecallConfig(fusion="weighted", bm25_weight=0.7, keep_factor=0, date_after=0.0))
 
 
 RULES: dict[str, Callable[[Query], Ranked]] = {
@@ -468,3 +469,7 @@ for _name, _kw in {
 }.items():
     RULES[_name] = lambda q, _s=_settings(**_kw): product(q, _s)
 RULES["adopted-nostrip"] = lambda q: product(q, strip=False)
+
+for _a in (0.0, 0.25, 0.5, 0.75):
+    RULES[f"adopted-after{_a}"] = lambda q, _s=replace(PRODUCT, date_after=_a): product(q, _s)
+RULES["adopted-after1.0"] = lambda q, _s=replace(PRODUCT, date_after=1.0): product(q, _s)

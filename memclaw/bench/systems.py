@@ -96,7 +96,7 @@ SYSTEMS: dict[str, SystemSpec] = {
             "memclaw",
             "the previous default's fusion: BM25 / its best * 0.7 + cosine, dates lifted by half the best score, no "
             "signal-rank placement (date words are out of BM25 here too)",
-            {"fusion": "weighted", "bm25_weight": 0.7, "keep_factor": 0},
+            {"fusion": "weighted", "bm25_weight": 0.7, "keep_factor": 0, "date_after": 0.0},
         ),
         SystemSpec(
             "hybrid-nokeep", "memclaw", "default without the signal-rank placement (keep_factor 0)", {"keep_factor": 0}

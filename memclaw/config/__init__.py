@@ -127,6 +127,9 @@ class RecallConfig(_Section):
     """A query naming a date range ("in August 2023", "last week") lifts memories stamped inside it by this share
     of the fusion's full scale (bm25_weight + vector_weight; of the best score with `weighted` or `rrf`), and the
     words that named the date are no BM25 topic words; 0 turns date handling off."""
+    date_after: float = Field(0.5, ge=0, le=1)
+    """Memories stamped just after a named range (within its length, at most a week: "last week I was in Lisbon",
+    said once it was over) gain this share of the date lift."""
 
     @field_validator("keep_factor")
     @classmethod

@@ -33,7 +33,7 @@ def bm25_confidence(scores: Sequence[float], bound: float) -> float:
     """How much of the query BM25's best hit matches, relative to a typical query (1.0 without hits or bound)."""
     if not scores or bound <= 0:
         return 1.0
-    return max(scores[0] / bound, 1e-6) / BM25_TYPICAL
+    return min(max(scores[0] / bound, 1e-6), 1.0) / BM25_TYPICAL  # (the bound bounds: a ratio above 1 is rounding)
 
 
 def vector_confidence(sims: Sequence[float]) -> float:

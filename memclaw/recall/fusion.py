@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 from memclaw.recall.confidence import signal_weights
@@ -162,12 +162,16 @@ def date_boost(
     weight: float,
     extra: Sequence[str] = (),
     scale: float | None = None,
+    after: float = 0.0,
+    after_days: int = 7,
 ) -> list[Fused]:
     """The query names a date range ("in August 2023", "last week"): units stamped inside it gain `weight` times
     `scale` (the fusion's full scale, see fusion_scale), or times the best fused score when no scale is given.
     `extra` are in-range units with no signal of their own (a query such as "what did I do last week" matches
     little by words); they enter with the date gain alone, which their provenance shows, so they rank below every
-    in-range unit that also matches the query."""
+    in-range unit that also matches the query. `after`: units stamped just after a range (within its own length,
+    at most `after_days`: what was said about it once it was over, "last week I was in Lisbon") gain that share of
+    the gain."""
     if weight <= 0 or not ranges:
         return hits
     by_id = {h.id: h for h in hits}
@@ -177,10 +181,20 @@ def date_boost(
     gain = weight * top
     for h in by_id.values():
         ts = timestamps.get(h.id)
-        if ts is not None and any(ts in r for r in ranges):
+        if ts is None:
+            continue
+        if any(ts in r for r in ranges):
             h.score += gain
             h.boosts["date"] = gain
+        elif after > 0 and any(_just_after(ts, r, after_days) for r in ranges):
+            h.score += after * gain
+            h.boosts["date"] = after * gain
     return sorted(by_id.values(), key=lambda h: -h.score)  # stable: ties keep fused order, extras newest first
+
+
+def _just_after(ts: datetime, r: DateRange, days: int) -> bool:
+    t = ts.replace(tzinfo=None)
+    return r.end <= t < r.end + min(r.end - r.start, timedelta(days=days))
 
 
 def link_boost(hits: list[Fused], links: Mapping[str, Sequence[str]], *, weight: float) -> list[Fused]:

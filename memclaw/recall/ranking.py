@@ -47,6 +47,8 @@ class RankSettings:
     date_scale: Literal["best", "full"] = "best"
     """The date lift is a share of the best fused score (`best`) or of the fusion's full scale (`full`: a named date
     outweighs a weak match of the words, not a strong one)."""
+    date_after: float = 0.0
+    """Units stamped just after a named range (within its length, at most a week) gain this share of the date lift."""
     date_only_max_days: int = 31
     """A named range up to this long also brings in units stamped inside it that no signal found."""
     link_weight: float = 0.5
@@ -85,7 +87,9 @@ def rank(inp: RankInput, s: RankSettings, *, k: int, n_cand: int, kind: str | No
         extra = [i for i in extra if not kind or units[i].kind == kind]
         stamps = {i: units[i].timestamp for i in [*(f.id for f in fused), *extra]}
         scale = fusion_scale(s.fusion) if s.date_scale == "full" else None
-        fused = date_boost(fused, stamps, inp.ranges, weight=s.date_weight, extra=extra, scale=scale)
+        fused = date_boost(
+            fused, stamps, inp.ranges, weight=s.date_weight, extra=extra, scale=scale, after=s.date_after
+        )
     if s.link_weight > 0 and inp.links:
         fused = link_boost(fused, inp.links, weight=s.link_weight)
     if s.recency_half_life_days:

@@ -58,6 +58,7 @@ def rank_settings(rc: RecallConfig) -> RankSettings:
         fusion=fusion,
         date_weight=rc.date_weight,
         date_scale="full" if rc.fusion == "adaptive" else "best",
+        date_after=rc.date_after,
         date_only_max_days=DATE_ONLY_MAX_DAYS,
         link_weight=rc.link_weight if rc.link_sessions else 0.0,
         recency_half_life_days=rc.recency_half_life_days,
