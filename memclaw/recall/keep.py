@@ -13,6 +13,7 @@ meet its own.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 
 
@@ -52,19 +53,36 @@ def keep_signal_ranks(
         for c in (covered_by or {}).get(u, ()):
             if c != u:
                 meets.setdefault(c, []).append(u)
+    if _already_kept(rest[:n], due, meets):
+        return rest[:n]  # the usual case: fusion buried nothing
     out: list[str] = []
     pending = dict(due)
+    ds = sorted(due.values())  # the pending deadlines, kept sorted
     while rest and len(out) < n:
         pos = len(out) + 1
-        tight = _first_tight(sorted(pending.values()), pos)
+        tight = _first_tight(ds, pos) if ds else None
         pick = 0
         if tight is not None:
             pick = next(i for i, u in enumerate(rest) if _meets_by(meets, pending, u, tight))
         u = rest.pop(pick)
         out.append(u)
         for j in meets.get(u, ()):
-            pending.pop(j, None)
+            d = pending.pop(j, None)
+            if d is not None:
+                del ds[bisect.bisect_left(ds, d)]
     return out
+
+
+def _already_kept(head: Sequence[str], due: Mapping[str, int], meets: Mapping[str, Sequence[str]]) -> bool:
+    """Every deadline is met by the first units as they are."""
+    met: set[str] = set()
+    for pos, u in enumerate(head, 1):
+        for j in meets.get(u, ()):
+            if j not in met:
+                if due[j] < pos:
+                    return False
+                met.add(j)
+    return len(met) == len(due)
 
 
 def _meets_by(meets: Mapping[str, Sequence[str]], pending: Mapping[str, int], u: str, t: int) -> bool:
