@@ -1,5 +1,5 @@
-"""What fusion may not bury (pure): a unit that one signal alone ranks r-th stays within the hybrid's first 2r,
-itself or a unit that covers it.
+"""What fusion may not bury (pure): a unit that one signal alone ranks r-th stays within the hybrid's first
+`factor * r` (recall.keep_factor: 3 by default, 2 at the least with two signals), itself or a unit that covers it.
 
 Fusion reorders; this final placement only makes sure it never hides what one signal found. Each unit a signal
 ranks gets a deadline, `factor * r` for its best rank r over the signals. The deadline is met when the unit, or a

@@ -105,6 +105,21 @@ def rank(inp: RankInput, s: RankSettings, *, k: int, n_cand: int, kind: str | No
     distinct = _Distinct(units, kind)
     if not s.keep_factor:
         return distinct.first(fused, k)
+    return _placed(fused, bm25, vector, inp, s, distinct, k)
+
+
+def _placed(
+    fused: Sequence[Fused],
+    bm25: Sequence[tuple[str, float]],
+    vector: Sequence[tuple[str, float]],
+    inp: RankInput,
+    s: RankSettings,
+    distinct: _Distinct,
+    k: int,
+) -> list[Fused]:
+    """The first k distinct hits, placed so that what a signal alone ranks r-th is within the first keep_factor * r
+    (memclaw.recall.keep), each signal's list counted as recall would show it alone (one unit per text, the kind
+    asked for). A signal's unit and its fused hit of the same text are one memory."""
     lists = [distinct.ids((i for i, _s in sig), k // s.keep_factor) for sig in (bm25, vector)]
     order = distinct.first(fused, k)
     rep = {distinct.key(f.id): f.id for f in order}
@@ -115,7 +130,7 @@ def rank(inp: RankInput, s: RankSettings, *, k: int, n_cand: int, kind: str | No
         rep.setdefault(distinct.key(i), i)
     by_id = {f.id: f for f in fused}
     ranked = list(dict.fromkeys([*(f.id for f in order), *sorted(rep.values(), key=pos.__getitem__)]))
-    outside = _outside(inp, units) if s.date_weight > 0 else (lambda _i: False)
+    outside = _outside(inp, inp.units) if s.date_weight > 0 else (lambda _i: False)
     signals = [[None if outside(i) else rep[distinct.key(i)] for i in lst] for lst in lists]
     kept = keep_signal_ranks(ranked, signals, factor=s.keep_factor, limit=k, covered_by=inp.links)
     return [by_id[i] for i in kept]
