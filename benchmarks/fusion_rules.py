@@ -473,3 +473,7 @@ RULES["adopted-nostrip"] = lambda q: product(q, strip=False)
 for _a in (0.0, 0.25, 0.5, 0.75):
     RULES[f"adopted-after{_a}"] = lambda q, _s=replace(PRODUCT, date_after=_a): product(q, _s)
 RULES["adopted-after1.0"] = lambda q, _s=replace(PRODUCT, date_after=1.0): product(q, _s)
+for _r in (0.3, 0.4, 0.5, 0.6):
+    RULES[f"adopted-span{_r}"] = lambda q, _s=replace(PRODUCT, fusion=replace(PRODUCT.fusion, vector_span_from=_r)): (
+        product(q, _s)
+    )

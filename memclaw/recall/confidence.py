@@ -5,7 +5,8 @@ than the preference was stated), and raw cosines, packed between ~0.15 and ~0.6,
 whatever the vector saw. Adaptive fusion reads each signal's own scores for this query instead:
 
 - each signal is put on its own scale: BM25 relative to its best hit (`s / s1`), the cosine relative to its range
-  above the relevance floor (`(c - floor) / (c1 - floor)`), so both run from 0 to 1 and each signal's order counts;
+  above the relevance floor (`(c - floor) / (c1 - floor)`, with c1 at least `VECTOR_SPAN_FROM`: a best cosine of
+  0.2 is a weak match, not a full one), so both run from 0 to 1 and each signal's order counts;
 - each signal is weighted by what its scores say about this query: BM25 by how much of the query its best hit
   matches (`s1 / bound`, where the bound is the score of a unit matching every query term with saturated term
   frequency: a best hit that matched one common word of a long query knows little), the vector by how far its best
@@ -25,6 +26,10 @@ BM25_TYPICAL = 0.4
 """A typical best-BM25-to-bound ratio (the median on the development sets: 0.35 LoCoMo, 0.40 LongMemEval)."""
 VECTOR_TYPICAL = 0.3
 """A typical gap between the best cosine and the median of the first GAP_UNITS (LoCoMo 0.30, LongMemEval 0.29)."""
+VECTOR_SPAN_FROM = 0.3
+"""The cosine's scale runs up to the best cosine or this, whichever is higher (no development query's best is lower
+where it matters: the figures are the same with 0; it keeps a meaningless vector signal, a test embedder or an
+unrelated store, from outvoting an exact word match)."""
 GAP_UNITS = 50
 """The vector's gap is measured on its first units only, so it does not depend on how many were asked for."""
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
 
-from memclaw.recall.confidence import signal_weights
+from memclaw.recall.confidence import VECTOR_SPAN_FROM, signal_weights
 from memclaw.recall.dates import DateRange
 
 FusionMethod = Literal["rrf", "weighted", "adaptive"]
@@ -31,6 +31,8 @@ class FusionParams:
     bm25_confidence: float = 0.25
     vector_confidence: float = 0.25
     """adaptive: the powers of each signal's confidence for this query in its weight (memclaw.recall.confidence)."""
+    vector_span_from: float = VECTOR_SPAN_FROM
+    """adaptive: the cosine's scale runs from the floor up to the best cosine, or up to this if the best is lower."""
 
 
 @dataclass
@@ -106,7 +108,7 @@ def _adaptive(
         bound=bound,
     )
     top = bm25[0] if bm25 else 0.0
-    span = (vector[0] - p.min_similarity) if vector else 0.0
+    span = (max(vector[0], p.vector_span_from) - p.min_similarity) if vector else 0.0
     for h in hits.values():
         b = h.bm25_score / top if top > 0 and h.bm25_score is not None else 0.0
         if h.vector_similarity is None:

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from memclaw.recall.confidence import (
     BM25_TYPICAL,
     GAP_UNITS,
+    VECTOR_SPAN_FROM,
     VECTOR_TYPICAL,
     bm25_confidence,
     signal_weights,
@@ -87,3 +88,15 @@ def test_adaptive_scores_are_finite_ordered_and_follow_each_signal(bm, vec, boun
     by = {h.id: h.score for h in out}
     for lst in (bm25, vector):  # units found by one signal only keep that signal's order
         assert [by[i] for i, _ in lst] == sorted((by[i] for i, _ in lst), reverse=True)
+
+
+def test_a_weak_best_cosine_is_not_scaled_up_to_a_full_match():
+    """With a meaningless vector signal (best cosine 0.24, barely above the floor) the exact word match wins."""
+    bm25 = [("solaris", 1.2)]  # "where do I work" -> "I work at Solaris Energy": half the query's bound
+    vector = [("shelf", 0.24), ("a", 0.20), ("b", 0.19), ("c", 0.18), ("solaris", 0.16)]
+    out = fuse(bm25, vector, ADAPTIVE, bm25_bound=2.4)
+    assert out[0].id == "solaris"
+    scale = (0.24 - 0.15) / (VECTOR_SPAN_FROM - 0.15)
+    wb, wv = signal_weights([1.2], [s for _i, s in vector], bm25_weight=0.6, vector_weight=1.0, bm25_power=0.25,
+                            vector_power=0.25, bound=2.4)  # fmt: skip
+    assert next(h for h in out if h.id == "shelf").score == pytest.approx(wv * scale)
