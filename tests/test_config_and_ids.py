@@ -131,6 +131,15 @@ def test_a_good_or_empty_chroma_url_loads(memclaw_home, monkeypatch):
     assert load_config().memory.chroma_url is None
 
 
+def test_a_keep_factor_of_one_is_a_config_error_naming_its_fix(memclaw_home, monkeypatch):
+    monkeypatch.setenv("MEMCLAW_RECALL__KEEP_FACTOR", "1")
+    with pytest.raises(ConfigError, match="MEMCLAW_RECALL__KEEP_FACTOR.*0 \\(off\\) or at least 2"):
+        load_config()
+    for ok in ("0", "2", "3"):
+        monkeypatch.setenv("MEMCLAW_RECALL__KEEP_FACTOR", ok)
+        assert load_config().recall.keep_factor == int(ok)
+
+
 # ----- environment variable names (issue 19.12) -----------------------------------------------------------------
 @pytest.mark.parametrize(
     ("name", "needles"),

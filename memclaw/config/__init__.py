@@ -98,11 +98,21 @@ class MemoryConfig(_Section):
 class RecallConfig(_Section):
     k: int = Field(8, ge=1, le=200)
     mode: Literal["hybrid", "bm25", "vector"] = "hybrid"
-    fusion: Literal["rrf", "weighted"] = "weighted"
-    """weighted: bm25_weight * normalised BM25 + vector_weight * cosine; rrf: reciprocal-rank fusion."""
+    fusion: Literal["adaptive", "weighted", "rrf"] = "adaptive"
+    """adaptive: each signal on its own scale for the query, weighted by how much it knows about it (its
+    confidence to the power bm25_confidence / vector_confidence); weighted: bm25_weight * BM25 / its best +
+    vector_weight * cosine; rrf: reciprocal-rank fusion."""
     rrf_k: int = Field(60, ge=1)
-    bm25_weight: float = Field(0.7, ge=0)
+    bm25_weight: float = Field(0.6, ge=0)
     vector_weight: float = Field(1.0, ge=0)
+    bm25_confidence: float = Field(0.25, ge=0, le=4)
+    """adaptive: how much BM25's weight follows how much of the query its best hit matches (0: not at all)."""
+    vector_confidence: float = Field(0.25, ge=0, le=4)
+    """adaptive: how much the vector's weight follows how far its best cosine stands out (0: not at all)."""
+    keep_factor: int = Field(3, ge=0, le=10)
+    """A unit that BM25 or the vector alone ranks in its top k is kept within the first keep_factor * k hits
+    (itself or the history entry that covers it); 0 turns the guarantee off, else at least 2."""
+
     candidates: int = Field(50, ge=1, le=2000)
     vector_signal: Literal["max", "passages", "head"] = "max"
     """A long unit's vector similarity: its best vector (`max`: passages and head), its best passage
@@ -119,7 +129,18 @@ class RecallConfig(_Section):
     link_weight: float = Field(0.5, ge=0)
     date_weight: float = Field(0.5, ge=0)
     """A query naming a date range ("in August 2023", "last week") lifts memories stamped inside it by this share
-    of the best score; 0 turns date handling off."""
+    of the fusion's full scale (bm25_weight + vector_weight; of the best score with `weighted` or `rrf`), and the
+    words that named the date are no BM25 topic words; 0 turns date handling off."""
+    date_after: float = Field(0.5, ge=0, le=1)
+    """Memories stamped just after a named range (within its length, at most a week: "last week I was in Lisbon",
+    said once it was over) gain this share of the date lift."""
+
+    @field_validator("keep_factor")
+    @classmethod
+    def _two_signals_need_two(cls, v: int) -> int:
+        if v == 1:
+            raise ValueError("must be 0 (off) or at least 2: two signals' top k cannot both fit in the first k")
+        return v
 
 
 class AgentConfig(_Section):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
@@ -239,3 +240,11 @@ def find_date_spans(text: str, now: datetime) -> list[tuple[int, int, bool, Date
                 continue  # an impossible date is ignored, not repaired
             found.append((m.start(), m.end(), kind in _RELATIVE, DateRange(start, end, m.group(0))))
     return sorted(found, key=lambda x: x[0])
+
+
+def without_dates(query: str, ranges: Sequence[DateRange]) -> str:
+    """The query without the words that named its date ranges ("what did I do last week" -> "what did I do"): they
+    say when, not what, so they are no topic words (BM25 would match "week" or "2026" anywhere)."""
+    for r in ranges:
+        query = query.replace(r.text, " ", 1)
+    return " ".join(query.split())
