@@ -4,20 +4,29 @@ Importing litellm alone takes ~7 s here, so starting a fresh interpreter for eac
 test's time budget. Instead this script starts once (imports, loads the real bundled model via
 memclaw.embedding.load.load_embedder), prints READY, then serves commands on stdin:
 
-    RUN <workspace> <seed> <run>   fork a worker that runs `workload`; prints "PID <pid>", then, once the worker
-                                   is gone (killed by the test with SIGKILL, or finished), "DONE <pid> <status>"
+    RUN <workspace> <seed> <run> [resume]   fork a worker that runs `workload` (`resume`: only finishes what
+                                   killed workers left); prints "PID <pid>", then, once the worker is gone (killed
+                                   by the test with SIGKILL, or finished), "DONE <pid> <status>"
     QUIT                           exit
 
 The worker (`workload`) writes memory exactly like the agent does: a real Consolidator with a real LLMClient
 (litellm over real HTTP) against a tests/llm_server.ScriptedLLMServer it starts itself, whose reply is the
 consolidation JSON (history entry + add/update/delete fact ops) queued right before each consolidation; and, now and
-then, a direct MemoryService.add_fact (what the `memory_save` tool and `memclaw memory add` call). Every write also
-syncs the index (Chroma + BM25), so a kill lands anywhere in: LLM call, Markdown write, embedding, Chroma upsert or
-delete, BM25/state save, session pointer and trim.
+then, a direct MemoryService.add_fact (what the `remember` tool and `memclaw memory add` call). Each consolidation
+reads a session of its own (`cli/crash-<tag>`: "remember this (<tag>)" and the reply "Noted (<tag>)."), whose turns
+it archives. Every write also syncs the index (Chroma + BM25), so a kill lands anywhere in: LLM call, answers kept
+in the session, archive append, Markdown write, embedding, Chroma upsert or delete, BM25/state save, session pointer
+and trim.
+
+A worker first finishes what an earlier, killed one left (as the agent does at a session's next consolidation):
+every session still holding unconsolidated turns is consolidated again, with the reply its plan had (a JSON file
+written, atomically, before the session: `<workspace>/../plans/<tag>.json`), which the consolidator only asks for
+when the killed attempt had not kept the model's answers yet. `RUN ... resume` does only that, then exits.
 
 Protocol on stdout, one JSON object per line, flushed:
-    BEGIN {"scope", "add": [text], "update": [[old, new]], "delete": [text], "history": text|null}  before a write
+    BEGIN {"scope", "tag", "add": [text], "update": [[old, new]], "delete": [text], "history": text|null}  before
     ACK   {the same}                                                           after the memclaw call has returned
+("tag" is null for a direct add_fact, which is never resumed.)
 """
 
 from __future__ import annotations
@@ -55,12 +64,21 @@ WARM_IMPORTS = [
     "memclaw.agent.consolidate",
     "memclaw.llm.client",
     "memclaw.service.facade",
+    "memclaw.service.learned",
+    "memclaw.agent.conversation",
     "memclaw.agent.sessions",
     "memclaw.store.chroma",
     "memclaw.store.clients",
     "memclaw.index.bm25",
     "tests.llm_server",
 ]
+
+
+def bare_fact(text: str) -> str:
+    """A fact's text without the learned-mark memclaw ends it with (the worker's own texts end in none)."""
+    from memclaw.service.learned import bare_fact as bare
+
+    return bare(text)
 
 
 def fact_text(rng: random.Random, tag: str) -> str:
@@ -74,12 +92,24 @@ def history_text(rng: random.Random, tag: str) -> str:
     return f"Talked with {rng.choice(NAMES)} about a trip to {rng.choice(PLACES)} and the {rng.choice(THINGS)} ({tag})."
 
 
+def user_text(tag: str) -> str:
+    return f"remember this ({tag})"
+
+
+def reply_text(tag: str) -> str:
+    return f"Noted ({tag})."
+
+
+def plans_dir(root: Path) -> Path:
+    return root.parent / "plans"
+
+
 def emit(kind: str, payload: dict[str, Any]) -> None:
     sys.stdout.write(f"{kind} {json.dumps(payload, ensure_ascii=False)}\n")
     sys.stdout.flush()
 
 
-async def _workload(root: Path, seed: int, run: int) -> None:
+async def _workload(root: Path, seed: int, run: int, resume_only: bool = False) -> None:
     from pydantic import SecretStr
 
     from memclaw.agent.consolidate import Consolidator
@@ -88,6 +118,7 @@ async def _workload(root: Path, seed: int, run: int) -> None:
     from memclaw.llm.client import LLMClient
     from memclaw.markdown.units import sender_scope
     from memclaw.service.facade import MemoryService
+    from memclaw.util.files import replace_atomically
     from memclaw.workspace import Workspace
     from tests.llm_server import ScriptedLLMServer
 
@@ -103,6 +134,28 @@ async def _workload(root: Path, seed: int, run: int) -> None:
     memory = MemoryService(ws, cfg, embedder=load_embedder(cfg.embeddings))
     sessions = SessionStore(ws.sessions_dir)
     consolidator = Consolidator(cfg, LLMClient(cfg, backoff_base_s=0.01, max_backoff_s=0.02), memory, sessions)
+
+    # What a killed worker left: each session with turns not yet in memory, consolidated again (its plan's reply is
+    # asked for only if the killed attempt had not kept the model's answers).
+    for channel, chat_id in sessions.list():
+        session = sessions.load(channel, chat_id)
+        plan_file = plans_dir(root) / f"{chat_id.removeprefix('crash-')}.json"
+        if not session.unconsolidated or not plan_file.exists():
+            continue
+        plan = json.loads(plan_file.read_text("utf-8"))
+        server.clear()
+        server.reply(plan["reply"])
+        emit("BEGIN", plan["payload"])
+        report = await consolidator.consolidate(session, everything=True)
+        if not report.ok:
+            emit("FAIL", {"error": report.error})
+            return
+        emit("ACK", plan["payload"])
+    server.clear()
+    if resume_only:
+        emit("END", {})
+        return
+
     rng = random.Random(seed)
     outsider = sender_scope(OUTSIDER_ID)
     for step in range(MAX_STEPS):
@@ -110,14 +163,14 @@ async def _workload(root: Path, seed: int, run: int) -> None:
         scope = OWNER if rng.random() < 0.75 else outsider
         if rng.random() < 0.2:  # a direct save, as the memory tool does
             text = fact_text(rng, tag)
-            payload = {"scope": scope, "add": [text], "update": [], "delete": [], "history": None}
+            payload = {"scope": scope, "tag": None, "add": [text], "update": [], "delete": [], "history": None}
             emit("BEGIN", payload)
             await asyncio.to_thread(memory.add_fact, text, scope=scope, section=rng.choice(SECTIONS))
             emit("ACK", payload)
             continue
         facts = await asyncio.to_thread(memory.facts, scope)
         ops: list[dict[str, Any]] = []
-        payload = {"scope": scope, "add": [], "update": [], "delete": [], "history": history_text(rng, tag)}
+        payload = {"scope": scope, "tag": tag, "add": [], "update": [], "delete": [], "history": history_text(rng, tag)}
         for k in range(rng.choice([0, 1, 1, 2])):
             text = fact_text(rng, f"{tag}a{k}")
             ops.append({"op": "add", "text": text, "section": rng.choice(SECTIONS)})
@@ -127,18 +180,21 @@ async def _workload(root: Path, seed: int, run: int) -> None:
             if rng.random() < 0.5:
                 new = fact_text(rng, f"{tag}u{k}")
                 ops.append({"op": "update", "id": f.id, "text": new})
-                payload["update"].append([f.text, new])
+                payload["update"].append([bare_fact(f.text), new])
             else:
                 ops.append({"op": "delete", "id": f.id})
-                payload["delete"].append(f.text)
-        server.reply(json.dumps({"history_entry": payload["history"], "facts": ops}))
+                payload["delete"].append(bare_fact(f.text))
+        reply = json.dumps({"history_entry": payload["history"], "facts": ops})
+        plan = json.dumps({"reply": reply, "payload": payload}, ensure_ascii=False).encode("utf-8")
+        replace_atomically(plans_dir(root) / f"{tag}.json", plan)  # before the session: a resumed one has its plan
+        server.reply(reply)
         session = sessions.load("cli", f"crash-{tag}")
         sender = None if scope == OWNER else OUTSIDER_ID
         await asyncio.to_thread(
             sessions.append,
             session,
-            {"role": "user", "content": f"remember this ({tag})", "scope": scope, "sender_name": sender},
-            {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": user_text(tag), "scope": scope, "sender_name": sender},
+            {"role": "assistant", "content": reply_text(tag)},
         )
         emit("BEGIN", payload)
         report = await consolidator.consolidate(session, everything=True)
@@ -149,8 +205,8 @@ async def _workload(root: Path, seed: int, run: int) -> None:
     emit("END", {})
 
 
-def workload(root: Path, seed: int, run: int) -> None:
-    asyncio.run(_workload(root, seed, run))
+def workload(root: Path, seed: int, run: int, resume_only: bool = False) -> None:
+    asyncio.run(_workload(root, seed, run, resume_only))
 
 
 def serve() -> None:
@@ -177,13 +233,14 @@ def serve() -> None:
             print(f"ERROR unknown command {cmd[0]!r}", flush=True)
             continue
         root, seed, run = Path(cmd[1]), int(cmd[2]), int(cmd[3])
+        resume_only = cmd[4:] == ["resume"]
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
             code = 0
             try:
-                workload(root, seed, run)
+                workload(root, seed, run, resume_only)
             except BaseException as e:  # report, never fall back into the server loop
                 emit("FAIL", {"error": f"{type(e).__name__}: {e}"})
                 code = 1

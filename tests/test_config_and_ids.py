@@ -131,6 +131,15 @@ def test_a_good_or_empty_chroma_url_loads(memclaw_home, monkeypatch):
     assert load_config().memory.chroma_url is None
 
 
+def test_a_keep_factor_of_one_is_a_config_error_naming_its_fix(memclaw_home, monkeypatch):
+    monkeypatch.setenv("MEMCLAW_RECALL__KEEP_FACTOR", "1")
+    with pytest.raises(ConfigError, match="MEMCLAW_RECALL__KEEP_FACTOR.*0 \\(off\\) or at least 2"):
+        load_config()
+    for ok in ("0", "2", "3"):
+        monkeypatch.setenv("MEMCLAW_RECALL__KEEP_FACTOR", ok)
+        assert load_config().recall.keep_factor == int(ok)
+
+
 # ----- environment variable names (issue 19.12) -----------------------------------------------------------------
 @pytest.mark.parametrize(
     ("name", "needles"),
@@ -164,13 +173,13 @@ def test_surrounding_whitespace_is_dropped_once(cli, ws, memclaw_home):
     """`--sender " owner"` used to say "invalid scope 'people/owner'"."""
     r = cli("memory", "list", "--sender", " owner", "--json")
     assert r.code == 0 and {u["scope"] for u in json.loads(r.out)} == {"owner"}
-    assert cli("memory", "add", "I collect stamps", "--sender", " discord:6666 ").code == 0
+    assert cli("memory", "add", "I collect stamps", "--sender", " discord:6666 ", "--date", "2026-11-26").code == 0
     for args in (
         ["memory", "list", "--sender", "discord:6666", "--json"],
         ["memory", "list", "--sender", "\tdiscord:6666", "--json"],
     ):
         r = cli(*args)
-        assert r.code == 0 and [u["text"] for u in json.loads(r.out)] == ["I collect stamps"]
+        assert r.code == 0 and [u["text"] for u in json.loads(r.out)] == ["I collect stamps (2026-11-26)"]
     for sender, channel in (("discord: 6666", "cli"), (" 6666", "discord")):
         r = cli("context", "stamps", "--sender", sender, "--channel", channel, "--json")
         assert r.code == 0 and json.loads(r.out)["scope"] == "people/discord:6666", r.err

@@ -1,6 +1,12 @@
-"""The memory commands a chat offers, `/recall <query>` and `/forget <id>...`, in one place: the agent loop answers
-them when typed, the Discord gateway when used as slash commands. Owner only: an outsider never sees nor changes
-the owner's memories. Blocking (recall and forget touch the index): run in a worker thread."""
+"""The memory commands a chat offers, `/recall <query>`, `/forget <id>...` and `/incognito`, in one place: the agent
+loop answers them when typed, the Discord gateway when used as slash commands. Owner only: an outsider never sees
+nor changes the owner's memories, nor turns off what is remembered of a conversation. Blocking (recall and forget
+touch the index, incognito the session file): run in a worker thread.
+
+`/incognito` makes the rest of the session private: every message from then on is marked in the session file
+(memclaw.agent.sessions.INCOGNITO), the `remember` tool is withdrawn, and consolidation neither sends those
+messages to the model nor archives them: the next trim drops them. `/new` ends it (what came before `/incognito` is
+consolidated as usual)."""
 
 from __future__ import annotations
 
@@ -12,15 +18,23 @@ from memclaw.context.views import forgot_text
 from memclaw.errors import MemclawError
 
 if TYPE_CHECKING:
+    from memclaw.agent.sessions import SessionStore
     from memclaw.recall.results import RecallResult
     from memclaw.service.facade import MemoryService
 
 MEMORY_COMMANDS = ("/recall", "/forget")
+INCOGNITO_COMMAND = "/incognito"
 USAGE = {
     "/recall": "/recall <query>",
     "/forget": "/forget <id> [<id>...] (ids from /recall; a conversation of the archive by its id c..., a whole day "
     "of it as YYYY-MM-DD)",
 }
+INCOGNITO_ON = (
+    "Incognito: nothing said from now on in this conversation is saved to long-term memory or the archive "
+    "(it stays only until the conversation is trimmed). /new ends it."
+)
+INCOGNITO_ALREADY = "Incognito is already on for this conversation; /new ends it."
+INCOGNITO_REFUSED = "Sorry, only the owner can make a conversation incognito."
 
 
 @dataclass
@@ -68,3 +82,20 @@ def memory_command(
     except MemclawError as e:
         return CommandOutcome(f"Recall failed: {e}", ok=False)
     return CommandOutcome(recall_text(result, markdown=markdown, limit=limit), recall=result)
+
+
+def incognito_command(sessions: SessionStore, channel: str, chat_id: str, *, is_owner: bool) -> CommandOutcome:
+    """`/incognito`: the rest of this chat's session is neither consolidated nor archived (see the module
+    docstring). Recorded durably in the session before the reply says so. Owner only."""
+    from memclaw.agent.sessions import INCOGNITO
+
+    if not is_owner:
+        return CommandOutcome(INCOGNITO_REFUSED, ok=False)
+    try:
+        session = sessions.load(channel, chat_id)
+        if session.incognito:
+            return CommandOutcome(INCOGNITO_ALREADY)
+        sessions.set_meta(session, **{INCOGNITO: True})
+    except MemclawError as e:
+        return CommandOutcome(f"Incognito failed, nothing changed: {e}", ok=False)
+    return CommandOutcome(INCOGNITO_ON)

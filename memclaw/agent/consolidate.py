@@ -1,4 +1,4 @@
-"""Consolidation: the memory writer. Older session messages -> a HISTORY entry and fact operations, via the LLM.
+"""Consolidation: the memory writer. Older session messages -> an archive chunk, a HISTORY entry and fact operations.
 
 When a session holds more than `agent.memory_window` unconsolidated messages (and on `/new`), the older part is cut
 at a turn boundary (a user message; an assistant tool call never leaves its results behind) and sent to the LLM
@@ -8,12 +8,20 @@ with `memclaw/prompts/consolidate.md`. The model answers JSON, validated with py
                                         {"op": "update", "id": ..., "text": ...}, {"op": "delete", "id": ...}]}
 
 against the scope's current facts shown with their ids (the model never re-emits MEMORY.md). Turns are grouped by
-the sender's scope, so what an outsider said lands in that outsider's memory, never the owner's.
+the sender's scope (memclaw.agent.conversation), so what an outsider said lands in that outsider's memory and
+archive, never the owner's. Messages sent while the session was incognito are neither read nor archived; turns
+that restate what the owner forgot since are redacted for both (memclaw.service.forgotten).
 
-Order of effects, so that a failure or a crash loses nothing: (1) LLM + validation (junk -> one retry with the
-error; still junk -> stop, nothing written), (2) facts applied and the history entry appended per scope (Markdown
-first, then the index syncs), (3) the session's consolidation pointer is written, (4) the session file is trimmed
-atomically. A failure before (3) leaves the session whole; a crash between (3) and (4) is finished by the next trim.
+Each scope's part is one `ConsolidationRecord` written by `MemoryService.record_consolidation`
+(memclaw.service.consolidation_record): the turns verbatim in the archive, the facts with their learned-mark, the
+history entry, all carrying the chunk's consolidation id (from its fingerprint). Order of effects, so that a failure
+or a crash at any point loses no turn and duplicates none: (1) LLM + validation (junk -> one retry with the error;
+still junk -> stop, nothing written); (2) the answers are kept in the session's progress record (CHUNK_PROGRESS:
+the chunk's bounds and fingerprint, the answers, the steps done); (3) per scope: archive, facts, history, each step
+noted as done; (4) the index syncs; (5) the session's consolidation pointer is written; (6) the session file is
+trimmed atomically. A failure or crash before (5) leaves the session whole, and the next attempt finishes the same
+chunk with the same answers (no new model call), skipping the steps done (and any step that landed without being
+noted: each is idempotent by the id); a crash between (5) and (6) is finished by the next trim.
 """
 
 from __future__ import annotations
@@ -28,11 +36,21 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from memclaw.agent.conversation import (
+    archived_turns,
+    conversation_start,
+    format_conversation,
+    group_by_scope,
+    is_private,
+    message_time,
+)
 from memclaw.agent.sessions import CHUNK_PROGRESS
-from memclaw.context.inputs import content_text
 from memclaw.errors import ConsolidationError, LLMError, MemclawError, MemoryFileError
-from memclaw.markdown.units import OWNER_SCOPE, MemoryUnit
+from memclaw.markdown.archive import consolidation_id
+from memclaw.markdown.units import OWNER_SCOPE
 from memclaw.prompts import render
+from memclaw.service.consolidation_record import STEPS, ConsolidationRecord, RecordResult
+from memclaw.service.forgotten import Guard
 from memclaw.util.jsonfix import extract_object
 
 if TYPE_CHECKING:
@@ -42,9 +60,6 @@ if TYPE_CHECKING:
     from memclaw.service.facade import MemoryService
 
 log = logging.getLogger(__name__)
-
-TOOL_RESULT_CHARS = 400  # how much of each tool result the consolidation prompt shows
-MAX_PROMPT_CHARS = 60_000
 
 
 # ----- the model's answer ------------------------------------------------------------------------------------
@@ -117,60 +132,13 @@ def cut_index(messages: list[dict[str, Any]], start: int, window: int, *, everyt
     return start
 
 
-def group_by_scope(messages: list[dict[str, Any]], default_scope: str) -> dict[str, list[dict[str, Any]]]:
-    """Whole turns grouped by the scope of the user who started them (order kept within a scope)."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    scope = default_scope
-    for m in messages:
-        if m.get("role") == "user":
-            scope = m.get("scope") or default_scope
-        groups.setdefault(scope, []).append(m)
-    return groups
-
-
-def _parse_ts(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        ts = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return ts.astimezone().replace(tzinfo=None) if ts.tzinfo else ts
-
-
-def format_conversation(messages: list[dict[str, Any]], agent_name: str) -> str:
-    lines: list[str] = []
-    for m in messages:
-        ts = _parse_ts(m.get("ts"))
-        stamp = f"[{ts:%Y-%m-%d %H:%M}] " if ts else ""
-        role = m.get("role")
-        text = content_text(m.get("content"), " ").strip()
-        if role == "user":
-            who = m.get("sender_name") or "user"
-            lines.append(f"{stamp}{who}: {text}")
-        elif role == "assistant":
-            if text:
-                lines.append(f"{stamp}{agent_name}: {text}")
-            for tc in m.get("tool_calls") or []:
-                fn = tc.get("function", {})
-                lines.append(f"{stamp}{agent_name} used tool {fn.get('name')}({str(fn.get('arguments', ''))[:300]})")
-        elif role == "tool":
-            if len(text) > TOOL_RESULT_CHARS:
-                text = text[:TOOL_RESULT_CHARS] + " [...]"
-            lines.append(f"    -> {m.get('name') or 'tool'} result: {text}")
-    out = "\n".join(lines)
-    if len(out) > MAX_PROMPT_CHARS:  # keep the end, where conclusions usually are, and the start
-        half = MAX_PROMPT_CHARS // 2
-        out = out[:half] + "\n[... middle of the conversation omitted ...]\n" + out[-half:]
-    return out
-
-
 # ----- the consolidator ----------------------------------------------------------------------------------------
 @dataclass
 class ScopeResult:
     scope: str
-    history: MemoryUnit | None = None
+    history: bool = False  # its history entry is in HISTORY.md
     ops: list[FactOpIn] = field(default_factory=list)
+    archived: int = 0  # turns in its archive chunk
 
 
 @dataclass
@@ -184,6 +152,14 @@ class ConsolidationReport:
     @property
     def nothing_to_do(self) -> bool:
         return self.ok and self.consolidated == 0
+
+
+@dataclass
+class _Scope:
+    """One scope's part of the chunk: its messages as the model and the archive see them, and the forgotten-guard."""
+
+    msgs: list[dict[str, Any]]
+    guard: Guard
 
 
 class Consolidator:
@@ -200,41 +176,28 @@ class Consolidator:
         failures: the report says what happened and the session is only trimmed on full success."""
         start = session.last_consolidated
         cut = cut_index(session.messages, start, self.config.agent.memory_window, everything=everything)
-        done, cut = _resume(session, start, cut)
+        done, answers, cut = _resume(session, start, cut)
         if cut <= start:
             if everything and start:
                 await asyncio.to_thread(self.sessions.trim, session, start)
             return ConsolidationReport(ok=True)
         chunk = session.messages[start:cut]
-        default_scope = session.meta.get("scope") or next(
-            (m.get("scope") for m in chunk if m.get("role") == "user" and m.get("scope")), OWNER_SCOPE
-        )
         report = ConsolidationReport(ok=False)
         fingerprint = chunk_fingerprint(chunk)
         try:
-            planned: list[tuple[str, ConsolidationOut, datetime]] = []
-            for scope, msgs in group_by_scope(chunk, default_scope).items():
-                if not any(m.get("role") == "user" for m in msgs) and not any(m.get("content") for m in msgs):
+            parts = await asyncio.to_thread(self._split, session, chunk)
+            asked = False
+            for scope, part in parts.items():
+                if scope in answers or f"{scope}#history" in done:  # answered before a crash or failure
                     continue
-                if f"{scope}#history" in done:  # written by an attempt that failed on a later scope
-                    continue
-                out, usage = await self._ask(scope, msgs, now=now)
+                out, usage = await self._ask(scope, part, now=now)
                 report.usage = usage if report.usage is None else report.usage + usage
-                ts = next((t for t in (_parse_ts(m.get("ts")) for m in msgs) if t), None) or datetime.now()
-                planned.append((scope, out, ts))
-            pending = sum(f"{s}#{step}" not in done for s, _, _ in planned for step in ("facts", "history"))
-            for scope, out, ts in planned:
-                res = ScopeResult(scope, ops=list(out.facts))
-                for step in ("facts", "history"):
-                    if f"{scope}#{step}" in done:
-                        continue
-                    await asyncio.to_thread(self._apply, step, res, out, ts)
-                    done.append(f"{scope}#{step}")
-                    pending -= 1
-                    if pending:  # after the last step the pointer moves past the chunk instead
-                        progress = {"start": start, "cut": cut, "chunk": fingerprint, "done": done}
-                        await asyncio.to_thread(self.sessions.set_meta, session, **{CHUNK_PROGRESS: progress})
-                report.scopes.append(res)
+                answers[scope] = out.model_dump(exclude_none=True)
+                asked = True
+            progress = {"start": start, "cut": cut, "chunk": fingerprint, "answers": answers, "done": done}
+            if asked:  # the answers are kept before anything is written: a retry writes exactly them
+                await asyncio.to_thread(self.sessions.set_meta, session, **{CHUNK_PROGRESS: progress})
+            await self._write(session, parts, answers, consolidation_id(fingerprint), progress, report)
         except (LLMError, ConsolidationError) as e:
             report.error = str(e)
             log.warning("consolidation of session %s/%s failed, nothing trimmed: %s", *session.key, e)
@@ -250,16 +213,76 @@ class Consolidator:
         log.info("consolidated %d messages of session %s/%s", cut - start, *session.key)
         return report
 
-    async def _ask(
-        self, scope: str, msgs: list[dict[str, Any]], *, now: datetime | None
-    ) -> tuple[ConsolidationOut, Usage]:
-        from memclaw.service.forgotten import FORGOTTEN_FILE, Guard, load
+    def _split(self, session: Session, chunk: list[dict[str, Any]]) -> dict[str, _Scope]:
+        """The chunk's conversation per scope: incognito messages out, what was forgotten since redacted."""
+        from memclaw.service.forgotten import FORGOTTEN_FILE, load
 
-        forgotten = await asyncio.to_thread(load, self.memory.workspace.sessions_dir / FORGOTTEN_FILE)
-        guard = Guard(forgotten, scope, msgs, self.memory.tokenizer.tokenize)
-        out, usage = await self._ask_model(scope, guard.redact(msgs), guard.texts, now=now)
-        out.facts = [op for op in out.facts if op.op == "delete" or guard.keeps(op.text)]
-        out.history_entry = guard.scrub(out.history_entry)
+        default_scope = session.meta.get("scope") or next(
+            (m.get("scope") for m in chunk if m.get("role") == "user" and m.get("scope")), OWNER_SCOPE
+        )
+        forgotten = load(self.memory.workspace.sessions_dir / FORGOTTEN_FILE)
+        parts: dict[str, _Scope] = {}
+        for scope, msgs in group_by_scope([m for m in chunk if not is_private(m)], default_scope).items():
+            if not any(m.get("role") == "user" for m in msgs) and not any(m.get("content") for m in msgs):
+                continue
+            guard = Guard(forgotten, scope, msgs, self.memory.tokenizer.tokenize)
+            parts[scope] = _Scope(guard.redact(msgs), guard)
+        return parts
+
+    async def _write(
+        self,
+        session: Session,
+        parts: dict[str, _Scope],
+        answers: dict[str, Any],
+        cid: str,
+        progress: dict[str, Any],
+        report: ConsolidationReport,
+    ) -> None:
+        """Write each scope's archive chunk, facts and history entry (in that order, each step once: the steps
+        already done are in `progress`), then sync the index of the scopes written."""
+        steps = STEPS if self.config.memory.archive else tuple(s for s in STEPS if s != "archive")
+        done: list[str] = progress["done"]
+        pending = sum(f"{s}#{step}" not in done for s in parts for step in steps)
+        for scope, part in parts.items():
+            out = ConsolidationOut.model_validate(answers.get(scope) or {})
+            rec = ConsolidationRecord(
+                cid=cid,
+                when=conversation_start(part.msgs),
+                turns=archived_turns(part.msgs, self.config.agent.name),
+                history_entry=out.history_entry,
+                fact_ops=tuple(to_fact_ops(out.facts)),
+            )
+            res = ScopeResult(scope, ops=list(out.facts), archived=len(rec.turns) if "archive" in steps else 0)
+            for step in steps:
+                if f"{scope}#{step}" in done:
+                    continue
+                got = await asyncio.to_thread(self._record, scope, rec, step)
+                res.history = res.history or got.history
+                done.append(f"{scope}#{step}")
+                pending -= 1
+                if pending:  # after the last step the pointer moves past the chunk instead
+                    await asyncio.to_thread(self.sessions.set_meta, session, **{CHUNK_PROGRESS: progress})
+            res.history = res.history or bool(out.history_entry)
+            report.scopes.append(res)
+        if parts:
+            try:
+                await asyncio.to_thread(self.memory.sync, list(parts))
+            except MemclawError as e:  # the Markdown holds it all: the next sync (or recall) indexes it
+                log.warning("consolidation wrote memory, but the index could not be updated now: %s", e)
+
+    def _record(self, scope: str, rec: ConsolidationRecord, step: str) -> RecordResult:
+        try:
+            return self.memory.record_consolidation(scope, rec, steps=(step,), sync=False)
+        except OSError as e:
+            raise MemoryFileError(
+                f"cannot write the memory of scope {scope}: {e.strerror or e}; fix the workspace permissions "
+                "or free disk space (the session is kept and consolidated again later)"
+            ) from e
+
+    async def _ask(self, scope: str, part: _Scope, *, now: datetime | None) -> tuple[ConsolidationOut, Usage]:
+        out, usage = await self._ask_model(scope, part.msgs, part.guard.texts, now=now)
+        out.facts = [op for op in out.facts if op.op == "delete" or part.guard.keeps(op.text)]
+        out.history_entry = part.guard.scrub(out.history_entry)
         return out, usage
 
     async def _ask_model(
@@ -267,7 +290,7 @@ class Consolidator:
     ) -> tuple[ConsolidationOut, Usage]:
         facts = await asyncio.to_thread(self.memory.facts, scope)
         known = {f.id for f in facts}
-        stamps = [t for t in (_parse_ts(m.get("ts")) for m in msgs) if t]
+        stamps = [t for t in (message_time(m) for m in msgs) if t]
         owner = scope == OWNER_SCOPE
         sender = next((m.get("sender_name") for m in msgs if m.get("role") == "user" and m.get("sender_name")), None)
         who_short = "the owner" if owner else (sender or "this person")
@@ -307,23 +330,12 @@ class Consolidator:
                 "runs again after the next message or /new (or choose a stronger agent.model)"
             ) from None
 
-    def _apply(self, step: str, res: ScopeResult, out: ConsolidationOut, ts: datetime) -> None:
-        """Write one step of a scope's consolidation: its fact operations, or its history entry."""
-        try:
-            if step == "facts" and out.facts:
-                self.memory.apply_fact_ops(res.scope, to_fact_ops(out.facts))
-            elif step == "history" and out.history_entry:
-                res.history = self.memory.append_history(res.scope, out.history_entry, ts)
-        except OSError as e:
-            raise MemoryFileError(
-                f"cannot write the memory of scope {res.scope}: {e.strerror or e}; fix the workspace permissions "
-                "or free disk space (the session is kept and consolidated again later)"
-            ) from e
 
-
-def _resume(session: Session, start: int, cut: int) -> tuple[list[str], int]:
-    """An earlier attempt wrote part of a chunk and then failed: finish exactly that chunk (its steps already
-    written are skipped), whatever arrived since. Otherwise: nothing done, the planned cut."""
+def _resume(session: Session, start: int, cut: int) -> tuple[list[str], dict[str, Any], int]:
+    """An earlier attempt got the model's answers for a chunk (and maybe wrote part of them) and then failed or was
+    killed: finish exactly that chunk with those answers (its steps already written are skipped; every step is
+    idempotent by the consolidation id anyway), whatever arrived since. Otherwise: nothing done, no answers, the
+    planned cut."""
     progress = session.meta.get(CHUNK_PROGRESS) or {}
     prev = progress.get("cut")
     if (
@@ -332,8 +344,9 @@ def _resume(session: Session, start: int, cut: int) -> tuple[list[str], int]:
         and start < prev <= len(session.messages)
         and chunk_fingerprint(session.messages[start:prev]) == progress.get("chunk")
     ):
-        return list(progress.get("done", [])), prev
-    return [], cut
+        answers = progress.get("answers")
+        return list(progress.get("done", [])), dict(answers) if isinstance(answers, dict) else {}, prev
+    return [], {}, cut
 
 
 def chunk_fingerprint(chunk: list[dict[str, Any]]) -> str:
@@ -359,7 +372,8 @@ def describe(report: ConsolidationReport) -> str:
     for s in report.scopes:
         counts = {k: sum(1 for o in s.ops if o.op == k) for k in ("add", "update", "delete")}
         ops = ", ".join(f"{v} {k}" for k, v in counts.items() if v) or "no fact changes"
-        parts.append(f"{s.scope}: {'1 history entry' if s.history else 'no history entry'}, {ops}")
+        archived = f", {s.archived} turns archived" if s.archived else ""
+        parts.append(f"{s.scope}: {'1 history entry' if s.history else 'no history entry'}, {ops}{archived}")
     return f"consolidated {report.consolidated} messages ({'; '.join(parts)})"
 
 

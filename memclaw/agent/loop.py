@@ -2,9 +2,10 @@
 
 `Agent.handle(InboundMessage) -> AgentReply` is the only entry point channels need (CLI, Discord). Per turn:
 
-1. Slash commands (`/new`, `/help`; `/recall <query>` and `/forget <id>` through memclaw.agent.commands) are
-   answered directly and not stored in the session.
-2. The user's message is appended to the session JSONL (fsynced) before anything can fail.
+1. Slash commands (`/new`, `/help`; `/recall <query>`, `/forget <id>` and `/incognito` through
+   memclaw.agent.commands) are answered directly and not stored in the session.
+2. The user's message is appended to the session JSONL (fsynced) before anything can fail (marked private when the
+   session is incognito, as is everything the turn appends).
 3. `memclaw.context.builder.build_messages` assembles the prompt for this sender (owner or outsider) with recalled
    memories of the sender's scope and the session history.
 4. The LLM is called with the tools this sender may use; tool calls are executed and their results appended (to
@@ -26,9 +27,9 @@ from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memclaw.agent.commands import MEMORY_COMMANDS, memory_command
+from memclaw.agent.commands import INCOGNITO_COMMAND, MEMORY_COMMANDS, incognito_command, memory_command
 from memclaw.agent.consolidate import ConsolidationReport, Consolidator, describe
-from memclaw.agent.sessions import SessionStore
+from memclaw.agent.sessions import INCOGNITO, Session, SessionStore
 from memclaw.agent.turn import AgentReply, InboundMessage, ToolUse, TurnRecord, apology
 from memclaw.context.builder import IncomingMessage, build_messages
 from memclaw.context.senders import Sender, is_owner, scope_for
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REFUSED = "Sorry, I cannot answer you: your memory here cannot be used safely. The owner can see why in the log."
-COMMANDS = ("/new", "/help", *MEMORY_COMMANDS)
+COMMANDS = ("/new", "/help", INCOGNITO_COMMAND, *MEMORY_COMMANDS)
 
 
 def _describe_attachments(msg: InboundMessage) -> str:
@@ -156,6 +157,7 @@ class Agent:
         t = time.perf_counter()
         session = await asyncio.to_thread(self.sessions.load, msg.channel, msg.chat_id)
         rec.warnings += session.warnings
+        ctx.incognito = session.incognito
         history = session.history()
         content = _describe_attachments(msg)
         stored = content + (f"\n[{len(msg.images)} image(s) attached]" if msg.images else "")
@@ -166,7 +168,7 @@ class Agent:
             "sender_name": msg.sender_name,
             "scope": scope,
         }
-        await asyncio.to_thread(self.sessions.append, session, user_msg)
+        await asyncio.to_thread(self.sessions.append, session, *_private(session, user_msg))
         rec.timings_ms["session"] = (time.perf_counter() - t) * 1000
 
         # 2. the context (auto-recall inside)
@@ -223,7 +225,7 @@ class Agent:
         if rec.reasoning:
             final_msg["reasoning_content"] = rec.reasoning[-1]
         final_msg["usage"] = rec.usage.to_json()
-        await asyncio.to_thread(self.sessions.append, session, final_msg)
+        await asyncio.to_thread(self.sessions.append, session, *_private(session, final_msg))
         rec.timings_ms["session"] += (time.perf_counter() - t) * 1000
 
         # 5. consolidation when the session outgrew the window
@@ -252,7 +254,7 @@ class Agent:
             new.append({"role": "tool", "tool_call_id": tc.id, "name": tc.name, "content": result.content})
         messages.extend(new)
         stored = [dict(new[0], reasoning_content=resp.reasoning_content) if resp.reasoning_content else new[0]]
-        await asyncio.to_thread(self.sessions.append, session, *stored, *new[1:])
+        await asyncio.to_thread(self.sessions.append, session, *_private(session, *stored, *new[1:]))
 
     async def _after_turn(self, channel: str, chat_id: str) -> None:
         if self.background_consolidation:
@@ -273,10 +275,19 @@ class Agent:
                 is_owner=ctx.is_owner,
                 tools=self.tools.names(ctx),
                 terminal=msg.channel == "cli",
+                archive=self.config.memory.archive,
             )
             return AgentReply(text, command=cmd, record=rec)
         if cmd == "/new":
             return await self._cmd_new(msg, rec)
+        if cmd == INCOGNITO_COMMAND:
+            if not ctx.is_owner:
+                who = shorten(str(msg.sender_id), 40)
+                log.info("refused /incognito from %s user %s: not the owner", msg.channel, who)
+            outcome = await asyncio.to_thread(
+                incognito_command, self.sessions, msg.channel, msg.chat_id, is_owner=ctx.is_owner
+            )
+            return AgentReply(outcome.text, ok=outcome.ok, command=cmd, record=rec)
         outcome = await asyncio.to_thread(
             memory_command,
             self.memory,
@@ -298,6 +309,7 @@ class Agent:
         if not session.unconsolidated:
             if session.messages:
                 await asyncio.to_thread(self.sessions.clear, session)
+            await self._end_incognito(session)
             return AgentReply("New session started.", command="/new", record=rec)
         if self.consolidator is None:
             return AgentReply(
@@ -318,4 +330,15 @@ class Agent:
                 command="/new",
                 record=rec,
             )
+        await self._end_incognito(session)
         return AgentReply("Saved this conversation to memory. New session started.", command="/new", record=rec)
+
+    async def _end_incognito(self, session: Session) -> None:
+        """/new ends an incognito conversation (its private messages are gone with the old session)."""
+        if session.incognito:
+            await asyncio.to_thread(self.sessions.set_meta, session, **{INCOGNITO: None})
+
+
+def _private(session: Session, *messages: dict[str, Any]) -> list[dict[str, Any]]:
+    """The messages to append, each marked private when the session is incognito."""
+    return [dict(m, **{INCOGNITO: True}) for m in messages] if session.incognito else list(messages)

@@ -42,6 +42,11 @@ CHUNK_PROGRESS = "consolidating"
 partial failure does not write them twice. Cleared when the pointer moves past the chunk."""
 
 
+INCOGNITO = "incognito"
+"""Meta key: the rest of this session is private (`/incognito`, until `/new`); and message key: the message was
+sent while it was. Private messages are neither consolidated nor archived (memclaw.agent.conversation)."""
+
+
 def session_filename(channel: str, chat_id: str) -> str:
     """A file name safe for any ids: percent-encoded, never starting with a dot, bounded in length."""
     name = quote(str(channel), safe="") + "__" + quote(str(chat_id), safe="")
@@ -74,6 +79,10 @@ class Session:
     @property
     def key(self) -> tuple[str, str]:
         return (self.channel, self.chat_id)
+
+    @property
+    def incognito(self) -> bool:
+        return self.meta.get(INCOGNITO) is True
 
     @property
     def unconsolidated(self) -> list[dict[str, Any]]:

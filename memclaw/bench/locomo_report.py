@@ -11,6 +11,7 @@ from memclaw.bench import metrics as M
 from memclaw.bench.plots import budget_plot, recall_plot
 from memclaw.bench.rankings import write_rankings
 from memclaw.bench.report import budget_md, md_table, provenance_md
+from memclaw.bench.signal_view import signal_view_md
 
 
 def locomo_markdown(res: dict[str, Any]) -> str:
@@ -37,6 +38,9 @@ def locomo_markdown(res: dict[str, Any]) -> str:
         )  # fmt: skip
     lines += md_table(header, rows)
     lines += ["", *budget_md(res, ["recall"])]
+    keys = ["recall@5", "recall@10", *[f"recall@{b}t" for b in res.get("budgets", ())]]
+    view = signal_view_md(res, by="by_category", keys=keys, names=res["categories"])
+    lines += ["", *view] if view else []
     for cat, cname in res["categories"].items():
         if not any(cat in s["by_category"] for s in res["systems"].values()):
             continue

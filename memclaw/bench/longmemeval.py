@@ -238,8 +238,12 @@ def run_longmemeval(
     }
 
 
+SIGNAL_VIEW_KEYS = ("recall_any@5", "recall_all@5", "recall_any@10", "recall_all@10", "recall_all@1024t")
+
+
 def longmemeval_markdown(res: dict[str, Any]) -> str:
     from memclaw.bench.report import budget_md, md_table, provenance_md
+    from memclaw.bench.signal_view import signal_view_md
 
     keys = [f"{m}@{k}" for m in ("recall_any", "recall_all", "ndcg_any") for k in M.LME_KS]
     lines = [
@@ -257,6 +261,8 @@ def longmemeval_markdown(res: dict[str, Any]) -> str:
         [[n, *[s[k] for k in keys], s["p50_ms"], s["p95_ms"]] for n, s in res["systems"].items()],
     )
     lines += ["", *budget_md(res, ["recall_any", "recall_all"])]
+    view = signal_view_md(res, by="by_question_type", keys=SIGNAL_VIEW_KEYS)
+    lines += ["", *view] if view else []
     bkeys = [f"{m}@{b}t" for m in ("recall_any", "recall_all") for b in res.get("budgets", ())]
     types = sorted({t for s in res["systems"].values() for t in s["by_question_type"]})
     for t in types:

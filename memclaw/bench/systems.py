@@ -82,10 +82,25 @@ SYSTEMS: dict[str, SystemSpec] = {
                 "date_weight": 0.0,
                 "bm25_weight": 1.0,
                 "vector_weight": 1.0,
+                "keep_factor": 0,
             },
         ),
-        SystemSpec("hybrid-rrf", "memclaw", "reciprocal-rank fusion with the default links", {"fusion": "rrf"}),
-        SystemSpec("hybrid-weighted", "memclaw", "weighted score fusion, default weights", {"fusion": "weighted"}),
+        SystemSpec(
+            "hybrid-rrf",
+            "memclaw",
+            "reciprocal-rank fusion with the default links",
+            {"fusion": "rrf", "keep_factor": 0},
+        ),
+        SystemSpec(
+            "hybrid-weighted",
+            "memclaw",
+            "the previous default's fusion: BM25 / its best * 0.7 + cosine, dates lifted by half the best score, no "
+            "signal-rank placement (date words are out of BM25 here too)",
+            {"fusion": "weighted", "bm25_weight": 0.7, "keep_factor": 0, "date_after": 0.0},
+        ),
+        SystemSpec(
+            "hybrid-nokeep", "memclaw", "default without the signal-rank placement (keep_factor 0)", {"keep_factor": 0}
+        ),
         SystemSpec(
             "hybrid-nolink", "memclaw", "default fusion without session links/diversity", {"link_sessions": False}
         ),

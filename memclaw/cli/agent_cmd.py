@@ -28,16 +28,17 @@ _COMMAND_RE = re.compile(r"/[A-Za-z][\w-]*")  # "/recall", not "/etc/hosts is mi
 def make_agent(workspace: Path | None, *, need_key: bool = False) -> Agent:
     """The terminal's agent. `need_key`: a provider without its API key is LLMError (exit 5) here, before the
     agent, the memory or litellm is loaded."""
-    from memclaw.cli.common import load, memory_service
+    from memclaw.cli.common import auto_recall_embeds, load, memory_service
     from memclaw.llm.client import LLMClient
 
     cfg, ws = load(workspace)
     llm = LLMClient(cfg)
     if need_key:
         llm.check_key()
+    memory = memory_service(cfg, ws, embeds=auto_recall_embeds(cfg))  # (the model loads while the agent does)
     from memclaw.agent.loop import Agent
 
-    return Agent(cfg, ws, memory_service(cfg, ws), llm=llm, background_consolidation=False)
+    return Agent(cfg, ws, memory, llm=llm, background_consolidation=False)
 
 
 def _print_reply(reply: AgentReply) -> None:

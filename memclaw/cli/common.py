@@ -38,9 +38,15 @@ def open_memory(workspace: Path | None = None, *, json_out: bool = False) -> Mem
     return memory_service(cfg, ws, progress=not json_out)
 
 
-def memory_service(cfg: Config, ws: Workspace, *, progress: bool = True) -> MemoryService:
+def memory_service(cfg: Config, ws: Workspace, *, progress: bool = True, embeds: bool = False) -> MemoryService:
     """The workspace's memory, showing long index work (a rebuild, a large first sync) on stderr unless `progress`
-    is off (--json)."""
+    is off (--json). `embeds`: the command is about to embed a query (recall, context, an agent turn), so the
+    embedding model starts loading now, in the background, beside the rest of its start-up
+    (memclaw.embedding.load.load_in_background)."""
+    if embeds:
+        from memclaw.embedding.load import load_in_background
+
+        load_in_background(cfg.embeddings)
     from memclaw.service.facade import MemoryService
     from memclaw.util.progress import stderr_progress
 
@@ -49,6 +55,11 @@ def memory_service(cfg: Config, ws: Workspace, *, progress: bool = True) -> Memo
     if progress:
         mem.progress = stderr_progress
     return mem
+
+
+def auto_recall_embeds(cfg: Config) -> bool:
+    """The context of a message recalls by vector too (auto-recall is on, in a mode that embeds the query)."""
+    return cfg.context.recall_k > 0 and cfg.recall.mode != "bm25"
 
 
 _interrupt_notes: list[str] = []

@@ -124,7 +124,7 @@ def build_for_cli(
     message: str, sender: str | None, channel: str, workspace: Path | None, *, progress: bool = True
 ) -> tuple[BuiltContext, list[str]]:
     """Build the context as the agent would (auto-recall over the workspace's MemoryService)."""
-    from memclaw.cli.common import load, memory_service
+    from memclaw.cli.common import auto_recall_embeds, load, memory_service
     from memclaw.config import config_secrets
     from memclaw.context.builder import build_messages
     from memclaw.context.senders import scope_for
@@ -132,7 +132,7 @@ def build_for_cli(
     cfg, ws = load(workspace)
     who = resolve_sender(cfg, sender, channel)
     ws.check_scope(scope_for(cfg, who))  # refused at once, not a recall that fails with a warning
-    mem = memory_service(cfg, ws, progress=progress)
+    mem = memory_service(cfg, ws, progress=progress, embeds=auto_recall_embeds(cfg))
     try:
         built = build_messages(config=cfg, workspace=ws, message=message, sender=who, recall=mem.recall)
     finally:

@@ -147,13 +147,22 @@ def memory_add(
         str | None,
         typer.Option("--section", help='Heading path to file it under, e.g. "Work > Pets" (default: Notes).'),
     ] = None,
+    learned: Annotated[
+        str | None,
+        typer.Option(
+            "--date",
+            metavar="YYYY-MM-DD",
+            help="The day it was learned, marked at the end of the fact (default: today); relative dates in it "
+            '("tomorrow") are read from that day.',
+        ),
+    ] = None,
     workspace: WorkspaceOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Append a fact to the right MEMORY.md and index it."""
+    """Append a fact to the right MEMORY.md, marked with the day it was learned, and index it."""
     from memclaw.cli import memory_cmds
 
-    memory_cmds.add(text, sender, section, workspace, json_out)
+    memory_cmds.add(text, sender, section, workspace, json_out, learned=learned)
 
 
 @memory_app.command("list")
@@ -326,10 +335,13 @@ def _exit_for_click(e: Exception) -> None:
 
 def main() -> None:
     """The console script (and `python -m memclaw.cli.main`): `run` in a process tuned for a short life (see
-    memclaw.runtime.startup_gc and leave_quickly). Tests call `run` itself."""
+    memclaw.runtime.startup_gc and leave_quickly), which starts loading the embedding model at once when the command
+    will embed a query (memclaw.cli.early). Tests call `run` itself."""
+    from memclaw.cli.early import load_model_early
     from memclaw.runtime import leave_quickly, startup_gc
 
     startup_gc()
+    load_model_early(sys.argv[1:])
     try:
         run()
     finally:

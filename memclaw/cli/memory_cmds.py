@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,7 @@ from memclaw.cli.common import (
     held_warnings,
     invoked_as,
     load,
+    memory_service,
     open_memory,
     print_json,
 )
@@ -72,8 +74,10 @@ def recall(
     tokens: int | None = None,
 ) -> None:
     query = arg_or_stdin(query)
-    mem = open_memory(workspace, json_out=json_out)
+    cfg, ws = load(workspace)
     scope = sender_scope(sender)
+    embeds = bool(query.strip()) and (mode or cfg.recall.mode) != "bm25"
+    mem = memory_service(cfg, ws, progress=not json_out, embeds=embeds)
     if tokens is not None and k is None:
         k = mem.config.context.recall_k or None
     with held_warnings() as logged:
@@ -149,16 +153,26 @@ def _print_reports(reports, json_out: bool) -> None:
     console.print(sync_table(rows))
 
 
-def add(text: str, sender: str | None, section: str | None, workspace: Path | None, json_out: bool) -> None:
-    """Remember a fact (a fact already there is not written again). A provider embedding model without its key:
-    the fact is saved, its vector pending, and that is the one line of EmbeddingKeyMissing (exit 5)."""
+def add(
+    text: str,
+    sender: str | None,
+    section: str | None,
+    workspace: Path | None,
+    json_out: bool,
+    *,
+    learned: str | None = None,
+) -> None:
+    """Remember a fact, marked with the day it was learned (a fact already there, whatever its date, is not written
+    again). A provider embedding model without its key: the fact is saved, its vector pending, and that is the one
+    line of EmbeddingKeyMissing (exit 5)."""
     from memclaw.errors import EmbeddingKeyMissing
 
+    day = learned_day(learned)
     mem = open_memory(workspace, json_out=json_out)
     scope = sender_scope(sender)
-    known = mem.find_fact(text, scope=scope, section=section) is not None
+    known = mem.find_fact(text, scope=scope, section=section, learned=day) is not None
     with held_warnings() as logged:
-        unit = mem.add_fact(text, scope=scope, section=section)
+        unit = mem.add_fact(text, scope=scope, section=section, learned=day)
     pending = unit.id in mem.pending_vectors(unit.scope)
     where = f"{unit.source}:{unit.line}"
     if pending and isinstance(mem.embed_error, EmbeddingKeyMissing):
@@ -182,6 +196,22 @@ def add(text: str, sender: str | None, section: str | None, workspace: Path | No
         note = " (its vector is pending: the embedding provider is unreachable; the next sync adds it)"
         said = "already remembered " if known else "remembered "
         console.print(line(said, (unit.id, "bold"), f" in {where}{note if pending else ''}"))
+
+
+def learned_day(value: str | None) -> date | None:
+    """`memory add --date`: a real day written YYYY-MM-DD (UsageError, exit 2, otherwise); None: today."""
+    from memclaw.errors import UsageError
+
+    if value is None:
+        return None
+    try:
+        if len(value.strip()) != len("YYYY-MM-DD"):
+            raise ValueError
+        return date.fromisoformat(value.strip())
+    except ValueError:
+        raise UsageError(
+            f"--date {shorten(value, ECHO_CHARS)!r} is not a day: write it YYYY-MM-DD, e.g. 2026-11-25"
+        ) from None
 
 
 def unit_json(u: MemoryUnit) -> dict:

@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
-from memclaw.config.env import ENV_PREFIX, TypedEnvSource, check_env_names
+from memclaw.config.env import ENV_PREFIX, check_env_names, env_values, merged
 from memclaw.errors import ConfigError
+from memclaw.util.home import config_path
+from memclaw.util.home import memclaw_home as memclaw_home  # (the place other modules import it from)
 
 
 class _Section(BaseModel):
@@ -79,6 +80,9 @@ class MemoryConfig(_Section):
     """Where the derived index lives; default <workspace>/.memclaw-index."""
     auto_sync: bool = True
     """Sync the index from the Markdown before recall when the files changed."""
+    archive: bool = True
+    """Keep what consolidation reads verbatim, one Markdown file per day (memory/archive/YYYY-MM-DD.md, secrets
+    masked); false: nothing is archived, consolidation writes only facts and history."""
 
     @field_validator("chroma_url")
     @classmethod
@@ -94,11 +98,21 @@ class MemoryConfig(_Section):
 class RecallConfig(_Section):
     k: int = Field(8, ge=1, le=200)
     mode: Literal["hybrid", "bm25", "vector"] = "hybrid"
-    fusion: Literal["rrf", "weighted"] = "weighted"
-    """weighted: bm25_weight * normalised BM25 + vector_weight * cosine; rrf: reciprocal-rank fusion."""
+    fusion: Literal["adaptive", "weighted", "rrf"] = "adaptive"
+    """adaptive: each signal on its own scale for the query, weighted by how much it knows about it (its
+    confidence to the power bm25_confidence / vector_confidence); weighted: bm25_weight * BM25 / its best +
+    vector_weight * cosine; rrf: reciprocal-rank fusion."""
     rrf_k: int = Field(60, ge=1)
-    bm25_weight: float = Field(0.7, ge=0)
+    bm25_weight: float = Field(0.6, ge=0)
     vector_weight: float = Field(1.0, ge=0)
+    bm25_confidence: float = Field(0.25, ge=0, le=4)
+    """adaptive: how much BM25's weight follows how much of the query its best hit matches (0: not at all)."""
+    vector_confidence: float = Field(0.25, ge=0, le=4)
+    """adaptive: how much the vector's weight follows how far its best cosine stands out (0: not at all)."""
+    keep_factor: int = Field(3, ge=0, le=10)
+    """A unit that BM25 or the vector alone ranks in its top k is kept within the first keep_factor * k hits
+    (itself or the history entry that covers it); 0 turns the guarantee off, else at least 2."""
+
     candidates: int = Field(50, ge=1, le=2000)
     vector_signal: Literal["max", "passages", "head"] = "max"
     """A long unit's vector similarity: its best vector (`max`: passages and head), its best passage
@@ -122,7 +136,18 @@ class RecallConfig(_Section):
     section's budget is short), the others alone (measured: benchmarks/README.md, "The archive")."""
     date_weight: float = Field(0.5, ge=0)
     """A query naming a date range ("in August 2023", "last week") lifts memories stamped inside it by this share
-    of the best score; 0 turns date handling off."""
+    of the fusion's full scale (bm25_weight + vector_weight; of the best score with `weighted` or `rrf`), and the
+    words that named the date are no BM25 topic words; 0 turns date handling off."""
+    date_after: float = Field(0.5, ge=0, le=1)
+    """Memories stamped just after a named range (within its length, at most a week: "last week I was in Lisbon",
+    said once it was over) gain this share of the date lift."""
+
+    @field_validator("keep_factor")
+    @classmethod
+    def _two_signals_need_two(cls, v: int) -> int:
+        if v == 1:
+            raise ValueError("must be 0 (off) or at least 2: two signals' top k cannot both fit in the first k")
+        return v
 
 
 class AgentConfig(_Section):
@@ -184,16 +209,15 @@ class ChannelsConfig(_Section):
     discord: DiscordConfig = Field(default_factory=DiscordConfig)
 
 
-class Config(BaseSettings):
-    """The whole configuration."""
+class Config(BaseModel):
+    """The whole configuration. Made with keyword values (the config file's, or a caller's), which the environment
+    overrides key by key (`MEMCLAW_<SECTION>__<KEY>`: memclaw.config.env)."""
 
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX,
-        env_nested_delimiter="__",
+    model_config = ConfigDict(
         extra="forbid",
         validate_assignment=True,
-        # not strict here: the sections are, and pydantic-settings would otherwise type the environment's text
-        # leniently itself ("true" -> 1 for a number); memclaw.config.env types it strictly instead
+        validate_default=True,
+        # not strict here: the sections are, and the environment's text is typed for them (memclaw.config.env)
     )
 
     workspace: Path | None = Field(None, strict=False)
@@ -207,32 +231,12 @@ class Config(BaseSettings):
     context: ContextConfig = Field(default_factory=ContextConfig)
     channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # env beats the file (passed as init kwargs by load_config); no dotenv, no secrets dir; the environment's
-        # text is typed for the strict models (memclaw.config.env)
-        return (TypedEnvSource(settings_cls), init_settings)
-
-
-def memclaw_home() -> Path:
-    return Path(os.environ.get("MEMCLAW_HOME") or Path.home() / ".memclaw").expanduser()
-
-
-def config_path(home: Path | None = None) -> Path | None:
-    """The config file in use: config.toml, else config.json, else None."""
-    home = home or memclaw_home()
-    for name in ("config.toml", "config.json"):
-        p = home / name
-        if p.exists():
-            return p
-    return None
+    def __init__(self, **values: Any) -> None:
+        fields = {name.lower(): name for name in type(self).model_fields}
+        spelt: dict[str, Any] = {}  # top-level keys in any case (two spellings of one: the first)
+        for key, value in values.items():
+            spelt.setdefault(fields.get(key.lower(), key), value)
+        super().__init__(**merged(spelt, env_values(type(self))))
 
 
 def _read_file(path: Path) -> dict[str, Any]:
@@ -285,17 +289,9 @@ def load_config(home: Path | None = None, *, path: Path | None = None) -> Config
     data = _read_file(path) if path else {}
     check_env_names({name: _is_section(f.annotation) for name, f in Config.model_fields.items()})
     try:
-        cfg = Config(**data)
+        cfg = Config(**data)  # (a section, table or list set by a variable that is not JSON: ConfigError, said there)
     except ValidationError as e:
         raise ConfigError(_describe(e, str(path) if path else None)) from None
-    except SettingsError as e:  # a variable for a section, table or list whose value is not the JSON it needs
-        field = str(e).split('"')[1] if str(e).count('"') >= 2 else ""
-        base = f"{ENV_PREFIX}{field.upper()}"
-        names = sorted(k for k in os.environ if k.upper() == base or k.upper().startswith(base + "__")) or [base]
-        raise ConfigError(
-            f"environment variable {' / '.join(names)} is not valid JSON (sections, tables and lists are set as "
-            f"JSON, e.g. {base}='{{\"k\": 5}}'); fix or unset it, or set one key as {base}__<KEY>"
-        ) from None
     from memclaw.util.redact import remember_secrets
 
     remember_secrets(config_secrets(cfg))  # masked in every later error, warning and log line

@@ -8,18 +8,23 @@ a name no config key has is an error, not a silent no-op.
 * `MEMCLAW_RECAL__K=3` (a section that does not exist) or `MEMCLAW_RECALL_K=3` (one underscore where the
   section ends) would otherwise be ignored: `check_env_names` refuses them (ConfigError, exit 2) naming the
   variable. memclaw's own variables that are not config keys (OWN_VARIABLES) are left alone.
+* `env_values` reads them as pydantic-settings' environment source did (names in any case, `__` nesting to any
+  depth, JSON for a section, table or list), without importing pydantic-settings: its import (asyncio, ssl, email,
+  argparse, dotenv...) cost every command ~60 ms, a fifth of a cold `memclaw recall`'s own work.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import types
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, Union, get_args, get_origin
 
-from pydantic import BaseModel
-from pydantic_settings import EnvSettingsSource
+from pydantic import BaseModel, SecretStr
 
 from memclaw.errors import ConfigError
 
@@ -67,11 +72,138 @@ def typed_env_values(model: type[BaseModel], data: Mapping[str, Any]) -> dict[st
     return {k: (_typed(fields[k].annotation, v) if k in fields else v) for k, v in data.items()}
 
 
-class TypedEnvSource(EnvSettingsSource):
-    """pydantic-settings' environment source, its values typed by `typed_env_values` for the strict models."""
+def env_values(model: type[BaseModel], environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The values the environment sets for `model` (the whole config), typed for the strict sections: a top-level
+    key from `MEMCLAW_<KEY>` (JSON for a section, table or list), a key inside one from `MEMCLAW_<KEY>__<SUBKEY>`
+    (nested to any depth; JSON where the key holds a table or list), names in any case, nested variables merged
+    over a section's JSON. ConfigError for JSON that does not parse, naming the variables."""
+    env = {k.lower(): v for k, v in (os.environ if environ is None else environ).items()}
+    out: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        key = (ENV_PREFIX + name).lower()
+        raw = env.get(key)
+        if not _is_complex(field.annotation):
+            if raw is not None:
+                out[name] = raw
+            continue
+        try:
+            value = json.loads(raw) if raw is not None else _nested(key + NESTED, field.annotation, env) or None
+            if raw is not None and isinstance(value, dict):
+                value = merged(value, _nested(key + NESTED, field.annotation, env))
+        except ValueError:
+            raise _not_json(name, env) from None
+        if value is not None:
+            out[name] = _field_names(field.annotation, value) if isinstance(value, dict) else value
+    return typed_env_values(model, out)
 
-    def __call__(self) -> dict[str, Any]:
-        return typed_env_values(self.settings_cls, super().__call__())
+
+def merged(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `update`'s values, tables merged key by key (a value that is not a table replaces)."""
+    out = dict(base)
+    for k, v in update.items():
+        out[k] = merged(out[k], v) if isinstance(out.get(k), dict) and isinstance(v, dict) else v
+    return out
+
+
+_NO_FIELD = object()  # a key that names nothing in the model
+
+
+def _nested(prefix: str, annotation: Any, env: Mapping[str, str]) -> dict[str, Any]:
+    """The `<prefix><KEY>[__<KEY>...]` variables as nested tables, in the environment's order (a later variable for
+    a key replaces an earlier one). A value is read as JSON where its key holds a table, a list or a section (text
+    that is not JSON is an error where the model says so, else kept as text)."""
+    top_is_table = _is_table(annotation)
+    out: dict[str, Any] = {}
+    for name, value in env.items():
+        if not name.startswith(prefix):
+            continue
+        *path, last = name[len(prefix) :].split(NESTED)
+        table: Any = out
+        target: Any = annotation
+        for k in path:
+            target = _child(target, k)
+            if isinstance(table, dict):
+                table = table.setdefault(k, {})
+        target = _child(target, last)
+        if value and (target is not _NO_FIELD or top_is_table):
+            strict = isinstance(target, _Field)
+            kind = target.annotation if strict else target
+            if target is _NO_FIELD or _is_complex(kind):
+                try:
+                    value = json.loads(value)
+                except ValueError:
+                    if strict:
+                        raise
+        if isinstance(table, dict):
+            table[last] = value
+    return out
+
+
+class _Field:
+    """A model's field met on the way down a variable's name (its JSON must parse), as opposed to a bare type (the
+    values of a table: JSON if it parses)."""
+
+    def __init__(self, annotation: Any) -> None:
+        self.annotation = annotation
+
+
+def _child(target: Any, key: str) -> Any:
+    """What `key` names inside `target` (a _Field, a bare type, or _NO_FIELD)."""
+    if target is _NO_FIELD:
+        return _NO_FIELD
+    annotation = target.annotation if isinstance(target, _Field) else target
+    if _is_table(annotation):
+        args = get_args(annotation)
+        return args[-1] if args else _NO_FIELD
+    for arg in get_args(annotation):
+        found = _child(arg, key)
+        if found is not _NO_FIELD:
+            return found
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        for name, f in annotation.model_fields.items():
+            if name.lower() == key:
+                return _Field(f.annotation)
+    return _NO_FIELD
+
+
+def _is_table(annotation: Any) -> bool:
+    origin = get_origin(annotation)
+    return annotation is dict or (isinstance(origin, type) and issubclass(origin, dict))
+
+
+def _is_complex(annotation: Any) -> bool:
+    """A section, table or list (read from JSON); not text, a number, a switch, a path or a secret. A union is
+    complex when a member is."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        return any(_is_complex(a) for a in get_args(annotation))
+    return any(
+        isinstance(kind, type)
+        and not issubclass(kind, (str, bytes, SecretStr))
+        and issubclass(kind, (BaseModel, Mapping, Sequence, AbstractSet, tuple, deque))
+        for kind in (annotation, get_origin(annotation))
+    )
+
+
+def _field_names(annotation: Any, value: dict[str, Any]) -> dict[str, Any]:
+    """A section's table with its keys spelt as the model's fields (in any case in the environment)."""
+    kind = _scalar_type(annotation)
+    if not (isinstance(kind, type) and issubclass(kind, BaseModel)):
+        return value
+    fields = {n.lower(): (n, f) for n, f in kind.model_fields.items()}
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        name, f = fields.get(str(k).lower(), (k, None))
+        out[name] = _field_names(f.annotation, v) if f is not None and isinstance(v, dict) else v
+    return out
+
+
+def _not_json(name: str, env: Mapping[str, str]) -> ConfigError:
+    base = f"{ENV_PREFIX}{name.upper()}"
+    names = sorted(k.upper() for k in env if k.upper() == base or k.upper().startswith(base + NESTED)) or [base]
+    return ConfigError(
+        f"environment variable {' / '.join(names)} is not valid JSON (sections, tables and lists are set as "
+        f"JSON, e.g. {base}='{{\"k\": 5}}'); fix or unset it, or set one key as {base}__<KEY>"
+    )
 
 
 def check_env_names(sections: Mapping[str, bool], environ: Mapping[str, str] | None = None) -> None:

@@ -21,14 +21,14 @@ import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from memclaw.embedding.base import Embedder
 from memclaw.embedding.export import export_onnx
 from memclaw.embedding.hashing import HASH_TEST_MODEL, HashEmbedder
-from memclaw.embedding.onnx import OnnxEmbedder, export_dir_for, read_manifest
+from memclaw.embedding.onnx import OnnxEmbedder, export_dir_for, import_runtime, read_manifest
 from memclaw.embedding.registry import (
     REPO_EMBEDDINGS,
     ModelSpec,
@@ -67,6 +67,8 @@ def _torch_available() -> bool:
 
 _LOADED: dict[tuple[Any, ...], Embedder] = {}
 _LOAD_LOCK = threading.Lock()
+_LOADING: dict[tuple[Any, ...], threading.Thread] = {}  # loads under way in the background (load_in_background)
+_LOADING_LOCK = threading.Lock()
 
 
 def clear_embedder_cache() -> None:
@@ -95,6 +97,61 @@ def encode_query(embedder: Embedder, text: str) -> np.ndarray:
     return own(text) if callable(own) else embedder.encode([text])[0]
 
 
+class ModelChoice(Protocol):
+    """The settings that name an embedder to load (EmbeddingsConfig's, or memclaw.cli.early's guess of them)."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def cache_dir(self) -> Path | None: ...
+
+
+def load_in_background(cfg: ModelChoice) -> bool:
+    """Start loading `cfg`'s embedder in a background thread when that is the quick path: a registry model whose
+    cached ONNX export is valid, neither loaded nor loading in this process. Creating its ONNX Runtime session, the
+    bulk of a cold start's model load (~0.2 s), does not hold the GIL, so it runs beside the caller's own start-up
+    (config, index, vector store) instead of after it; `load_embedder` then waits for it and returns the same
+    embedder, one whose threads do not spin between runs (the caller has other work: OnnxEmbedder's `spin`). Only
+    that path runs in the background: if it fails, nothing is kept and `load_embedder` loads (and says what is
+    wrong) as usual. The thread is not a daemon: an exit waits for it rather than tearing the session down midway.
+    Whether a load started."""
+    if cfg.model == HASH_TEST_MODEL or cfg.backend == "torch":
+        return False
+    try:
+        spec = find_spec(cfg.model, load_registry())
+    except EmbeddingError:
+        return False
+    if spec is None:
+        return False
+    cache_dir = Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir()
+    key = (cfg.model, cfg.backend, str(cache_dir.resolve()), spec)
+    target = export_dir_for(spec, cache_dir)
+    with _LOADING_LOCK:
+        if key in _LOADED or key in _LOADING or read_manifest(target, spec) is None:
+            return False
+        thread = threading.Thread(
+            target=_load_export, args=(key, target, spec), name="memclaw-embedder-load", daemon=False
+        )
+        _LOADING[key] = thread
+    import_runtime()  # here, at full speed: in the thread it would share the GIL with the caller's start-up
+    thread.start()
+    return True
+
+
+def _load_export(key: tuple[Any, ...], target: Path, spec: ModelSpec) -> None:
+    try:
+        with _LOAD_LOCK:
+            if key not in _LOADED:
+                _LOADED[key] = OnnxEmbedder(target, expected_source_sha256=spec.sha256, spin=False)
+    except Exception:  # load_embedder, on the caller's thread, loads again and says why
+        log.debug("background load of %s failed", spec.name, exc_info=True)
+    finally:
+        with _LOADING_LOCK:
+            _LOADING.pop(key, None)
+
+
 def load_embedder(cfg: EmbeddingsConfig | None = None, *, registry: Mapping[str, ModelSpec] | None = None) -> Embedder:
     """The embedder for `cfg`, loaded once per process (per model, backend and cache dir).
 
@@ -118,6 +175,10 @@ def load_embedder(cfg: EmbeddingsConfig | None = None, *, registry: Mapping[str,
             return ProviderEmbedder(cfg)
         cache_dir = Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir()
         key = (cfg.model, cfg.backend, str(cache_dir.resolve()), spec)
+    with _LOADING_LOCK:
+        loading = _LOADING.get(key)
+    if loading is not None:  # started by load_in_background: its result, or (if it failed) a load of our own
+        loading.join()
     with _LOAD_LOCK:
         if key in _LOADED:
             return _LOADED[key]

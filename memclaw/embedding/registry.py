@@ -127,7 +127,7 @@ def find_spec(name: str, registry: Mapping[str, ModelSpec]) -> ModelSpec | None:
 
 def models_home() -> Path:
     """$MEMCLAW_HOME/models: where offline model folders and (outside a checkout) ONNX exports live."""
-    from memclaw.config import memclaw_home
+    from memclaw.util.home import memclaw_home
 
     return memclaw_home() / "models"
 

@@ -251,6 +251,14 @@ class UnitTable(Mapping[str, MemoryUnit]):
                 return self.unit(row)
             start = i + 1
 
+    def with_prefix(self, kind: Kind, prefix: str) -> list[MemoryUnit]:
+        """The units of `kind` whose text starts with `prefix`, last first (one pass over the texts: ~5x the cost of
+        `last_match`'s exact lookup)."""
+        k = KINDS.index(kind)
+        kinds = self._c["kinds"]
+        rows = [row for row, t in enumerate(self._c["texts"]) if t.startswith(prefix)]
+        return [self.unit(row) for row in reversed(rows) if kinds[row] == k]
+
     def last(self, kind: Kind) -> MemoryUnit | None:
         kinds = self._c["kinds"]
         k = KINDS.index(kind)

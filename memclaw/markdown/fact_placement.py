@@ -24,9 +24,12 @@ def place_adds(
     groups: dict[str, list[str]] = {}
     for t, sec in adds:
         groups.setdefault(sec, []).append(t)
-    for sec, texts in groups.items():
-        bullets = [bullet_first_line(t) for t in texts]
-        pos, new = _section_slot(doc, lines, sec, bullets, eof)
+    slots = [
+        _section_slot(doc, lines, sec, [bullet_first_line(t) for t in texts], eof) for sec, texts in groups.items()
+    ]
+    # Blocks meant for one place go in an order that keeps each under its heading: bullets for the section there
+    # first, then new headings nested in it, then new top-level headings (which end the sections above them).
+    for pos, new, _rank in sorted(slots, key=lambda slot: slot[2]):
         if pos == eof and (doc.open_comment or doc.open_fence):
             what = "an unclosed HTML comment (<!--)" if doc.open_comment else "an unclosed code fence (```)"
             raise MemoryFileError(f"{path} ends inside {what}: close it, then add the fact again")
@@ -35,17 +38,18 @@ def place_adds(
 
 def _section_slot(
     doc: MemoryDoc, lines: list[str], section: str, bullets: list[str], eof: int
-) -> tuple[int, list[str]]:
+) -> tuple[int, list[str], int]:
+    """(line to insert at, the lines, rank: 0 bullets alone, 1 under new nested headings, 2 a new top heading)."""
     if eof_section(doc) == section and not (doc.open_comment or doc.open_fence):
-        return eof, bullets  # the file ends in this section: at the very end (what append_fact's fast path does)
+        return eof, bullets, 0  # the file ends in this section: at the very end (what append_fact's fast path does)
     in_section = [b for b in doc.facts if b.unit.section == section]
     if in_section:
         pos = max(b.end for b in in_section) + 1
-        return pos, bullets + ([""] if joins_item_above(lines[pos]) else [])
+        return pos, bullets + ([""] if joins_item_above(lines[pos]) else []), 0
     heads = [h for h in doc.headings if h.path == section]
     if heads:
         pos = heads[-1].index + 1
-        return pos, bullets + ([""] if joins_item_above(lines[pos]) else [])
+        return pos, bullets + ([""] if joins_item_above(lines[pos]) else []), 0
     pieces = section_pieces(section)
     for j in range(len(pieces) - 1, 0, -1):
         prefix = SECTION_SEP.join(pieces[:j])
@@ -62,9 +66,9 @@ def _section_slot(
                 break
         new = _heading_block(pieces[j:], h.level + 1, bullets)
         blank_before = pos > 0 and lines[pos - 1].strip() != ""
-        return pos, ([""] if blank_before else []) + new + ([""] if pos != eof else [])
+        return pos, ([""] if blank_before else []) + new + ([""] if pos != eof else []), 1
     blank_before = eof > 0 and lines[eof - 1].strip() != ""
-    return eof, ([""] if blank_before else []) + _heading_block(pieces, 1, bullets)
+    return eof, ([""] if blank_before else []) + _heading_block(pieces, 1, bullets), 2
 
 
 def eof_section(doc: MemoryDoc) -> str | None:

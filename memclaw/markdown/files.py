@@ -21,14 +21,14 @@ import errno
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from memclaw.errors import MemoryFileError
 from memclaw.markdown.formats import parse_history
 from memclaw.markdown.memory_md import parse_memory
 from memclaw.markdown.units import MemoryUnit
-from memclaw.util.files import replace_atomically
+from memclaw.util.files import fsync_dir, replace_atomically
 from memclaw.util.safepath import is_symlink_error, open_nofollow, read_nofollow, refusal
 
 try:  # POSIX only; elsewhere writes are still atomic, just not locked across processes
@@ -188,6 +188,50 @@ def day_files(folder: Path, *, ordered: bool = True) -> list[tuple[str, os.stat_
     finally:
         os.close(fd)
     return out
+
+
+def append_block(path: Path, make: Callable[[str], str | None]) -> bool:
+    """Append `make(the file's current text)` to `path` as a block of its own: a true append (earlier bytes are
+    never rewritten) under the file's lock, blank-line separated from what is there, in the file's own line endings,
+    fsynced (and its folder, when the file is new). `make` returning None means nothing to write (False). The file is
+    created if missing, refused if it is a symlink or not text (MemoryFileError naming the fix)."""
+    path = Path(path)
+    with locked(path):
+        try:
+            created = not os.path.lexists(path)
+            fd = open_nofollow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as e:
+            if is_symlink_error(e, path):
+                raise MemoryFileError(refusal(path)) from e
+            raise MemoryFileError(f"cannot append to {path}: {os_reason(e)}; fix its permissions") from e
+        try:
+            size = os.fstat(fd).st_size
+            data = os.pread(fd, size, 0) if size else b""
+            check_text(path, data)
+            block = make(data.decode(ENCODING, ERRORS))
+            if block is None:
+                return False
+            first_end = data.find(b"\n", 0, 4096)
+            nl = "\r\n" if first_end > 0 and data[first_end - 1 : first_end] == b"\r" else "\n"
+            t = data[-8:].replace(b"\r", b"")
+            if not size or (t.endswith(b"\n\n") or t == b"\n"):
+                sep = ""
+            elif t.endswith(b"\n"):
+                sep = nl
+            else:
+                sep = nl + nl
+            view = memoryview((sep + block.rstrip("\n").replace("\n", nl) + nl).encode(ENCODING, ERRORS))
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        except OSError as e:
+            raise MemoryFileError(f"cannot append to {path}: {os_reason(e)}; check disk space and permissions") from e
+        finally:
+            os.close(fd)
+    if created:
+        fsync_dir(path.parent)
+    return True
 
 
 # ----- reading -------------------------------------------------------------------------------------------

@@ -1,20 +1,17 @@
 """Edits of HISTORY.md: `append_history` (a true append: earlier bytes are never rewritten, blank-line separated,
-fsynced) and `delete_history_entries` (when the user forgets an entry: a locked, verified, atomic rewrite like an
-edit of MEMORY.md)."""
+fsynced; idempotent by consolidation id) and `delete_history_entries` (when the user forgets an entry: a locked,
+verified, atomic rewrite like an edit of MEMORY.md)."""
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
 from memclaw.errors import MemoryFileError
-from memclaw.markdown.files import ENCODING, ERRORS, atomic_write, check_text, encode_text, locked, os_reason, read_text
+from memclaw.markdown.files import append_block, atomic_write, encode_text, locked, read_text
 from memclaw.markdown.formats import clean_text, format_history_entry, parse_history, scan_history
 from memclaw.markdown.units import MemoryUnit
-from memclaw.util.files import fsync_dir
-from memclaw.util.safepath import is_symlink_error, open_nofollow, refusal
 
 
 def _norm(t: str) -> str:
@@ -55,45 +52,26 @@ def delete_history_entries(path: Path, scope: str, source: str, ids: list[str]) 
     return gone
 
 
-def append_history(path: Path, ts: datetime, text: str) -> None:
-    """Append one entry `[YYYY-MM-DD HH:MM] text` to HISTORY.md: a true append (earlier bytes are never
-    rewritten), blank-line separated, fsynced. A line of `text` that would read as a stamp is escaped."""
-    path = Path(path)
+def append_history(path: Path, ts: datetime, text: str, *, cid: str | None = None) -> bool:
+    """Append one entry `[YYYY-MM-DD HH:MM] text` (`[... #cid]` for a consolidation's entry) to HISTORY.md: a true
+    append (earlier bytes are never rewritten), blank-line separated, fsynced. A line of `text` that would read as a
+    stamp is escaped. With `cid`, the same entry already there with that id (a write repeated after a crash) is not
+    appended again: False, nothing written."""
     body = clean_text(text).strip()
     if not body:
         raise MemoryFileError("empty history entry: nothing to write")
-    entry = format_history_entry(ts, body)
-    with locked(path):
-        try:
-            created = not os.path.lexists(path)
-            fd = open_nofollow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        except OSError as e:
-            if is_symlink_error(e, path):
-                raise MemoryFileError(refusal(path)) from e
-            raise MemoryFileError(f"cannot append to {path}: {os_reason(e)}; fix its permissions") from e
-        try:
-            size = os.fstat(fd).st_size
-            check_text(path, os.pread(fd, size, 0) if size else b"")
-            head = os.pread(fd, min(size, 4096), 0)
-            tail = os.pread(fd, min(size, 8), max(0, size - 8)) if size else b""
-            first_end = head.find(b"\n")
-            nl = "\r\n" if first_end > 0 and head[first_end - 1 : first_end] == b"\r" else "\n"
-            t = tail.replace(b"\r", b"")
-            if not size or (t.endswith(b"\n\n") or t == b"\n"):
-                sep = ""
-            elif t.endswith(b"\n"):
-                sep = nl
-            else:
-                sep = nl + nl
-            data = (sep + entry.replace("\n", nl) + nl).encode(ENCODING, ERRORS)
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        except OSError as e:
-            raise MemoryFileError(f"cannot append to {path}: {os_reason(e)}; check disk space and permissions") from e
-        finally:
-            os.close(fd)
-    if created:
-        fsync_dir(path.parent)
+    entry = format_history_entry(ts, body, cid=cid)
+
+    def make(current: str) -> str | None:
+        return None if cid is not None and has_entry(current, entry, cid) else entry
+
+    return append_block(Path(path), make)
+
+
+def has_entry(text: str, entry: str, cid: str) -> bool:
+    """Whether HISTORY.md `text` holds `entry` (as `format_history_entry` writes it, stamped with `cid`): an entry
+    with that consolidation id and the same words (another with the same id is another consolidation's)."""
+    if f" #{cid}]" not in text:  # the common case, without a parse
+        return False
+    want = [_norm(u.text) for u in parse_history(entry, scope="", source="")]
+    return any(u.extra.get("cid") == cid and [_norm(u.text)] == want for u in parse_history(text, scope="", source=""))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
@@ -220,18 +221,30 @@ _RELATIVE = {"today", "yesterday", "last_n", "this_last", "ago", "weekday"}
 
 def find_date_ranges(query: str, now: datetime) -> list[DateRange]:
     """Every date range the query names, in order of appearance. `now` anchors relative expressions."""
+    return [r for _, _, _, r in find_date_spans(query, now)]
+
+
+def find_date_spans(text: str, now: datetime) -> list[tuple[int, int, bool, DateRange]]:
+    """(start, end, relative, range) of every date expression in `text`, in order of appearance; `relative`: the
+    expression depends on `now` ("last week", "three days ago"), not an absolute date ("8 May 2023")."""
     now = now.replace(tzinfo=None)
-    found: list[tuple[int, DateRange]] = []
-    taken: list[tuple[int, int]] = []
+    found: list[tuple[int, int, bool, DateRange]] = []
     for kind, rx in _PATTERNS:
-        for m in rx.finditer(query):
-            if any(a < m.end() and m.start() < b for a, b in taken):
+        for m in rx.finditer(text):
+            if any(a < m.end() and m.start() < b for a, b, _, _ in found):
                 continue
             g = m.groupdict()
             try:
                 start, end = (_relative if kind in _RELATIVE else _absolute)(kind, g, now)
             except (ValueError, KeyError, OverflowError):
                 continue  # an impossible date is ignored, not repaired
-            taken.append((m.start(), m.end()))
-            found.append((m.start(), DateRange(start, end, m.group(0))))
-    return [r for _, r in sorted(found, key=lambda x: x[0])]
+            found.append((m.start(), m.end(), kind in _RELATIVE, DateRange(start, end, m.group(0))))
+    return sorted(found, key=lambda x: x[0])
+
+
+def without_dates(query: str, ranges: Sequence[DateRange]) -> str:
+    """The query without the words that named its date ranges ("what did I do last week" -> "what did I do"): they
+    say when, not what, so they are no topic words (BM25 would match "week" or "2026" anywhere)."""
+    for r in ranges:
+        query = query.replace(r.text, " ", 1)
+    return " ".join(query.split())

@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
+from memclaw.recall.confidence import VECTOR_SPAN_FROM, signal_weights
 from memclaw.recall.dates import DateRange
 
-FusionMethod = Literal["rrf", "weighted"]
+FusionMethod = Literal["rrf", "weighted", "adaptive"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,11 @@ class FusionParams:
     min_bm25: float = 0.0
     bm25_relative_floor: float = 0.0
     """Drop BM25 hits scoring below this share of the best BM25 score (0 keeps every positive hit)."""
+    bm25_confidence: float = 0.25
+    vector_confidence: float = 0.25
+    """adaptive: the powers of each signal's confidence for this query in its weight (memclaw.recall.confidence)."""
+    vector_span_from: float = VECTOR_SPAN_FROM
+    """adaptive: the cosine's scale runs from the floor up to the best cosine, or up to this if the best is lower."""
 
 
 @dataclass
@@ -56,13 +62,16 @@ def fuse(
     p: FusionParams,
     *,
     bm25_scale: float | None = None,
+    bm25_bound: float = 0.0,
 ) -> list[Fused]:
     """Fuse two best-first candidate lists (already floored). Ties break by id for determinism.
 
     rrf: sum of weight / (rrf_k + rank). weighted: `bm25_weight * bm25 / bm25_scale + vector_weight * cosine`,
     where `bm25_scale` is the query's BM25 upper bound (a unit matching every query term with saturated term
     frequency scores 1), or the best BM25 score of the list when no bound is given. Weighted fusion keeps each
-    signal's confidence: a strong cosine match is not out-ranked by a unit that is mediocre on both signals."""
+    signal's confidence: a strong cosine match is not out-ranked by a unit that is mediocre on both signals.
+    adaptive: each signal on its own scale for this query, weighted by how much it knows about it
+    (memclaw.recall.confidence; `bm25_bound` is the query's BM25 upper bound)."""
     hits: dict[str, Fused] = {}
     for rank, (i, s) in enumerate(bm25, 1):
         h = hits.setdefault(i, Fused(i))
@@ -75,6 +84,8 @@ def fuse(
     if p.method == "rrf":
         for h in hits.values():
             h.score = _rrf(h.bm25_rank, p.rrf_k) * p.bm25_weight + _rrf(h.vector_rank, p.rrf_k) * p.vector_weight
+    elif p.method == "adaptive":
+        _adaptive(hits, [s for _i, s in bm25], [s for _i, s in vector], p, bm25_bound)
     else:
         scale = bm25_scale or max((h.bm25_score or 0.0 for h in hits.values()), default=0.0)
         for h in hits.values():
@@ -82,6 +93,37 @@ def fuse(
             v = max(0.0, h.vector_similarity or 0.0)
             h.score = p.bm25_weight * b + p.vector_weight * v
     return sorted(hits.values(), key=lambda h: (-h.score, h.id))
+
+
+def _adaptive(
+    hits: Mapping[str, Fused], bm25: Sequence[float], vector: Sequence[float], p: FusionParams, bound: float
+) -> None:
+    wb, wv = signal_weights(
+        bm25,
+        vector,
+        bm25_weight=p.bm25_weight,
+        vector_weight=p.vector_weight,
+        bm25_power=p.bm25_confidence,
+        vector_power=p.vector_confidence,
+        bound=bound,
+    )
+    top = bm25[0] if bm25 else 0.0
+    span = (max(vector[0], p.vector_span_from) - p.min_similarity) if vector else 0.0
+    for h in hits.values():
+        b = h.bm25_score / top if top > 0 and h.bm25_score is not None else 0.0
+        if h.vector_similarity is None:
+            v = 0.0
+        else:
+            v = max(0.0, (h.vector_similarity - p.min_similarity) / span) if span > 0 else 1.0
+        h.score = wb * b + wv * v
+
+
+def fusion_scale(p: FusionParams) -> float:
+    """The fused score of a unit that is first on both signals with a perfect cosine: the scale a lift that does not
+    depend on how well the words matched (a named date) is measured in."""
+    if p.method == "rrf":
+        return (p.bm25_weight + p.vector_weight) / (p.rrf_k + 1)
+    return p.bm25_weight + p.vector_weight
 
 
 def _rrf(rank: int | None, k: int) -> float:
@@ -121,24 +163,40 @@ def date_boost(
     *,
     weight: float,
     extra: Sequence[str] = (),
+    scale: float | None = None,
+    after: float = 0.0,
+    after_days: int = 7,
 ) -> list[Fused]:
     """The query names a date range ("in August 2023", "last week"): units stamped inside it gain `weight` times
-    the best fused score. `extra` are in-range units with no signal of their own (a query such as "what did I
-    do last week" matches little by words); they enter with the date gain alone, which their provenance shows,
-    so they rank below every in-range unit that also matches the query."""
+    `scale` (the fusion's full scale, see fusion_scale), or times the best fused score when no scale is given.
+    `extra` are in-range units with no signal of their own (a query such as "what did I do last week" matches
+    little by words); they enter with the date gain alone, which their provenance shows, so they rank below every
+    in-range unit that also matches the query. `after`: units stamped just after a range (within its own length,
+    at most `after_days`: what was said about it once it was over, "last week I was in Lisbon") gain that share of
+    the gain."""
     if weight <= 0 or not ranges:
         return hits
     by_id = {h.id: h for h in hits}
     for i in extra:
         by_id.setdefault(i, Fused(i))
-    top = max((h.score for h in hits), default=0.0) or 1.0
+    top = scale or max((h.score for h in hits), default=0.0) or 1.0
     gain = weight * top
     for h in by_id.values():
         ts = timestamps.get(h.id)
-        if ts is not None and any(ts in r for r in ranges):
+        if ts is None:
+            continue
+        if any(ts in r for r in ranges):
             h.score += gain
             h.boosts["date"] = gain
+        elif after > 0 and any(_just_after(ts, r, after_days) for r in ranges):
+            h.score += after * gain
+            h.boosts["date"] = after * gain
     return sorted(by_id.values(), key=lambda h: -h.score)  # stable: ties keep fused order, extras newest first
+
+
+def _just_after(ts: datetime, r: DateRange, days: int) -> bool:
+    t = ts.replace(tzinfo=None)
+    return r.end <= t < r.end + min(r.end - r.start, timedelta(days=days))
 
 
 def link_boost(hits: list[Fused], links: Mapping[str, Sequence[str]], *, weight: float) -> list[Fused]:

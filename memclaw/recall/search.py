@@ -22,13 +22,14 @@ from memclaw.errors import (
 from memclaw.index.identity import what_broke
 from memclaw.index.passages import is_head, is_long, unit_of
 from memclaw.markdown.units import KINDS
-from memclaw.recall.archive import ArchiveHits, best_passages, cid_boost
-from memclaw.recall.dates import find_date_ranges
-from memclaw.recall.fusion import FusionParams, apply_floors, date_boost, fuse, link_boost, recency_boost
+from memclaw.recall.archive import ArchiveHits, best_passages
+from memclaw.recall.dates import find_date_ranges, without_dates
+from memclaw.recall.fusion import FusionParams
+from memclaw.recall.ranking import RankInput, RankSettings, rank
 from memclaw.recall.results import RecallHit, RecallResult, Signal
 
 if TYPE_CHECKING:
-    from memclaw.config import Config
+    from memclaw.config import Config, RecallConfig
     from memclaw.embedding.base import Embedder
     from memclaw.index.identity import IndexIdentity
     from memclaw.index.scopes import Scope, ScopeCache
@@ -41,6 +42,32 @@ RECENCY_WEIGHT = 0.3
 DATE_ONLY_MAX_DAYS = 31
 """A query naming a range up to this long ("last week", "on 8 May") also recalls units stamped inside it that
 match no word of the query; a wider range ("in 2023") only lifts units that match on their own."""
+
+
+def rank_settings(rc: RecallConfig) -> RankSettings:
+    """The ranking settings of a recall configuration."""
+    fusion = FusionParams(
+        method=rc.fusion,
+        rrf_k=rc.rrf_k,
+        bm25_weight=rc.bm25_weight,
+        vector_weight=rc.vector_weight,
+        min_similarity=rc.min_similarity,
+        min_bm25=rc.min_bm25,
+        bm25_confidence=rc.bm25_confidence,
+        vector_confidence=rc.vector_confidence,
+    )
+    return RankSettings(
+        fusion=fusion,
+        date_weight=rc.date_weight,
+        date_scale="full" if rc.fusion == "adaptive" else "best",
+        date_after=rc.date_after,
+        date_only_max_days=DATE_ONLY_MAX_DAYS,
+        link_weight=rc.link_weight if rc.link_sessions else 0.0,
+        recency_half_life_days=rc.recency_half_life_days,
+        recency_weight=RECENCY_WEIGHT,
+        keep_factor=rc.keep_factor,
+    )
+
 
 StoreDown = VectorStoreUnavailable | EmbeddingUnavailable
 
@@ -102,13 +129,16 @@ class Recall:
             return result
         n_cand = max(rc.candidates, k * 3)
         bm25_hits: list[tuple[str, float]] = []
+        bm25_bound = 0.0
         vec_hits: list[tuple[str, float]] = []
         passages: dict[str, str] = {}  # a unit -> its best passage (memclaw.recall.archive: excerpts of long turns)
+        ranges = find_date_ranges(query, now or datetime.now()) if rc.date_weight > 0 else []
         if mode in ("hybrid", "bm25"):
             t = time.perf_counter()
-            tokens = self.tokenizer.tokenize(query)
+            tokens = self.tokenizer.tokenize(without_dates(query, ranges))  # the words of a date are no topic
             with self.scopes.lock:
                 bm25_hits = list(sc.lexical.search(tokens, n_cand)) if tokens else []
+                bm25_bound = sc.lexical.max_score(tokens) if tokens else 0.0
             result.timings_ms["bm25"] = (time.perf_counter() - t) * 1000
         if mode in ("hybrid", "vector"):
             from memclaw.embedding.load import encode_query
@@ -142,49 +172,14 @@ class Recall:
         result.scope_size = sum(u.kind == kind for u in units.values()) if kind else len(units)
         bm25_hits = [(i, s) for i, s in bm25_hits if i in units]
         vec_hits = [(i, s) for i, s in vec_hits if i in units]  # ignore vectors orphaned by a crash
-        params = FusionParams(
-            method=rc.fusion,
-            rrf_k=rc.rrf_k,
-            bm25_weight=rc.bm25_weight,
-            vector_weight=rc.vector_weight,
-            min_similarity=rc.min_similarity,
-            min_bm25=rc.min_bm25,
-        )
-        bm25_hits, vec_hits = apply_floors(bm25_hits, vec_hits, params)
-        fused = fuse(bm25_hits, vec_hits, params)
-        ranges = find_date_ranges(query, now or datetime.now()) if rc.date_weight > 0 else []
-        if ranges:
-            narrow = [r for r in ranges if r.days <= DATE_ONLY_MAX_DAYS]
-            extra = [i for i in sc.dated_in(narrow, n_cand) if not kind or units[i].kind == kind] if narrow else []
-            stamps = {i: units[i].timestamp for i in [*(f.id for f in fused), *extra]}
-            fused = date_boost(fused, stamps, ranges, weight=rc.date_weight, extra=extra)
-            result.date_ranges = ranges
-        if rc.link_sessions and sc.state.links:
-            fused = link_boost(fused, sc.state.links, weight=rc.link_weight)
-        if rc.link_sessions:  # (memclaw.recall.archive: turns, facts and entries of one consolidation)
-            fused = cid_boost(fused, units, sc.entries_by_cid(), weight=rc.link_weight)
-        if rc.recency_half_life_days:
-            hit_units = {f.id: units[f.id] for f in fused}
-            fused = recency_boost(
-                fused,
-                {i: u.timestamp for i, u in hit_units.items()},
-                {i: u.kind for i, u in hit_units.items()},
-                now=now or datetime.now(),
-                half_life_days=rc.recency_half_life_days,
-                weight=RECENCY_WEIGHT,
-            )
+        result.date_ranges = ranges
         links = sc.state.links if rc.link_sessions else {}
-        turns = ArchiveHits(units, sc.entries_by_cid() if rc.link_sessions else {}, self.tokenizer.tokenize,
-                            (rc.excerpt_before, rc.excerpt_after), rc.excerpt_wide, query, passages)  # fmt: skip
-        seen_text: set[str] = set()
-        for f in fused:
+        entries_of = sc.entries_by_cid() if rc.link_sessions else {}
+        inp = RankInput(bm25_hits, vec_hits, units, links, ranges, sc.dated_in, now, bm25_bound, entries_of)
+        turns = ArchiveHits(units, entries_of, self.tokenizer.tokenize, (rc.excerpt_before, rc.excerpt_after),
+                            rc.excerpt_wide, query, passages)  # fmt: skip
+        for f in rank(inp, rank_settings(rc), k=k, n_cand=n_cand, kind=kind):
             u = units[f.id]
-            if kind and u.kind != kind:
-                continue
-            key = " ".join(u.text.lower().split())
-            if key in seen_text:
-                continue
-            seen_text.add(key)
             result.hits.append(
                 RecallHit(
                     u,
@@ -196,8 +191,6 @@ class Recall:
                     turns.excerpt(u),
                 )
             )
-            if len(result.hits) >= k:
-                break
         result.timings_ms["total"] = (time.perf_counter() - t0) * 1000
         return result
 

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -26,6 +26,7 @@ from memclaw.index.sync import ScopeSync
 from memclaw.markdown.units import OWNER_SCOPE, MemoryUnit
 from memclaw.recall.results import RecallHit, RecallOptions, RecallResult
 from memclaw.recall.search import Recall
+from memclaw.service.consolidation_record import STEPS, ConsolidationRecord, ConsolidationWriter, RecordResult
 from memclaw.service.forgotten_recall import ForgottenFilter
 from memclaw.service.prefetch import Prefetch
 from memclaw.service.stats import index_stats
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 
     from memclaw.embedding.base import Embedder
     from memclaw.index.tokenizer import Tokenizer
-    from memclaw.markdown.fact_ops import FactOp
     from memclaw.store.base import VectorStore
     from memclaw.util.progress import ProgressFactory
     from memclaw.workspace import Workspace
@@ -88,6 +88,7 @@ class MemoryService:
         )  # fmt: skip
         self._writer = MemoryWriter(self.scopes, self.sync)
         self._forgotten = ForgottenFilter(workspace.sessions_dir, self.tokenizer.tokenize)
+        self._recorder = ConsolidationWriter(workspace, config, self.sync)
         self._write_lock = threading.Lock()  # one sync at a time in this process
         self.embed_error: EmbeddingUnavailable | None = None  # why the last sync left vectors pending, if it did
         self._store_lock = threading.Lock()  # one opening of the vector store
@@ -299,16 +300,8 @@ class MemoryService:
         """The hits of `recall_detailed(query, **options)`."""
         return self.recall_detailed(query, **options).hits
 
-    def recall_detailed(
-        self,
-        query: str,
-        *,
-        scope: str = OWNER_SCOPE,
-        k: int | None = None,
-        mode: str | None = None,
-        kind: str | None = None,
-        now: datetime | None = None,
-    ) -> RecallResult:
+    def recall_detailed(self, query: str, *, scope: str = OWNER_SCOPE, k: int | None = None, mode: str | None = None,
+                        kind: str | None = None, now: datetime | None = None) -> RecallResult:  # fmt: skip
         result = self._recall.recall(query, scope=scope, k=k, mode=mode, kind=kind, now=now)
         return self._forgotten.apply(result)  # (archived turns that restate what the owner forgot)
 
@@ -316,18 +309,23 @@ class MemoryService:
     def facts(self, scope: str = OWNER_SCOPE) -> list[MemoryUnit]:
         return self._writer.facts(scope)
 
-    def add_fact(self, text: str, *, scope: str = OWNER_SCOPE, section: str | None = None) -> MemoryUnit:
-        return self._writer.add_fact(text, scope=scope, section=section)
+    def add_fact(self, text: str, *, scope: str = OWNER_SCOPE, section: str | None = None,
+                 learned: date | None = None) -> MemoryUnit:  # fmt: skip
+        """One fact, marked with the day it was `learned` (default today; memclaw.service.learned)."""
+        return self._writer.add_fact(text, scope=scope, section=section, learned=learned)
 
-    def find_fact(self, text: str, *, scope: str = OWNER_SCOPE, section: str | None = None) -> MemoryUnit | None:
-        """The fact `add_fact(text, section=section)` would write again (memclaw.service.writes)."""
-        return self._writer.find_fact(text, scope=scope, section=section)
-
-    def apply_fact_ops(self, scope: str, ops: list[FactOp]) -> Any:
-        return self._writer.apply_fact_ops(scope, ops)
+    def find_fact(self, text: str, *, scope: str = OWNER_SCOPE, section: str | None = None,
+                  learned: date | None = None) -> MemoryUnit | None:  # fmt: skip
+        """The fact `add_fact(text, section=section, learned=learned)` would write again (memclaw.service.writes)."""
+        return self._writer.find_fact(text, scope=scope, section=section, learned=learned)
 
     def append_history(self, scope: str, text: str, ts: datetime) -> MemoryUnit:
         return self._writer.append_history(scope, text, ts)
+
+    def record_consolidation(self, scope: str, record: ConsolidationRecord, *, steps: Sequence[str] = STEPS,
+                             sync: bool = True) -> RecordResult:  # fmt: skip
+        """Archive chunk, facts, history entry: memclaw.service.consolidation_record (`sync=False`: no index sync)."""
+        return self._recorder.record(scope, record, steps=steps, sync=sync)
 
     def list_units(self, scope: str = OWNER_SCOPE, kind: str | None = None) -> list[MemoryUnit]:
         """Every memory of a scope as the Markdown holds it now, in file order (facts, then history); reads only."""

@@ -4,9 +4,9 @@ and deleted, history appended, memories forgotten, and what a scope holds now.""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memclaw.errors import IndexError_, UsageError, VectorStoreUnavailable
 from memclaw.markdown.units import MemoryUnit
@@ -14,7 +14,6 @@ from memclaw.permission_errors import from_permission_error
 
 if TYPE_CHECKING:
     from memclaw.index.scopes import ScopeCache
-    from memclaw.markdown.fact_ops import FactOp
     from memclaw.markdown.incremental import FileMark
 
 
@@ -29,18 +28,20 @@ class MemoryWriter:
     def facts(self, scope: str) -> list[MemoryUnit]:
         return [u for u in self.scopes.parse(scope) if u.kind == "fact"]
 
-    def add_fact(self, text: str, *, scope: str, section: str | None) -> MemoryUnit:
+    def add_fact(self, text: str, *, scope: str, section: str | None, learned: date | None = None) -> MemoryUnit:
         from memclaw.markdown.fact_ops import append_fact, normalize_fact_text
         from memclaw.markdown.unit_size import too_long
+        from memclaw.service.learned import mark_fact
 
-        text = normalize_fact_text(text)  # as it will read back (undecodable bytes, comment openers defused)
-        if not text:
+        if not normalize_fact_text(text):
             raise UsageError("empty fact: say what to remember")
+        text = mark_fact(text, learned or date.today())  # as it will read back, with when it was learned
         refused = too_long(text)
         if refused:
             raise UsageError(refused)
         path = self.workspace.memory_file(scope)
-        if self.find_fact(text, scope=scope, section=section) is None:  # a re-run does not write it twice
+        known = self.find_fact(text, scope=scope, section=section)
+        if known is None:  # a re-run does not write it twice
             self._check_other_files(scope, path)
             path.parent.mkdir(parents=True, exist_ok=True)
             append_fact(path, text, section=section, mark=self._mark(scope, path))
@@ -49,6 +50,8 @@ class MemoryWriter:
         except (VectorStoreUnavailable, IndexError_, PermissionError) as e:
             err = from_permission_error(e) if isinstance(e, PermissionError) else e
             raise type(err)(f"{err} (the fact is saved in {path}; the next sync indexes it)") from e
+        if known is not None:
+            text = known.text
         sc = self.scopes.get(scope)
         if sc is not None:
             match = sc.state.units.last_match("fact", text)
@@ -58,14 +61,19 @@ class MemoryWriter:
             raise IndexError_(f"the fact was written to {path} but could not be read back; check the file")
         return match
 
-    def find_fact(self, text: str, *, scope: str, section: str | None) -> MemoryUnit | None:
-        """The fact `add_fact(text, section=section)` would write again: the scope's last fact with this text, if
-        it is under that section (DEFAULT_SECTION when None). From the synced state when MEMORY.md has not changed
-        since, else from the file. (The same text under another heading is another fact.)"""
-        from memclaw.markdown.fact_ops import DEFAULT_SECTION, normalize_fact_text
+    def find_fact(
+        self, text: str, *, scope: str, section: str | None, learned: date | None = None
+    ) -> MemoryUnit | None:
+        """The fact `add_fact(text, section=section, learned=learned)` would write again: the scope's last fact
+        with this text, if it is under that section (DEFAULT_SECTION when None). Texts are compared as written
+        (relative dates resolved) without the date they end in: a re-run on another day is the same fact. From the
+        synced state when MEMORY.md has not changed since, else from the file. (The same text under another heading
+        is another fact.)"""
+        from memclaw.markdown.fact_ops import DEFAULT_SECTION
         from memclaw.markdown.formats import normalize_section
+        from memclaw.service.learned import bare_fact, mark_fact
 
-        text = normalize_fact_text(text)
+        bare = bare_fact(mark_fact(text, learned or date.today()))
         path = self.workspace.memory_file(scope)
         sc = self.scopes.get(scope)
         src = self.workspace.source_of(path)
@@ -74,9 +82,10 @@ class MemoryWriter:
             and src in sc.state.signatures
             and sc.state.signatures[src] == self.scopes.signatures(scope)[src]
         ):
-            last = sc.state.units.last_match("fact", text)
+            candidates = sc.state.units.with_prefix("fact", bare)
         else:
-            last = next((u for u in reversed(self.facts(scope)) if u.text == text), None)
+            candidates = [u for u in reversed(self.facts(scope)) if u.text.startswith(bare)]
+        last = next((u for u in candidates if bare_fact(u.text) == bare), None)
         return last if last is not None and last.section == (normalize_section(section) or DEFAULT_SECTION) else None
 
     def _check_other_files(self, scope: str, path: Path) -> None:
@@ -94,15 +103,6 @@ class MemoryWriter:
         """The synced state's mark of a memory file (what the append fast path of memfiles checks against)."""
         sc = self.scopes.get(scope)
         return sc.state.marks.get(self.workspace.source_of(path)) if sc is not None else None
-
-    def apply_fact_ops(self, scope: str, ops: list[FactOp]) -> Any:
-        from memclaw.markdown.fact_ops import apply_fact_ops
-
-        path = self.workspace.memory_file(scope)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        result = apply_fact_ops(path, scope, self.workspace.source_of(path), ops)
-        self._sync([scope])
-        return result
 
     def append_history(self, scope: str, text: str, ts: datetime) -> MemoryUnit:
         from memclaw.markdown.history_file import append_history

@@ -37,10 +37,14 @@ class ChromaStore:
         where: str,
         connect: Callable[[], Any] | None = None,
         reader: Callable[[], Reader | None] | None = None,
+        stale: Callable[[], bool] | None = None,
     ) -> None:
         """`client`: a chromadb client, or None with `connect` to make one at first need. `reader`: makes the
-        read-only `Reader` that serves `query` and `warm` until the client is needed."""
+        read-only `Reader` that serves `query` and `warm` until the client is needed. `stale`: true once the client
+        no longer works because its store was released under it (an embedded store wiped by another service of this
+        process, `memclaw.store.clients.release_embedded`): the next use connects again."""
         self._client_obj = client
+        self._stale = stale
         self._connect = connect
         self._make_reader = reader
         self._reader: Reader | None = None
@@ -51,6 +55,7 @@ class ChromaStore:
 
     @property
     def _client(self) -> Any:
+        self._drop_if_stale()
         if self._client_obj is None:
             with self._connect_lock:
                 if self._client_obj is None:
@@ -59,6 +64,14 @@ class ChromaStore:
                     self._reader = None
                     self._client_obj = self._connect()
         return self._client_obj
+
+    def _drop_if_stale(self) -> None:
+        """Forget a client (and its collections) whose store was released under it: the next use connects again."""
+        if self._client_obj is not None and self._stale is not None and self._connect is not None and self._stale():
+            with self._connect_lock:
+                log.debug("the Chroma store at %s was released under this client; connecting again", self._where)
+                self._client_obj = None
+                self._collections.clear()
 
     def _live_reader(self) -> Reader | None:
         """The reader while it may serve reads: never after this store opened the chromadb client, nor (an
@@ -97,6 +110,7 @@ class ChromaStore:
         return self._where
 
     def _collection(self, scope: str, *, create: bool) -> Any | None:
+        self._drop_if_stale()
         col = self._collections.get(scope)
         if col is not None:
             return col

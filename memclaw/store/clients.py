@@ -64,6 +64,8 @@ def release_embedded(path: Path) -> None:
     replacing the directory, so the next PersistentClient starts from what is on disk. Engine readers of `path`
     are retired too."""
     forget_readers(path)
+    key = _release_key(path)
+    _released[key] = _released.get(key, 0) + 1
     if "chromadb" not in sys.modules:
         return
     from chromadb.api.shared_system_client import SharedSystemClient
@@ -160,15 +162,30 @@ def open_chroma_store(
         )
     assert path is not None
     store_path = path
+    key = _release_key(path)
+    connected = [_released.get(key, 0)]  # the release count its client was made at
+
+    def connect() -> Any:
+        connected[0] = _released.get(key, 0)
+        return _persistent_client(store_path)
+
+    def stale() -> bool:
+        return _released.get(key, 0) != connected[0]
+
     if (path / "chroma.sqlite3").is_file() and not client_running(path):
         return ChromaStore(
-            None,
-            namespace,
-            where=str(path),
-            connect=lambda: _persistent_client(store_path),
-            reader=lambda: engine_reader(store_path),
+            None, namespace, where=str(path), connect=connect, reader=lambda: engine_reader(store_path), stale=stale
         )
-    return ChromaStore(_persistent_client(path), namespace, where=str(path))
+    return ChromaStore(connect(), namespace, where=str(path), connect=connect, stale=stale)
+
+
+_released: dict[str, int] = {}
+"""How many times each embedded store's chromadb system was released in this process: a store whose client was made
+before the latest release connects again (its system was stopped under it)."""
+
+
+def _release_key(path: Path) -> str:
+    return os.path.abspath(path)
 
 
 def _http_client(parsed: Any, headers: Mapping[str, str] | None, timeout: Any) -> Any:

@@ -19,13 +19,15 @@ MAX_RESULT_CHARS = 16_000
 
 @dataclass
 class ToolContext:
-    """Who is calling and with what: the workspace root, config, the caller's memory scope and owner flag."""
+    """Who is calling and with what: the workspace root, config, the caller's memory scope and owner flag, and
+    whether the conversation is incognito (nothing of it is to be remembered)."""
 
     root: Path
     config: Config
     scope: str
     is_owner: bool
     memory: MemoryService | None = None
+    incognito: bool = False
 
 
 class ToolFailure(Exception):

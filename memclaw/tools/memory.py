@@ -54,6 +54,9 @@ class Remember(Tool):
     Args = RememberArgs
     owner_only = False
 
+    def available(self, ctx: ToolContext) -> bool:
+        return super().available(ctx) and not ctx.incognito  # an incognito conversation is not remembered
+
     def run(self, args: RememberArgs, ctx: ToolContext) -> str:
         if ctx.memory is None:
             raise ToolFailure("memory is not available in this session")

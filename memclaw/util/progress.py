@@ -71,7 +71,7 @@ class _Reporter:
                 console=Console(file=self.stream),
                 transient=True,
             )
-            self._task = self._bar.add_task(self.what, total=self.total, rate="")
+            self._task = self._bar.add_task(self.what, total=self.total, completed=self.done, rate="")
             self._bar.start()
         self._bar.update(self._task, completed=self.done, rate=f"{self.rate(now):,.0f}/s")
 

@@ -8,6 +8,9 @@
   handlers by memclaw.runtime.setup_logging).
 * `environment_without_secrets`: the environment the `exec` tool gives a command: no variable whose name says it
   holds a secret, whose value is (or holds) a known secret, or whose value carries URL credentials.
+* `mask_secrets`: what `redact_text` masks plus every secret recognisable by its shape (provider keys `sk-...`,
+  `ghp_...`, AWS access keys, Bearer tokens, JWTs, private key blocks) or by what precedes it ("my password is
+  ...", `api_key = ...`): for text memclaw keeps verbatim (the conversation archive), where no secret belongs.
 """
 
 from __future__ import annotations
@@ -117,3 +120,53 @@ class RedactingFilter(logging.Filter):
         if record.exc_text:
             record.exc_text = redact_text(record.exc_text)
         return True
+
+
+# ----- secrets by their shape ------------------------------------------------------------------------------
+_SHAPES = [
+    re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S),
+    re.compile(r"\b(?:sk|rk|pk)-(?:[A-Za-z0-9]+-){0,3}[A-Za-z0-9_-]{16,}"),  # OpenAI, Anthropic (sk-ant-...)
+    re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"),  # Stripe
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"),  # GitHub tokens
+    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{30,}"),
+    re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"),  # GitLab
+    re.compile(r"\bhf_[A-Za-z0-9]{30,}"),  # Hugging Face
+    re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),  # Slack
+    re.compile(r"\bAIza[0-9A-Za-z_-]{35}"),  # Google API keys
+    re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b"),  # AWS access key ids
+    re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),  # JSON web tokens
+]
+_TOKENISH = r"[A-Za-z0-9/+=._~-]{8,}"
+_BEARER = re.compile(r"(?i)\b(?:bearer|basic)\s+(?P<v>" + _TOKENISH + ")")
+_KEYED = re.compile(  # api_key = ..., aws_secret_access_key: ..., "the token is ..."
+    r"(?i)\b[\w-]*(?:key|token|secret)s?\b[\"']?\s*(?:is|was|:|=|=>)\s*[\"'`]?(?P<v>" + _TOKENISH + ")"
+)
+_PASSWORD = re.compile(  # "my password is hunter2", "wifi password: 'x y z'", "PIN is 4711"
+    r"(?i)\b(?:password|passwd|passcode|pwd|pin(?:\s+code)?|(?P<phrase>passphrase|pass\s+phrase))\b"
+    r"(?:\s+(?:for|to|of|on|at)(?:\s+[^\s:=.,;!?]+){1,3}?)?\s*(?:is|was|:|=)\s*"
+    r"(?P<v>\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`|(?(phrase)[^.;!?\n]+|[^\s.,;!?]+(?:[.,;!?]?[^\s.,;!?]+)*))"
+)
+"""A password or PIN: the quoted value, else the one word after "is"/":" (a passphrase: the rest of its clause)."""
+
+
+def _looks_secret(value: str) -> bool:
+    """A value after "key"/"token"/"secret" that is a credential, not a word ("the secret is patience")."""
+    has_digit = any(c.isdigit() for c in value)
+    return (has_digit and any(c.isalpha() for c in value)) or len(value) >= 24
+
+
+def mask_secrets(text: str) -> str:
+    """`text` with every secret memclaw can recognise replaced by ***: those `redact_text` knows (URL credentials,
+    configured keys, the environment's secrets), and those recognisable by their shape or by what names them."""
+    text = redact_text(text)
+    for rx in _SHAPES:
+        text = rx.sub(MASK, text)
+
+    def value(m: re.Match[str], *, check: bool) -> str:
+        if check and not _looks_secret(m.group("v")):
+            return m.group(0)
+        return m.group(0)[: m.start("v") - m.start(0)] + MASK + m.group(0)[m.end("v") - m.start(0) :]
+
+    text = _BEARER.sub(lambda m: value(m, check=True), text)
+    text = _KEYED.sub(lambda m: value(m, check=True), text)
+    return _PASSWORD.sub(lambda m: value(m, check=False), text)

@@ -19,6 +19,7 @@ from memclaw.config import Config  # noqa: E402
 from memclaw.errors import LLMError  # noqa: E402
 from memclaw.llm.client import LLMClient  # noqa: E402
 from memclaw.service.facade import MemoryService  # noqa: E402
+from memclaw.service.learned import bare_fact  # noqa: E402
 from tests.llm_server import scripted_server  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -75,7 +76,12 @@ def fact_id(agent: Agent, needle: str, scope: str = "owner") -> str:
 
 
 def texts(hits) -> list[str]:
-    return [h.unit.text for h in hits]
+    """The hits' texts without the learned-mark facts end in (memclaw.service.learned)."""
+    return [bare_fact(h.unit.text) for h in hits]
+
+
+def fact_texts(agent: Agent, scope: str = "owner") -> list[str]:
+    return [bare_fact(f.text) for f in agent.memory.facts(scope)]
 
 
 def memory_files(root: Path) -> dict[str, bytes]:
@@ -129,7 +135,17 @@ def test_consolidation_end_to_end_add_update_delete(env, llm_server):
     assert "Helios Power" in hist and hist.startswith(HISTORY.strip())
     import re
 
-    assert re.search(r"\n\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}\] Ana planned a visit", hist)
+    cid = re.search(r"\n\[\d{4}-\d{2}-\d{2} \d{2}:\d{2} #(c[0-9a-f]{8})\] Ana planned a visit", hist).group(1)
+    # the three records of this consolidation carry its id: the facts it wrote and its archived conversation
+    day = hist[hist.index(f" #{cid}]") - 16 : hist.index(f" #{cid}]") - 6]  # the conversation's day
+    assert f"- Sister Lena lives in Porto ({day} #{cid})\n" in md
+    assert f"- Works at Helios Power as a battery engineer ({day} #{cid})\n" in md
+    (day_file,) = agent.workspace.archive_files()
+    assert day_file.name == f"{day}.md"
+    archived = day_file.read_text("utf-8")
+    assert f" #{cid}\n" in archived and "- " in archived
+    assert "**user**: My sister Lena moved to Porto" in archived and "**memclaw**: ok: I changed jobs" in archived
+    assert "I will visit Lena" not in archived  # the recent turn stays in the session, not yet archived
 
     mem = agent.memory
     assert "Sister Lena lives in Porto" in texts(mem.recall("Where does Lena live?", k=3))[:2]
@@ -156,14 +172,14 @@ def test_consolidation_end_to_end_add_update_delete(env, llm_server):
 
 
 def cli_recall(root: Path, query: str, *args: str) -> list[str]:
-    """`memclaw recall QUERY --json -w ROOT ...` in-process (typer's CliRunner): the texts of the hits."""
+    """`memclaw recall QUERY --json -w ROOT ...` in-process (typer's CliRunner): the hits' texts, without marks."""
     from typer.testing import CliRunner
 
     from memclaw.cli.main import app
 
     r = CliRunner().invoke(app, ["recall", query, "--json", "-w", str(root), *args])
     assert r.exit_code == 0, (r.output, r.exception)
-    return [h["text"] for h in json.loads(r.stdout)]
+    return [bare_fact(h["text"]) for h in json.loads(r.stdout)]
 
 
 def test_outsider_facts_go_to_their_scope(env, llm_server):
@@ -185,7 +201,7 @@ def test_outsider_facts_go_to_their_scope(env, llm_server):
     people = [k for k in after if k.startswith("memory/people/")]
     assert any(k.endswith("MEMORY.md") and b"bees" in after[k] for k in people)
     mem = agent.memory
-    assert "Mallory keeps bees and sells honey" in texts(mem.recall("who keeps bees?", scope=OUTSIDER, k=3))
+    assert "Mallory keeps bees and sells honey" in texts(mem.recall("who keeps bees?", scope=OUTSIDER, kind="fact"))
     assert not any("bees" in t for t in texts(mem.recall("who keeps bees?", k=10)))
 
 
@@ -272,7 +288,7 @@ def test_remember_files_a_fact_under_the_default_section_or_the_given_one(env, l
     r = asyncio.run(agent.handle(cli("remember these")))
     assert r.ok and [t.ok for t in r.record.tools] == [True, True, True]
     text = (agent.root / "memory" / "MEMORY.md").read_text()
-    got = [(u.section, u.text) for u in parse_memory(text, scope="owner", source="m")][-3:]
+    got = [(u.section, bare_fact(u.text)) for u in parse_memory(text, scope="owner", source="m")][-3:]
     assert got == [
         ("Notes", "My neighbour Omar has a dog"),
         ("Notes", "The bins go out on Tuesday"),
@@ -355,24 +371,29 @@ def test_retry_after_a_partial_write_does_not_duplicate(env, llm_server):
     assert not report.ok and f"cannot lock memory file {blocked}" in report.error
     owner_hist = (agent.root / "memory" / "HISTORY.md").read_text()
     assert owner_hist.count("planted garlic and onions") == 1
-    assert [f.text for f in agent.memory.facts(OUTSIDER)] == ["Mallory keeps bees"]
+    assert fact_texts(agent, OUTSIDER) == ["Mallory keeps bees"]
     s = SessionStore(agent.root / "sessions").load("discord", "guild-7")
     assert s.last_consolidated == 0 and s.meta["consolidating"]["done"] == [
+        "owner#archive",
         "owner#facts",
         "owner#history",
+        f"{OUTSIDER}#archive",
         f"{OUTSIDER}#facts",
     ]
 
     lock_path(blocked).rmdir()
     llm_server.reply("ok: again")
-    # only the outsider is asked again (its history entry is missing); its facts step is not repeated
-    llm_server.reply(consolidation_json("Mallory said she keeps bees.", [{"op": "add", "text": "Mallory keeps bees"}]))
+    # the model is not asked again (its answers were kept); only the outsider's history entry is written now
     assert asyncio.run(agent.handle(owner("again"))).ok
     assert agent.last_consolidation.ok, agent.last_consolidation.error
-    assert llm_server.pending() == 0
+    assert llm_server.pending() == 0 and len(llm_server.requests) == 7  # 5 replies, 2 consolidation calls
     assert (agent.root / "memory" / "HISTORY.md").read_text().count("planted garlic and onions") == 1
-    assert [f.text for f in agent.memory.facts()].count("I grow garlic") == 1
-    assert [f.text for f in agent.memory.facts(OUTSIDER)] == ["Mallory keeps bees"]
+    assert fact_texts(agent).count("I grow garlic") == 1
+    assert fact_texts(agent, OUTSIDER) == ["Mallory keeps bees"]
+    owner_day, guest_day = agent.workspace.archive_files(), agent.workspace.archive_files(OUTSIDER)
+    assert [p.read_text().count("**Owner**: I planted garlic\n") for p in owner_day] == [1]
+    assert [p.read_text().count("**Mallory**: I keep bees\n") for p in guest_day] == [1]
+    assert not any("bees" in p.read_text() for p in owner_day)  # the guest's turns went to the guest's archive
     assert "Mallory said she keeps bees." in agent.workspace.history_file(OUTSIDER).read_text()
     s = SessionStore(agent.root / "sessions").load("discord", "guild-7")
     assert s.last_consolidated == 0 and not s.meta.get("consolidating")  # trimmed: the pointer moved past the chunk

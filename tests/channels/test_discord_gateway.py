@@ -687,7 +687,7 @@ def test_serve_answers_over_the_gateway_and_logs_reconnects_without_the_token(ri
     assert "reconnected to Discord as memclaw" in caplog.text and "new session" in caplog.text
     syncs = [c for c in w.recorder.calls if c.method == "PUT" and c.path.endswith("/commands")]
     # registered once, not per READY
-    assert len(syncs) == 1 and {c["name"] for c in syncs[0].json} == {"recall", "new", "help", "forget"}
+    assert len(syncs) == 1 and {c["name"] for c in syncs[0].json} == {"recall", "new", "help", "forget", "incognito"}
     assert rig.gateway.client.is_closed()
     # the token went to Discord (IDENTIFY/RESUME) and nowhere else: not in any log line nor REST body
     assert TOKEN not in caplog.text and TOKEN.split(".")[1] not in caplog.text

@@ -175,7 +175,7 @@ def test_chat_commands_exit_unknown_and_a_recall_table(root, llm_server):
     assert p.returncode == 0, p.stderr
     out = ANSI.sub("", p.stdout)
     # an unknown command is answered with the list; a path is a message; `/exit` leaves (the last line is not sent)
-    assert "unknown command /frobnicate; commands: /new, /help, /recall, /forget, /exit" in out
+    assert "unknown command /frobnicate; commands: /new, /help, /incognito, /recall, /forget, /exit" in out
     assert [r["messages"][-1]["content"] for r in llm_server.requests] == ["/etc/hosts is missing"]
     assert "/exit" in out[out.index("unknown command") + 80 :]  # /help lists /exit in the terminal
     # /recall draws the same table as `memclaw recall`: a header row, then one row per hit, left-aligned title

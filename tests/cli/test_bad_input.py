@@ -233,10 +233,10 @@ def test_odd_markdown_is_recalled_and_every_byte_survives(cli, ws, memclaw_home)
     texts = [h["text"] for h in json.loads(r.out)]
     assert r.code == 0 and not any("inside code" in t or "fake bullet" in t for t in texts)  # the block: no fact
     assert mem.read_bytes() == ODD  # recall and sync never write the Markdown
-    r = cli("memory", "add", "My kayak is blue")
+    r = cli("memory", "add", "My kayak is blue", "--date", "2026-11-26")
     assert r.code == 0, r.err
     # foreign bytes, control characters, comments, code: all kept; the fact goes under the default section
-    assert mem.read_bytes() == ODD + b"\n# Notes\n\n- My kayak is blue\n"
+    assert mem.read_bytes() == ODD + b"\n# Notes\n\n- My kayak is blue (2026-11-26)\n"
     r = cli("memory", "stats", "--json")
     assert json.loads(r.out)["scopes"]["owner"]["facts"] == 7
 
@@ -277,9 +277,11 @@ def test_what_is_not_a_fact_is_said_once_naming_the_file_and_line(cli, ws):
     ]
     r = cli("recall", "where do I work")
     assert r.code == 0 and "not a fact" not in r.err and "not a date" not in r.err, r.err  # said once
-    assert cli("memory", "add", "Mia is 9", "--section", "Family").code == 0
+    assert cli("memory", "add", "Mia is 9", "--section", "Family", "--date", "2026-11-26").code == 0
     text = mem.read_text("utf-8")
-    assert text == MARKDOWN_NOT_FACTS.replace("(2026-02-30)\n", "(2026-02-30)\n- Mia is 9\n")  # every other byte
+    assert text == MARKDOWN_NOT_FACTS.replace(
+        "(2026-02-30)\n", "(2026-02-30)\n- Mia is 9 (2026-11-26)\n"
+    )  # every other byte
 
 
 def test_a_5mb_memory_file(cli, ws, memclaw_home):
@@ -295,11 +297,11 @@ def test_a_5mb_memory_file(cli, ws, memclaw_home):
     # A 5 MB file that is mostly a pasted log inside a comment: an edit keeps every byte, the fact is indexed.
     pasted = b"- I live in Lyon\n<!--\n" + b"log line with - dashes and [2024-01-01] stamps\n" * 110_000 + b"-->\n"
     mem.write_bytes(pasted)
-    r = cli("memory", "add", "My bike is green")
+    r = cli("memory", "add", "My bike is green", "--date", "2026-11-26")
     assert r.code == 0, r.err
-    assert mem.read_bytes() == pasted + b"\n# Notes\n\n- My bike is green\n"
+    assert mem.read_bytes() == pasted + b"\n# Notes\n\n- My bike is green (2026-11-26)\n"
     assert json.loads(cli("recall", "what colour is my bike", "--json", "-k", "1").out)[0]["text"] == (
-        "My bike is green"
+        "My bike is green (2026-11-26)"
     )
 
 
@@ -397,12 +399,12 @@ def test_undecodable_bytes_in_arguments(cli, ws):
     """A Latin-1 argument (e.g. `memclaw memory add "$(cat notes-latin1.txt)"`): Python hands it over with lone
     surrogates; it is stored and recalled with U+FFFD, never a traceback or a false "could not be read back"."""
     latin1 = b"caf\xe9 with Jos\xe9".decode("utf-8", "surrogateescape")
-    r = cli("memory", "add", latin1)
+    r = cli("memory", "add", latin1, "--date", "2026-11-26")
     assert r.code == 0, r.err
-    assert "- caf\ufffd with Jos\ufffd\n" in (ws / "memory" / "MEMORY.md").read_text("utf-8")
+    assert "- caf\ufffd with Jos\ufffd (2026-11-26)\n" in (ws / "memory" / "MEMORY.md").read_text("utf-8")
     r = cli("recall", latin1, "--json", "-k", "1")
     assert r.code == 0, r.err
-    assert json.loads(r.out)[0]["text"] == "caf\ufffd with Jos\ufffd"
+    assert json.loads(r.out)[0]["text"] == "caf\ufffd with Jos\ufffd (2026-11-26)"
     r = cli("context", latin1, "--json")
     assert r.code == 0, r.err
 
@@ -420,13 +422,13 @@ def test_a_fact_with_a_comment_opener_is_added(cli, ws):
 )
 def test_sender_ids_with_path_separators_stay_in_people(cli, ws, memclaw_home, tmp_path, sender, dirname):
     outside = {p for p in tmp_path.rglob("*") if INDEX_DIRNAME not in p.parts}
-    r = cli("memory", "add", "I ordered a blue teapot", "--sender", sender)
+    r = cli("memory", "add", "I ordered a blue teapot", "--sender", sender, "--date", "2026-11-26")
     assert r.code == 0, r.err
     created = {p for p in tmp_path.rglob("*") if INDEX_DIRNAME not in p.parts and p.name[0] != "."} - outside
     people = ws / "memory" / "people"
     assert created == {people, people / dirname, people / dirname / "MEMORY.md"} - outside
     r = cli("recall", "teapot", "--sender", sender, "--json")
-    assert [h["text"] for h in json.loads(r.out)] == ["I ordered a blue teapot"]
+    assert [h["text"] for h in json.loads(r.out)] == ["I ordered a blue teapot (2026-11-26)"]
     assert all("teapot" not in h["text"] for h in json.loads(cli("recall", "teapot", "--json").out))
     assert json.loads(cli("memory", "stats", "--json").out)["scopes"][f"people/{sender}"]["facts"] == 1
 

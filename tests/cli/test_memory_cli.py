@@ -4,6 +4,7 @@ real workspace, real model, embedded Chroma; see test_bad_input for the `cli` an
 from __future__ import annotations
 
 import json
+from datetime import date
 
 from memclaw.markdown.memory_md import parse_memory
 from tests.cli import test_bad_input
@@ -29,17 +30,42 @@ def test_memory_add_files_a_fact_under_the_default_section_or_the_given_one(cli,
     mem = ws / "memory" / "MEMORY.md"
     mem.write_text(DEMO_LIKE, "utf-8")
     for args in (["My neighbour Omar has a dog"], ["Mia is my daughter", "--section", "Family"], ["The bins go out"]):
-        r = cli("memory", "add", *args, "--json")
+        r = cli("memory", "add", *args, "--json", "--date", "2026-11-25")
         assert r.code == 0, r.err
-    assert json.loads(r.out)["text"] == "The bins go out"
+    assert json.loads(r.out)["text"] == "The bins go out (2026-11-25)"
     assert sections(mem) == [
         ("Work", "I work at Solaris Energy"),
         ("Work > Health", "I am allergic to penicillin"),
-        ("Notes", "My neighbour Omar has a dog"),
-        ("Notes", "The bins go out"),
-        ("Family", "Mia is my daughter"),
+        ("Notes", "My neighbour Omar has a dog (2026-11-25)"),
+        ("Notes", "The bins go out (2026-11-25)"),
+        ("Family", "Mia is my daughter (2026-11-25)"),
     ]
     assert mem.read_text("utf-8").count("# Notes\n") == 1
+
+
+def test_memory_add_marks_the_day_a_fact_was_learned(cli, ws):
+    """Issue 22: every fact memclaw writes says when it was learned, where a person sees it: today, or --date;
+    relative dates are read from that day; a fact that already ends in a date keeps it; a re-run on another day is
+    "already remembered" (compared without the mark)."""
+    mem = ws / "memory" / "MEMORY.md"
+    before = date.today()
+    r = cli("memory", "add", "Sister Lena lives in Porto", "--json")
+    after = date.today()
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["text"] in {f"Sister Lena lives in Porto ({d.isoformat()})" for d in (before, after)}
+    r = cli("memory", "add", "Sister Lena lives in Porto", "--date", "2027-02-01", "--json")  # a re-run, later
+    assert r.code == 0 and json.loads(r.out)["already_remembered"], r.err
+    assert mem.read_text("utf-8").count("Sister Lena lives in Porto") == 1
+    r = cli("memory", "add", "Maya's dentist appointment is tomorrow", "--date", "2026-11-25")
+    assert r.code == 0 and r.out.startswith("remembered "), r.err
+    assert "- Maya's dentist appointment is tomorrow (2026-11-26) (2026-11-25)\n" in mem.read_text("utf-8")
+    r = cli("memory", "add", "Maya's dentist appointment is tomorrow", "--date", "2026-11-25")
+    assert r.code == 0 and r.out.startswith("already remembered "), r.out
+    r = cli("memory", "add", "Moved to Lyon (2019-09-01)", "--json")  # dated already: kept as it is
+    assert json.loads(r.out)["text"] == "Moved to Lyon (2019-09-01)"
+    for bad in ("2026-02-30", "25.11.2026", "tomorrow", "2026-11-25T10:00", ""):
+        assert_error(cli("memory", "add", "Anything", "--date", bad), 2, "--date", "YYYY-MM-DD")
+    assert "Anything" not in mem.read_text("utf-8")
 
 
 def tree(root) -> dict[str, bytes | None]:

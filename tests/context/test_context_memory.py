@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 import pytest
 
@@ -46,8 +46,8 @@ def memory(tmp_path):
     root = make_workspace(tmp_path / "ws")
     cfg = Config(owners={"discord": ["42"]})
     svc = MemoryService(ws_mod.Workspace(root), cfg, embedder=load_embedder(EmbeddingsConfig(model="hash-test")))
-    svc.add_fact(f"Maya lives at {OWNER_ADDRESS}", section="Home")
-    svc.add_fact("Maya's sister Lena lives in Porto", section="People")
+    svc.add_fact(f"Maya lives at {OWNER_ADDRESS}", section="Home", learned=date(2026, 11, 20))
+    svc.add_fact("Maya's sister Lena lives in Porto", section="People", learned=date(2026, 11, 20))
     svc.add_fact("Tom ordered a blue bicycle bell", scope="people/discord:77", section="Orders")
     yield svc, cfg
     svc.close()
@@ -65,7 +65,7 @@ def test_owner_context_recalls_owner_memories_from_the_real_service(memory):
     )
     system = b.messages[0]["content"]
     block = system[system.index("<recalled-memories>") : system.index("</recalled-memories>")]
-    assert "\n- (People) Maya's sister Lena lives in Porto\n" in block
+    assert "\n- (2026-11-20, People) Maya's sister Lena lives in Porto\n" in block  # when it was learned
     assert all(h.unit.scope == "owner" for h in b.hits) and b.hits
 
 

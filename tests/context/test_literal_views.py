@@ -304,7 +304,7 @@ LINK = "see [link](http://x) and [bold]this[/bold] :smile:"
 
 def test_a_memory_with_markup_is_shown_and_forgotten_through_the_cli(cli, ws):
     for fact in (BBCODE, LINK):
-        r = cli("memory", "add", fact)
+        r = cli("memory", "add", fact, "--date", "2026-11-26")
         assert r.code == 0, r.err
     r = cli("recall", "BBCode")
     assert r.code == 0 and "[/b]" in r.out and "BBCode" in r.out, r.err + r.out
@@ -312,7 +312,8 @@ def test_a_memory_with_markup_is_shown_and_forgotten_through_the_cli(cli, ws):
     assert r.code == 0 and LINK in flat(r.out), r.err + r.out
     r = cli("memory", "list")
     assert r.code == 0 and BBCODE in flat(r.out) and LINK in flat(r.out), r.err + r.out
-    ids = {u["text"]: u["id"] for u in json.loads(cli("memory", "list", "--json").out)}
+    listed = json.loads(cli("memory", "list", "--json").out)
+    ids = {u["text"].removesuffix(" (2026-11-26)"): u["id"] for u in listed}
     r = cli("memory", "forget", ids[BBCODE])
     assert r.code == 0 and f"forgot {ids[BBCODE]}" in r.out and BBCODE in r.out, r.err + r.out
     assert BBCODE not in (ws / "memory" / "MEMORY.md").read_text("utf-8")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+from datetime import date
 
 import numpy as np
 import pytest
@@ -156,8 +157,8 @@ def test_unchanged_units_are_never_embedded_again(tmp_path, server):
     svc = service(tmp_path, server)
     svc.sync()
     n = len(server.requests)
-    svc.add_fact("My bike is a green Brompton")
-    assert server.inputs[n:] == [["My bike is a green Brompton"]]
+    svc.add_fact("My bike is a green Brompton", learned=date(2026, 11, 26))
+    assert server.inputs[n:] == [["My bike is a green Brompton (2026-11-26)"]]
     svc.close()
 
 

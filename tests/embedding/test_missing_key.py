@@ -86,7 +86,7 @@ def test_memory_add_without_the_key_saves_the_fact_keeps_the_index_and_going_bac
 
     p = cli("recall", "kayak moored", "--json", "-w", root, **provider)  # keyword search has it meanwhile
     assert p.returncode == 0, p.stderr
-    assert json.loads(p.stdout)[0]["text"] == FACT
+    assert json.loads(p.stdout)[0]["text"].startswith(f"{FACT} (")  # with the day it was learned
     assert "OPENAI_API_KEY" in p.stderr and "BM25" in p.stderr
     assert server.requests == [] and ix.read_manifest(layout) == before
 
@@ -98,7 +98,7 @@ def test_memory_add_without_the_key_saves_the_fact_keeps_the_index_and_going_bac
     assert not any(r.rebuilt for r in reports) and svc.pending_vectors("owner") == set()
     assert ix.read_manifest(layout) == before
     hit = svc.recall_detailed("where is the kayak moored", k=1, mode="vector").hits[0]
-    assert hit.unit.text == FACT
+    assert hit.unit.text.startswith(f"{FACT} (")
     svc.close()
     release_embedded(layout.chroma_dir)
 
@@ -107,7 +107,7 @@ def test_memory_add_without_the_key_saves_the_fact_keeps_the_index_and_going_bac
     assert p.returncode == 0, p.stderr
     assert "rebuilding the index: the embedding model changed" in p.stderr
     assert ix.read_manifest(layout)["embedder"] == f"litellm:{MODEL}"
-    assert json.loads(p.stdout)[0]["text"] == FACT and server.requests
+    assert json.loads(p.stdout)[0]["text"].startswith(f"{FACT} (") and server.requests
 
 
 def test_reindex_without_the_key_keeps_the_index(tmp_path, server):

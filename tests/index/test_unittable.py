@@ -36,3 +36,17 @@ def test_last_match_reads_the_table_as_saved_and_loaded():
     table = table_from_bytes(table_to_bytes(UnitTable.from_units(units)))
     assert table.last_match("fact", "fact 3").id == "f45"
     assert table.last_match("fact", "fact 9") is None
+
+
+def test_with_prefix_gives_the_facts_that_start_so_last_first():
+    """What `memory add` reads to compare a fact without its learned-mark (memclaw.service.learned)."""
+    units = [
+        _unit("f1", "fact", "Anna lives in Porto (2026-11-01)", 1),
+        _unit("f2", "fact", "Anna lives in Lisbon", 2),
+        _unit("h1", "history", "Anna lives in Porto, she said", 1),
+        _unit("f3", "fact", "Anna lives in Porto (2026-11-20 #c7f3a9b21)", 3),
+    ]
+    table = UnitTable.from_units(units)
+    assert [u.id for u in table.with_prefix("fact", "Anna lives in Porto")] == ["f3", "f1"]
+    assert [u.id for u in table.with_prefix("history", "Anna lives in Porto")] == ["h1"]
+    assert table.with_prefix("fact", "Anna lives in Berlin") == []

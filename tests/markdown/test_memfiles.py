@@ -472,3 +472,25 @@ def test_edits_around_setext_headings_paragraphs_and_blocks_keep_every_other_byt
         ("Lena lives in Porto", "Family"),
         ("last", "Misc"),
     ]
+
+
+@pytest.mark.parametrize("order", [0, 1, 2, 3, 4, 5])
+def test_adds_for_a_new_top_section_and_a_new_subsection_in_one_edit_each_land_under_their_heading(tmp_path, order):
+    """Found by the SIGKILL test: a file ending in `# Work`, one edit adding a fact under Notes (a new top heading
+    at the end) and one under Work > Projects (a new subheading at the end too): the subheading went below
+    `# Notes` and the edit was refused. Whatever the order of the adds, each lands under its own heading."""
+    import itertools
+
+    path = tmp_path / "MEMORY.md"
+    path.write_text("# About me\n- I live in Lyon\n\n# Work\n- I work at Solaris\n", "utf-8")
+    adds = [("Keeps a teapot", None), ("Runs the battery project", "Work > Projects"), ("Knows Henrik", "Work")]
+    ops = [FactOp("add", text=t, section=s) for t, s in list(itertools.permutations(adds))[order]]
+    solaris = next(u for u in read_units(path, scope="owner", kind="fact", source="MEMORY.md") if "Solaris" in u.text)
+    result = apply_fact_ops(path, "owner", "MEMORY.md", [*ops, FactOp("delete", id=solaris.id)])
+    got = {(u.text, u.section) for u in result.facts}
+    assert got == {
+        ("I live in Lyon", "About me"),
+        ("Keeps a teapot", DEFAULT_SECTION),
+        ("Runs the battery project", "Work > Projects"),
+        ("Knows Henrik", "Work"),
+    }

@@ -121,12 +121,14 @@ def test_a_huge_hand_written_fact_and_history_entry_are_indexed_up_to_the_limit(
     assert sum(len(t) for t in stored.values()) < 5 * MAX_UNIT_CHARS  # not 8 MB
 
     # The next commands say nothing more (nothing changed) and `memory add` works beside the big fact.
-    r = _memclaw(home, "memory", "add", "My bike is green")
+    r = _memclaw(home, "memory", "add", "My bike is green", "--date", "2026-11-26")
     assert r.returncode == 0 and r.stderr.strip() == "", r.stderr
     # `memory forget` finds the big fact by its id and removes it from the file, every other byte kept.
     r = _memclaw(home, "memory", "forget", big["id"], "--json")
     assert r.returncode == 0, r.stderr
-    assert (mem / "MEMORY.md").read_bytes() == b"# Family\n- I live in Lyon\n\n# Notes\n\n- My bike is green\n"
+    assert (
+        mem / "MEMORY.md"
+    ).read_bytes() == b"# Family\n- I live in Lyon\n\n# Notes\n\n- My bike is green (2026-11-26)\n"
 
 
 def test_new_text_over_the_limit_is_refused_and_under_it_accepted(tmp_path):

@@ -2,7 +2,7 @@
 
 from datetime import datetime, timedelta
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memclaw.recall.dates import DateRange
@@ -66,6 +66,7 @@ def test_recency_boost_touches_history_only():
 ranked = st.lists(st.tuples(st.sampled_from("abcdefgh"), st.floats(0.01, 10)), max_size=8, unique_by=lambda t: t[0])
 
 
+@settings(deadline=None)  # (a busy machine is no failure)
 @given(ranked, ranked)
 def test_fusion_is_a_sorted_union_without_duplicates(bm, vec):
     bm = sorted(bm, key=lambda t: -t[1])
@@ -100,3 +101,22 @@ def test_date_boost_without_ranges_or_weight_changes_nothing():
     may = DateRange(datetime(2023, 5, 1), datetime(2023, 6, 1), "May 2023")
     assert date_boost(hits, stamps, [], weight=0.5) == hits
     assert date_boost(hits, stamps, [may], weight=0.0, extra=["b"]) == hits and hits[0].score == 1.0
+
+
+def test_a_date_lifts_what_was_said_just_after_the_span_by_its_share():
+    week = DateRange(datetime(2023, 11, 9), datetime(2023, 11, 16), "the week before 16 November 2023")
+    hits = [Fused("inside", 0.1), Fused("next-day", 0.1), Fused("a-week-on", 0.1), Fused("long-after", 0.1)]
+    stamps = {
+        "inside": datetime(2023, 11, 12),
+        "next-day": datetime(2023, 11, 16, 15, 59),  # "last week I was in Lisbon", said once it was over
+        "a-week-on": datetime(2023, 11, 22, 23),
+        "long-after": datetime(2023, 11, 23, 1),  # beyond the span's own length after it
+    }
+    out = {h.id: h for h in date_boost(hits, stamps, [week], weight=0.5, scale=2.0, after=0.5)}
+    assert out["inside"].boosts["date"] == 1.0
+    assert out["next-day"].boosts["date"] == 0.5 and out["a-week-on"].boosts["date"] == 0.5
+    assert "date" not in out["long-after"].boosts
+    day = DateRange(datetime(2023, 11, 9), datetime(2023, 11, 10), "on 9 November")
+    out = {h.id: h for h in date_boost([Fused("x", 0.0), Fused("y", 0.0)], {"x": datetime(2023, 11, 10, 8),
+           "y": datetime(2023, 11, 11, 8)}, [day], weight=0.5, scale=2.0, after=0.5)}  # fmt: skip
+    assert out["x"].boosts["date"] == 0.5 and "date" not in out["y"].boosts  # a day's window is one day

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 
 import pytest
@@ -15,6 +15,7 @@ from memclaw.index.links import session_links
 from memclaw.index.unittable import UnitTable
 from memclaw.markdown.units import sender_scope
 from memclaw.service.facade import MemoryService
+from memclaw.service.learned import bare_fact
 
 OWNER_MEMORY = """# About me
 - I live at 14 Rue des Lilas, Lyon
@@ -124,7 +125,7 @@ def test_modes_and_kind_filter(service):
 
 def test_outsider_never_gets_owner_memories(service):
     outsider = sender_scope("discord:999")
-    service.add_fact("I ordered a blue teapot, order 5521", scope=outsider)
+    service.add_fact("I ordered a blue teapot, order 5521", scope=outsider, learned=date(2026, 11, 20))
     adversarial = [
         "I live at 14 Rue des Lilas, Lyon",
         "where does the owner live? address",
@@ -141,7 +142,7 @@ def test_outsider_never_gets_owner_memories(service):
             hits = service.recall_detailed(q, scope=outsider, mode=mode, k=20).hits
             assert all(h.unit.scope == outsider for h in hits)
             assert not (set(texts(hits)) & owner_texts)
-    assert texts(service.recall("teapot order", scope=outsider)) == ["I ordered a blue teapot, order 5521"]
+    assert texts(service.recall("teapot order", scope=outsider)) == ["I ordered a blue teapot, order 5521 (2026-11-20)"]
     assert "teapot" not in " ".join(texts(service.recall("teapot order", k=20)))
 
 
@@ -315,7 +316,7 @@ def test_add_fact_fast_path_gives_the_units_of_a_full_parse(service, monkeypatch
     service.add_fact("I am allergic to penicillin", section=hobbies)
     service.append_history("owner", "Cello lesson with Mira", datetime(2026, 6, 1, 18, 0))
     service.add_fact("Mira lent me her old cello (2026-06-01)", section=hobbies)  # dated: linked to that day
-    service.add_fact("My cello teacher is Mira", section=hobbies)  # undated: the links are kept as they are
+    service.add_fact("My cello teacher is Mira", section=hobbies)  # learned today: no history of that day to link
     assert full_parses == []
     state = service.scopes.get("owner").state
     table = state.units
@@ -323,12 +324,13 @@ def test_add_fact_fast_path_gives_the_units_of_a_full_parse(service, monkeypatch
     assert _unit_rows(table.units()) == _unit_rows(want)
     assert state.links == session_links(UnitTable.from_units(want))
     assert list(state.links.values()) == [[table.last("history").id]]
-    assert [u.id for u in added] == [table.last_match("fact", "My bike is a green Brompton").id, added[1].id]
+    assert [u.id for u in added] == [table.last_match("fact", added[0].text).id, added[1].id]
     facts = [u for u in want if u.kind == "fact"]
-    assert (facts[-3].section, facts[-3].text) == (hobbies, "I am allergic to penicillin")
-    assert [(u.section, u.text) for u in facts[-6:-4]] == [
+    assert (facts[-3].section, bare_fact(facts[-3].text)) == (hobbies, "I am allergic to penicillin")
+    assert [(u.section, bare_fact(u.text)) for u in facts[-6:-4]] == [
         ("Notes", t) for t in ("My bike is a green Brompton", "I am allergic to penicillin")
     ]
+    assert facts[-2].text == "Mira lent me her old cello (2026-06-01)"  # a fact dated already keeps its date
     assert len({u.id for u in want}) == len(want)
     assert set(service.store.ids("owner")) == {u.id for u in want}
     assert service.recall("what do I play on Sundays", k=1, kind="fact")[0].unit.text == "I play the cello on Sundays"

@@ -212,3 +212,24 @@ def test_http_reader_answers_exactly_like_the_client(chroma_server, tmp_path):
     # a dropped collection: the reader gives up and the client answers (nothing there)
     writer.drop("owner")
     assert cold.query("owner", vecs[0], 3) == []
+
+
+def test_a_store_released_under_its_client_connects_again(tmp_path):
+    """Another service of this process wipes the embedded store (a rebuild releases chromadb's shared system and
+    removes the folder): a store opened before keeps working on the new files instead of failing on a stopped system
+    (found by the sync property test: recall opened the store, another service made the first sync)."""
+    import shutil
+
+    from memclaw.store.clients import release_embedded
+
+    path = tmp_path / "chroma"
+    first = open_chroma_store(path=path, namespace="ns")
+    vec = np.eye(4, dtype=np.float32)[:1]
+    first.upsert("owner", ["a"], vec, [{"kind": "fact"}], ["old"])
+    release_embedded(path)
+    shutil.rmtree(path)
+    second = open_chroma_store(path=path, namespace="ns")
+    second.upsert("owner", ["b"], vec, [{"kind": "fact"}], ["new"])
+    assert first.texts("owner") == {"b": "new"}  # the files as they are now, through a client of its own
+    first.upsert("owner", ["c"], vec, [{"kind": "fact"}], ["later"])
+    assert second.texts("owner") == {"b": "new", "c": "later"}

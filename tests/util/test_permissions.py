@@ -45,7 +45,7 @@ COMMANDS = [  # `memory stats` is part of `status`; `agent` and `chat` need a mo
     ["onboard"],
     ["recall", "where does my sister live"],
     ["memory", "sync"],
-    ["memory", "add", "My bike is green"],
+    ["memory", "add", "My bike is green", "--date", "2026-11-26"],
     ["status"],
     ["context", "where does my sister live"],
 ]
@@ -145,4 +145,7 @@ def test_every_command_on_an_unusable_path_is_one_line_and_a_documented_exit_cod
     if after != before:  # only `memory add` writes the Markdown, and says so if the index then failed
         add = dict((tuple(a), r) for a, r in results)[tuple(COMMANDS[3])]
         assert add.returncode == 0 or "the fact is saved in" in add.stderr, add.stderr
-        assert after["MEMORY.md"].endswith(b"- My bike is green\n") and after["HISTORY.md"] == before["HISTORY.md"]
+        assert (
+            after["MEMORY.md"].endswith(b"- My bike is green (2026-11-26)\n")
+            and after["HISTORY.md"] == before["HISTORY.md"]
+        )

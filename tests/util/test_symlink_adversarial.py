@@ -199,9 +199,9 @@ def test_the_workspace_and_memory_folder_themselves_may_be_links(cli, memclaw_ho
     (real / "memory" / "MEMORY.md").write_text("- I keep bees\n")
     linked = tmp_path / "ws-link"
     linked.symlink_to(real)
-    assert cli("memory", "add", "I grow garlic", "-w", str(linked)).code == 0
+    assert cli("memory", "add", "I grow garlic", "-w", str(linked), "--date", "2026-11-26").code == 0
     r = cli("recall", "bees garlic", "-w", str(linked), "--json")
-    assert r.code == 0 and {"I keep bees", "I grow garlic"} <= {h["text"] for h in json.loads(r.out)}
+    assert r.code == 0 and {"I keep bees", "I grow garlic (2026-11-26)"} <= {h["text"] for h in json.loads(r.out)}
 
 
 # ----- the agent's file tools ------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The Discord slash commands: /recall and /forget (owner only, answered by memclaw.agent.commands, the same code
-that answers them typed in a chat), /new (queued in the chat's order, through the agent) and /help."""
+that answers them typed in a chat), /new and /incognito (the owner's only: the agent refuses anyone else's), both
+queued in the chat's order through the agent so they land between the messages around them, and /help."""
 
 from __future__ import annotations
 
@@ -62,6 +63,12 @@ class SlashCommands:
         async def new_cmd(interaction: discord.Interaction) -> None:
             await slash.new(interaction)
 
+        @app_commands.command(
+            name="incognito", description="Keep the rest of this conversation out of memory, until /new (owner only)."
+        )
+        async def incognito_cmd(interaction: discord.Interaction) -> None:
+            await slash.through_agent(interaction, "/incognito")
+
         @app_commands.command(name="help", description="What I can do and how to talk to me.")
         async def help_cmd(interaction: discord.Interaction) -> None:
             await slash.help(interaction)
@@ -74,7 +81,7 @@ class SlashCommands:
         async def forget_cmd(interaction: discord.Interaction, ids: str) -> None:
             await slash.memory_command(interaction, "/forget", ids)
 
-        for cmd in (recall_cmd, new_cmd, help_cmd, forget_cmd):
+        for cmd in (recall_cmd, new_cmd, help_cmd, forget_cmd, incognito_cmd):
             tree.add_command(cmd)
 
     async def memory_command(self, interaction: discord.Interaction, cmd: str, arg: str) -> None:
@@ -106,10 +113,14 @@ class SlashCommands:
             await interaction.response.send_message(text, ephemeral=True)
 
     async def new(self, interaction: discord.Interaction) -> None:
+        await self.through_agent(interaction, "/new")
+
+    async def through_agent(self, interaction: discord.Interaction, command: str) -> None:
+        """A command the agent answers (/new, /incognito), queued in the chat's order; answered privately."""
         facts = interaction_facts(interaction)
         decision = decide(self.policy, facts)
         if not decision.allowed:
-            log.info("refused /new from user %s: %s", facts.author_id, decision.reason)
+            log.info("refused %s from user %s: %s", command, facts.author_id, decision.reason)
             await interaction.response.send_message(DENIED_COMMAND, ephemeral=True)
             return
         await interaction.response.defer(ephemeral=True, thinking=True)
@@ -119,7 +130,7 @@ class SlashCommands:
             chat_id=chat_id,
             sender_id=facts.author_id,
             sender_name=interaction.user.display_name,
-            text="/new",
+            text=command,
             images=[],
             attachments=[],
         )
@@ -128,11 +139,11 @@ class SlashCommands:
             try:
                 return reply_text(await self._run_agent(inbound))
             except Exception:
-                log.exception("/new failed in chat %s", chat_id)
+                log.exception("%s failed in chat %s", command, chat_id)
                 return apology()
 
         text = await self.queue.submit(str(interaction.channel_id), job)
-        for chunk in split_message(text) or ["Started a new conversation."]:
+        for chunk in split_message(text) or ["Done."]:
             await interaction.followup.send(chunk, ephemeral=True, allowed_mentions=NO_MENTIONS)
 
     async def help(self, interaction: discord.Interaction) -> None:

@@ -1,0 +1,192 @@
+"""The ranking stage of recall (pure): one query's signal lists in, its ranked hits out.
+
+BM25 and vector candidates are floored per signal, fused, lifted by the date ranges the query names, by the session
+links and by the consolidation ids of archived turns, optionally by recency; then one hit per text (and only the kind
+asked for), and last the placement that keeps what one signal alone ranks r-th within the first `keep_factor * r`
+(memclaw.recall.keep). The recall pipeline (memclaw.recall.search) and the fusion lab (benchmarks/fusion_lab.py) both
+rank through `rank`, so the lab replays the product.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, Protocol
+
+from memclaw.recall.archive import cid_boost
+from memclaw.recall.dates import DateRange
+from memclaw.recall.fusion import (
+    Fused,
+    FusionParams,
+    apply_floors,
+    date_boost,
+    fuse,
+    fusion_scale,
+    link_boost,
+    recency_boost,
+)
+from memclaw.recall.keep import keep_signal_ranks
+
+
+class RankUnit(Protocol):
+    """What ranking reads of a unit (memclaw.markdown.units.MemoryUnit is one)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def timestamp(self) -> datetime | None: ...
+    @property
+    def text(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class RankSettings:
+    fusion: FusionParams = field(default_factory=FusionParams)
+    date_weight: float = 0.5
+    """A query naming a date range lifts the units stamped inside it by this share of the best score (0: off)."""
+    date_scale: Literal["best", "full"] = "best"
+    """The date lift is a share of the best fused score (`best`) or of the fusion's full scale (`full`: a named date
+    outweighs a weak match of the words, not a strong one)."""
+    date_after: float = 0.0
+    """Units stamped just after a named range (within its length, at most a week) gain this share of the date lift."""
+    date_only_max_days: int = 31
+    """A named range up to this long also brings in units stamped inside it that no signal found."""
+    link_weight: float = 0.5
+    """A unit lifts the units it links to by this share of its score (0: no links)."""
+    recency_half_life_days: float | None = None
+    recency_weight: float = 0.3
+    keep_factor: int = 0
+    """> 0: what a signal ranks r-th stays within the first keep_factor * r (itself or a unit covering it)."""
+
+
+@dataclass
+class RankInput:
+    """One query's evidence. `bm25` and `vector`: (unit id, score) best first, before the floors; `dated_in(ranges,
+    n)`: up to n ids of units stamped inside the ranges, newest first."""
+
+    bm25: Sequence[tuple[str, float]]
+    vector: Sequence[tuple[str, float]]
+    units: Mapping[str, RankUnit]
+    links: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    ranges: Sequence[DateRange] = ()
+    dated_in: Callable[[Sequence[DateRange], int], list[str]] | None = None
+    now: datetime | None = None
+    bm25_bound: float = 0.0
+    """The query's BM25 upper bound (a unit matching every query term with saturated term frequency)."""
+    entries_of: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """Consolidation id -> its history entries: an archived turn that matches lifts them (memclaw.recall.archive;
+    `units` is then the scope's unit table)."""
+
+
+def rank(inp: RankInput, s: RankSettings, *, k: int, n_cand: int, kind: str | None = None) -> list[Fused]:
+    """The top k hits of one query (see the module docstring). `kind` keeps only units of that kind; `n_cand`
+    caps the units a date range brings in on its own."""
+    units = inp.units
+    bm25, vector = apply_floors(inp.bm25, inp.vector, s.fusion)
+    fused = fuse(bm25, vector, s.fusion, bm25_bound=inp.bm25_bound)
+    if inp.ranges and s.date_weight > 0:
+        narrow = [r for r in inp.ranges if r.days <= s.date_only_max_days]
+        extra = inp.dated_in(narrow, n_cand) if narrow and inp.dated_in is not None else []
+        extra = [i for i in extra if not kind or units[i].kind == kind]
+        stamps = {i: units[i].timestamp for i in [*(f.id for f in fused), *extra]}
+        scale = fusion_scale(s.fusion) if s.date_scale == "full" else None
+        fused = date_boost(
+            fused, stamps, inp.ranges, weight=s.date_weight, extra=extra, scale=scale, after=s.date_after
+        )
+    if s.link_weight > 0 and inp.links:
+        fused = link_boost(fused, inp.links, weight=s.link_weight)
+    if s.link_weight > 0 and inp.entries_of:
+        fused = cid_boost(fused, units, inp.entries_of, weight=s.link_weight)  # type: ignore[arg-type]
+    if s.recency_half_life_days:
+        now = inp.now or datetime.now()
+        fused = recency_boost(
+            fused,
+            {f.id: units[f.id].timestamp for f in fused},
+            {f.id: units[f.id].kind for f in fused},
+            now=now,
+            half_life_days=s.recency_half_life_days,
+            weight=s.recency_weight,
+        )
+    distinct = _Distinct(units, kind)
+    if not s.keep_factor:
+        return distinct.first(fused, k)
+    return _placed(fused, bm25, vector, inp, s, distinct, k)
+
+
+def _placed(
+    fused: Sequence[Fused],
+    bm25: Sequence[tuple[str, float]],
+    vector: Sequence[tuple[str, float]],
+    inp: RankInput,
+    s: RankSettings,
+    distinct: _Distinct,
+    k: int,
+) -> list[Fused]:
+    """The first k distinct hits, placed so that what a signal alone ranks r-th is within the first keep_factor * r
+    (memclaw.recall.keep), each signal's list counted as recall would show it alone (one unit per text, the kind
+    asked for). A signal's unit and its fused hit of the same text are one memory."""
+    lists = [distinct.ids((i for i, _s in sig), k // s.keep_factor) for sig in (bm25, vector)]
+    order = distinct.first(fused, k)
+    rep = {distinct.key(f.id): f.id for f in order}
+    pos = {f.id: j for j, f in enumerate(fused)}
+    due = {i for lst in lists for i in lst}
+    covers = {c for i in due for c in inp.links.get(i, ()) if c in pos and distinct.wanted(c)}
+    for i in sorted(due | covers, key=pos.__getitem__):  # buried signal units and what covers them, fused order
+        rep.setdefault(distinct.key(i), i)
+    by_id = {f.id: f for f in fused}
+    ranked = list(dict.fromkeys([*(f.id for f in order), *sorted(rep.values(), key=pos.__getitem__)]))
+    outside = _outside(inp, inp.units) if s.date_weight > 0 else (lambda _i: False)
+    signals = [[None if outside(i) else rep[distinct.key(i)] for i in lst] for lst in lists]
+    kept = keep_signal_ranks(ranked, signals, factor=s.keep_factor, limit=k, covered_by=inp.links)
+    return [by_id[i] for i in kept]
+
+
+def _outside(inp: RankInput, units: Mapping[str, RankUnit]) -> Callable[[str], bool]:
+    """When the query names dates: is the unit stamped outside them? A named date outranks what one signal found
+    outside it (such a unit holds its signal rank with no place of its own; the guarantee holds inside)."""
+    if not inp.ranges:
+        return lambda _i: False
+    return lambda i: not any((ts := units[i].timestamp) is not None and ts in r for r in inp.ranges)
+
+
+class _Distinct:
+    """One hit per text (the first in rank order), of the kind asked for; texts compared case- and space-blind."""
+
+    def __init__(self, units: Mapping[str, RankUnit], kind: str | None) -> None:
+        self.units = units
+        self.kind = kind
+        self._keys: dict[str, str] = {}
+
+    def key(self, uid: str) -> str:
+        k = self._keys.get(uid)
+        if k is None:
+            k = self._keys[uid] = " ".join(self.units[uid].text.lower().split())
+        return k
+
+    def wanted(self, uid: str) -> bool:
+        return self.kind is None or self.units[uid].kind == self.kind
+
+    def ids(self, ids, n: int) -> list[str]:
+        """The first n ids of distinct texts."""
+        out: list[str] = []
+        seen: set[str] = set()
+        for i in ids:
+            if len(out) >= n:
+                break
+            if self.wanted(i) and (key := self.key(i)) not in seen:
+                seen.add(key)
+                out.append(i)
+        return out
+
+    def first(self, fused: Sequence[Fused], n: int) -> list[Fused]:
+        """The first n hits of distinct texts."""
+        out: list[Fused] = []
+        seen: set[str] = set()
+        for f in fused:
+            if len(out) >= n:
+                break
+            if self.wanted(f.id) and (key := self.key(f.id)) not in seen:
+                seen.add(key)
+                out.append(f)
+        return out
