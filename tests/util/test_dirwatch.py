@@ -55,3 +55,28 @@ def test_without_a_watch_everything_is_a_change(tmp_path, monkeypatch):
     w = DirWatch(tmp_path)
     w.begin()
     assert w.changed() and w.changed()
+
+
+@linux
+def test_more_folders_than_inotify_instances_are_each_watched_on_their_own(tmp_path):
+    """A gateway watches one archive folder per sender: 300 folders (a user gets ~128 inotify instances, all its
+    processes together) share the process's one instance; a change marks its own folder only, and two watches of one
+    folder stay independent (closing one leaves the other watching)."""
+    folders = [tmp_path / f"s{i}" for i in range(300)]
+    watches = []
+    for f in folders:
+        f.mkdir()
+        w = DirWatch(f)
+        w.begin()
+        watches.append(w)
+    twin = DirWatch(folders[7])
+    twin.begin()
+    assert not any(w.changed() for w in watches) and not twin.changed()
+    (folders[7] / "2026-11-25.md").write_text("x", "utf-8")
+    assert [i for i, w in enumerate(watches) if w.changed()] == [7] and twin.changed()
+    watches[7].close()
+    twin.begin()
+    (folders[7] / "2026-11-26.md").write_text("y", "utf-8")
+    assert twin.changed() and watches[7].changed()  # (closed: unwatched, so always 'changed')
+    for w in watches:
+        w.close()
