@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import tempfile
 from dataclasses import dataclass, field
 from datetime import date
@@ -43,7 +42,6 @@ WORKSPACE_TEMPLATE_FILES = (*BOOTSTRAP_FILES, "memory/MEMORY.md", "memory/HISTOR
 INDEX_DIRNAME = ".memclaw-index"
 PEOPLE_DIR = "memory/people"
 ARCHIVE_DIR = "archive"
-_DAY_FILE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\.md\Z")
 DEMO_OUTSIDER = "discord:424242"
 _WORKSPACE_PLACEHOLDER = "@WORKSPACE@"
 
@@ -105,18 +103,22 @@ class Workspace:
     def archive_files(self, scope: str = OWNER_SCOPE) -> list[Path]:
         """The scope's archive day files, oldest first. Only `YYYY-MM-DD.md` names are archive files; anything else
         in the folder is left alone. A symlink among them is refused (MemoryFileError), never followed."""
+        d, found = self.archive_stats(scope)
+        return [d / name for name, _st in found]
+
+    def archive_stats(
+        self, scope: str = OWNER_SCOPE, *, ordered: bool = True
+    ) -> tuple[Path, list[tuple[str, os.stat_result]]]:
+        """The scope's archive folder, and the name and lstat of each of `archive_files` (in the folder's order when
+        not `ordered`), from one scan of the folder (recall checks every day file for changes before each search:
+        a thousand days cost a thousand lstat calls, no path walk)."""
+        from memclaw.markdown.files import day_files
+
         d = self.archive_dir(scope)
         try:
-            names = sorted(p.name for p in d.iterdir()) if d.is_dir() else []
+            return d, day_files(d, ordered=ordered)
         except OSError as e:
             raise WorkspaceError(f"cannot list {d}: {e.strerror}; fix its permissions") from e
-        out = []
-        for name in names:
-            if _DAY_FILE.match(name):
-                path = d / name
-                refuse_symlinks(path, self.memory_root)
-                out.append(path)
-        return out
 
     def check_scope(self, scope: str) -> None:
         """Refuse a scope that cannot be used safely before a turn or command reads anything of it: an invalid

@@ -24,7 +24,11 @@ if TYPE_CHECKING:
 
 MEMORY_COMMANDS = ("/recall", "/forget")
 INCOGNITO_COMMAND = "/incognito"
-USAGE = {"/recall": "/recall <query>", "/forget": "/forget <id> [<id>...] (ids from /recall)"}
+USAGE = {
+    "/recall": "/recall <query>",
+    "/forget": "/forget <id> [<id>...] (ids from /recall; a conversation of the archive by its id c..., a whole day "
+    "of it as YYYY-MM-DD)",
+}
 INCOGNITO_ON = (
     "Incognito: nothing said from now on in this conversation is saved to long-term memory or the archive "
     "(it stays only until the conversation is trimmed). /new ends it."

@@ -22,6 +22,6 @@ def budgeted_view(ranked: Ranked, items: dict[str, Candidate]) -> M.Budgeted:
     kept: dict[int, list[str]] = {}
     for b in M.BUDGETS:
         f = fill(cands, b)
-        kept[b] = [cands[i].id for i in f.kept]
+        kept[b] = [uid for i in f.kept for uid in f.served(i)]  # (an excerpt: the turns it serves)
         tokens[f"@{b}t"] = float(f.used)
     return M.Budgeted(kept, tokens)

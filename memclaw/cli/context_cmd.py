@@ -110,11 +110,12 @@ def memory_section_table(built: BuiltContext) -> Table:
     skips = {s.index: s.reason for s in f.skipped}
     for i, c in enumerate(f.candidates):
         reason = skips.get(i)
+        what = f"excerpt of {len(c.window)} turn{'s' if len(c.window) > 1 else ''}: " if c.window else ""
         t.add_row(
             str(i + 1),
             str(c.tokens),
             lit(reason, "red") if reason else Text("in", style="green"),
-            lit(shorten(c.item, MEMORY_CHARS)),
+            Text.assemble((what, "dim"), lit(shorten(c.item, MEMORY_CHARS))),
         )
     return t
 

@@ -104,7 +104,7 @@ def recall(
     k: Annotated[int | None, typer.Option("--k", "-k", min=1, max=200, help="How many memories.")] = None,
     sender: SenderOpt = None,
     mode: Annotated[str | None, typer.Option("--mode", help="hybrid | bm25 | vector")] = None,
-    kind: Annotated[str | None, typer.Option("--kind", help="Only fact or history.")] = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="Only fact, history or archive.")] = None,
     tokens: Annotated[
         int | None,
         typer.Option(
@@ -168,11 +168,14 @@ def memory_add(
 @memory_app.command("list")
 def memory_list(
     sender: SenderOpt = None,
-    kind: Annotated[str | None, typer.Option("--kind", help="Only fact or history.")] = None,
+    kind: Annotated[
+        str | None, typer.Option("--kind", help="Only fact, history or archive (one row per conversation).")
+    ] = None,
     json_out: JsonOpt = False,
     workspace: WorkspaceOpt = None,
 ) -> None:
-    """Every memory of the owner (or --sender's), with the id `memory forget` takes."""
+    """Every memory of the owner (or --sender's), with the id `memory forget` takes; the archive one row per
+    conversation (its id, day, time, speakers, turns, first words)."""
     from memclaw.cli import memory_cmds
 
     memory_cmds.list_memories(sender, kind, json_out, workspace)
@@ -180,12 +183,19 @@ def memory_list(
 
 @memory_app.command("forget")
 def memory_forget(
-    ids: Annotated[list[str], typer.Argument(help="Ids from `memory list` or `recall --json`.")],
+    ids: Annotated[
+        list[str],
+        typer.Argument(
+            help="Ids from `memory list` or `recall --json`: facts, history entries, archived turns, whole "
+            "conversations of the archive (c...), or a day of the archive (YYYY-MM-DD: that day's file)."
+        ),
+    ],
     sender: SenderOpt = None,
     json_out: JsonOpt = False,
     workspace: WorkspaceOpt = None,
 ) -> None:
-    """Delete memories from the Markdown and the index; prints what was forgotten."""
+    """Delete memories from the Markdown and the index; prints what was forgotten (a bad id: exit 2, nothing
+    changes)."""
     from memclaw.cli import memory_cmds
 
     memory_cmds.forget(ids, sender, json_out, workspace)

@@ -215,6 +215,12 @@ def learned_day(value: str | None) -> date | None:
 
 
 def unit_json(u: MemoryUnit) -> dict:
+    """A listed or forgotten memory; an archive chunk (or day) also with its speakers and turn count."""
+    listed: dict[str, object] = {}
+    if u.kind == "archive" and "speaker" not in u.extra:  # a chunk or a day, not a turn
+        if "speakers" in u.extra:
+            listed["speakers"] = u.extra["speakers"].split("\n")
+        listed["turns"] = int(u.extra.get("turns", "0"))
     return {
         "id": u.id,
         "kind": u.kind,
@@ -223,7 +229,7 @@ def unit_json(u: MemoryUnit) -> dict:
         "date": u.timestamp.isoformat(timespec="minutes") if u.timestamp else None,
         "section": u.section,
         "text": u.text,
-    }
+    } | listed
 
 
 def list_memories(sender: str | None, kind: str | None, json_out: bool, workspace: Path | None) -> None:

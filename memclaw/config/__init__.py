@@ -124,9 +124,16 @@ class RecallConfig(_Section):
     recency_half_life_days: float | None = Field(None, gt=0)
     """If set, history entries (never facts) are boosted by recency with this half-life."""
     link_sessions: bool = True
-    """A matching fact lifts the history entry of the same session (same date), and the memory section leaves out
-    a fact whose session entry it already holds (the entry covers it)."""
+    """A matching fact or archived turn lifts the history entry of its consolidation (same consolidation id; a fact
+    without one: same date), a matching fact or entry lifts the matching turns of its conversation, and the memory
+    section leaves out a fact or turn whose entry it already holds and says the same (the entry covers it)."""
     link_weight: float = Field(0.5, ge=0)
+    excerpt_before: int = Field(1, ge=0, le=20)
+    excerpt_after: int = Field(2, ge=0, le=20)
+    excerpt_wide: int = Field(2, ge=0, le=200)
+    """An archived turn that matches is served as an excerpt of its conversation: the best `excerpt_wide` of them with
+    up to `excerpt_before` turns of the same chunk before them and `excerpt_after` after (fewer when the memory
+    section's budget is short), the others alone (measured: benchmarks/README.md, "The archive")."""
     date_weight: float = Field(0.5, ge=0)
     """A query naming a date range ("in August 2023", "last week") lifts memories stamped inside it by this share
     of the fusion's full scale (bm25_weight + vector_weight; of the best score with `weighted` or `rrf`), and the

@@ -11,10 +11,15 @@ date, and the section when the text names it already. Ids and kinds stay out (a 
 conversation summary): the prompt pays for every token of every memory, so the item carries only what the model
 reads.
 
-Filling: the recalled memories are taken in rank order, each at its full text. A memory that does not fit in
-what is left of the budget is skipped (a shorter, lower-ranked one may still fit), and a memory whose session
-summary is already in the section is skipped as redundant (the summary covers it). Every skip is reported with its
-reason.
+An archived turn is served as an excerpt of its conversation (memclaw.context.excerpts): the window of turns
+around it that recall gave it, cut to what the budget leaves.
+
+Filling: the recalled memories are taken in rank order, each at its full text (an excerpt: its whole window if it
+fits, else the largest part of it that does). A memory that does not fit in what is left of the budget is skipped (a
+shorter, lower-ranked one may still fit), a memory whose consolidation's summary is already in the section and says
+the same is skipped as redundant (the summary covers it), and so is a turn already inside a kept excerpt (an
+excerpt's window leaves out the turns others serve). Every skip is reported with its reason, and every kept item
+with the units it serves (`served`: a fact or entry itself, an excerpt's turns): what the benchmarks credit.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from memclaw.context.excerpts import escape, excerpt_item, fit_excerpt
 from memclaw.markdown.formats import split_trailing_date
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.results import RecallHit
@@ -46,13 +52,8 @@ def memory_item(u: MemoryUnit) -> str:
         if written == date:
             text = body
     label = ", ".join(x for x in (date, _section_label(u.section, text)) if x)
-    body = _escape(text).replace("\n", "\n  ")
-    return f"- ({_escape(label)}) {body}" if label else f"- {body}"
-
-
-def _escape(text: str) -> str:
-    """No `<` is left, so nothing can open or close a tag; `&` too, so no escape can be forged."""
-    return text.replace("&", "&amp;").replace("<", "&lt;")
+    body = escape(text).replace("\n", "\n  ")
+    return f"- ({escape(label)}) {body}" if label else f"- {body}"
 
 
 def _section_label(section: str | None, text: str) -> str | None:
@@ -71,7 +72,18 @@ class Candidate:
     id: str
     item: str
     tokens: int  # the item's tokens plus ITEM_JOIN
-    covered_by: tuple[str, ...] = ()  # ids of units that cover it (its session's summary)
+    covered_by: tuple[str, ...] = ()  # ids of units that cover it (its consolidation's summary)
+    window: tuple[MemoryUnit, ...] = ()  # an archived turn: the turns it is served with (itself included)
+
+    @property
+    def serves(self) -> tuple[str, ...]:
+        """The ids of the units whose words the item holds: an excerpt's turns, else the memory itself."""
+        return tuple(t.id for t in self.window) if self.window else (self.id,)
+
+    @property
+    def focus(self) -> int:
+        """An excerpt's matched turn: its position in the window."""
+        return next((n for n, t in enumerate(self.window) if t.id == self.id), 0)
 
 
 @dataclass
@@ -90,17 +102,23 @@ class SectionFill:
     skipped: list[Skip] = field(default_factory=list)
     used: int = 0
 
+    def served(self, index: int) -> tuple[str, ...]:
+        """The ids of the units kept item `index` serves (() if it was skipped)."""
+        return self.candidates[index].serves if index in self.kept else ()
+
     def hit_json(self, index: int) -> dict[str, object]:
         """What became of candidate `index`, for `recall --tokens --json`."""
         skip = next((s for s in self.skipped if s.index == index), None)
         tokens = self.candidates[index].tokens
-        return {"memory_section": {"kept": skip is None, "tokens": tokens, "reason": skip.reason if skip else None}}
+        return {"memory_section": {"kept": skip is None, "tokens": tokens, "reason": skip.reason if skip else None,
+                                   "serves": list(self.served(index))}}  # fmt: skip
 
     def to_json(self) -> dict[str, object]:
         return {
             "budget": self.budget,
             "used": self.used,
             "kept": len(self.kept),
+            "served": [list(self.served(i)) for i in self.kept],
             "skipped": [{"id": s.id, "tokens": s.tokens, "reason": s.reason} for s in self.skipped],
         }
 
@@ -109,33 +127,69 @@ def candidates(
     units: Sequence[MemoryUnit],
     count: Callable[[str], int],
     links: Mapping[str, Sequence[str]] | None = None,
+    windows: Mapping[str, Sequence[MemoryUnit]] | None = None,
 ) -> list[Candidate]:
-    """Render and count each unit once. `links`: unit id -> ids of the units that cover it."""
+    """Render and count each unit once. `links`: unit id -> ids of the units that cover it; `windows`: an archived
+    turn's id -> the turns of its excerpt (memclaw.recall.archive.window; the turn alone when not given)."""
     links = links or {}
+    windows = windows or {}
     out = []
     for u in units:
-        item = memory_item(u)
-        out.append(Candidate(u.id, item, count(item) + ITEM_JOIN, tuple(links.get(u.id, ()))))
+        window = tuple(windows.get(u.id) or ((u,) if u.kind == "archive" else ()))
+        item = excerpt_item(window) if window else memory_item(u)
+        out.append(Candidate(u.id, item, count(item) + ITEM_JOIN, tuple(links.get(u.id, ())), window))
     return out
 
 
 def fill_hits(hits: Sequence[RecallHit], budget: int, count: Callable[[str], int]) -> SectionFill:
     """The memory section that recalled `hits` (best first) fill within `budget` tokens."""
-    return fill(candidates([h.unit for h in hits], count, {h.unit.id: h.covered_by for h in hits}), budget)
+    cands = candidates([h.unit for h in hits], count, {h.unit.id: h.covered_by for h in hits},
+                       {h.unit.id: h.excerpt for h in hits})  # fmt: skip
+    return fill(cands, budget, count)
 
 
-def fill(cands: Sequence[Candidate], budget: int) -> SectionFill:
-    """Which candidates (best first) go into a memory section of `budget` tokens (see the module docstring)."""
+def fill(cands: Sequence[Candidate], budget: int, count: Callable[[str], int] | None = None) -> SectionFill:
+    """Which candidates (best first) go into a memory section of `budget` tokens (see the module docstring). An
+    excerpt that does not fit whole is cut with `count` (without it, it is skipped as any memory that does not fit);
+    the section's candidates then hold the excerpt as served."""
     res = SectionFill(budget, list(cands))
     kept_ids: set[str] = set()
+    served_by: dict[str, str] = {}  # a turn -> the kept excerpt it is in
     for i, c in enumerate(cands):
         cover = next((x for x in c.covered_by if x in kept_ids), None)
         if cover is not None:
-            res.skipped.append(Skip(i, c.id, c.tokens, f"covered by {cover} (its session, in)"))
-        elif res.used + c.tokens > budget:
+            res.skipped.append(Skip(i, c.id, c.tokens, f"covered by {cover} (its summary, in)"))
+            continue
+        if c.id in served_by:
+            res.skipped.append(Skip(i, c.id, c.tokens, f"in the excerpt of {served_by[c.id]}"))
+            continue
+        if c.window:
+            c = res.candidates[i] = _unserved_part(c, served_by, count)
+        if c.window and count is not None and res.used + c.tokens > budget:
+            cut = fit_excerpt(c.window, c.focus, budget - res.used - ITEM_JOIN, count)
+            if cut is not None:
+                part, item, tokens = cut
+                c = res.candidates[i] = Candidate(c.id, item, tokens + ITEM_JOIN, c.covered_by, part)
+        if res.used + c.tokens > budget:
             res.skipped.append(Skip(i, c.id, c.tokens, f"no room: {c.tokens} > {budget - res.used} tokens left"))
-        else:
-            res.kept.append(i)
-            res.used += c.tokens
-            kept_ids.add(c.id)
+            continue
+        res.kept.append(i)
+        res.used += c.tokens
+        kept_ids.add(c.id)
+        for t in c.window:
+            served_by[t.id] = c.id
     return res
+
+
+def _unserved_part(c: Candidate, served_by: Mapping[str, str], count: Callable[[str], int] | None) -> Candidate:
+    """The excerpt without the turns another kept excerpt serves (the run of turns around its match)."""
+    if not any(t.id in served_by for t in c.window) or count is None:
+        return c
+    lo = hi = c.focus
+    while lo > 0 and c.window[lo - 1].id not in served_by:
+        lo -= 1
+    while hi + 1 < len(c.window) and c.window[hi + 1].id not in served_by:
+        hi += 1
+    part = c.window[lo : hi + 1]
+    item = excerpt_item(part)
+    return Candidate(c.id, item, count(item) + ITEM_JOIN, c.covered_by, part)

@@ -1,5 +1,6 @@
 """What a recall view shows, in one place: one `RecallRow` per hit (rank, fused score, each signal's rank and score,
-kind, date, source, the shortened text, the id), rendered per medium: `recall_text` for chat and Discord (plain
+kind, date, source, the shortened text, the id; an archived turn as its excerpt: the turns around it, the matched
+one marked), rendered per medium: `recall_text` for chat and Discord (plain
 text, or Markdown with code spans), and the rich table of memclaw.context.views.recall_table for a terminal."""
 
 from __future__ import annotations
@@ -9,6 +10,9 @@ from datetime import datetime
 
 from memclaw.recall.results import RecallHit, RecallResult
 from memclaw.util.text import ECHO_CHARS, MEMORY_CHARS, shorten
+
+NEIGHBOUR_CHARS = 100
+"""The turns around an archived turn that matched, in a recall view."""
 
 
 @dataclass(frozen=True)
@@ -22,7 +26,7 @@ class RecallRow:
     boosts: tuple[str, ...]
     vector_rank: int | None
     vector_score: float | None
-    kind: str
+    kind: str  # the unit's kind; "excerpt" for an archived turn shown with its neighbours
     timestamp: datetime | None
     source: str  # "memory/MEMORY.md:3"
     text: str  # shortened to MEMORY_CHARS
@@ -39,12 +43,24 @@ class RecallRow:
             boosts=tuple(hit.boosts),
             vector_rank=hit.vector.rank,
             vector_score=hit.vector.score,
-            kind=u.kind,
+            kind="excerpt" if hit.excerpt else u.kind,
             timestamp=u.timestamp,
             source=f"{u.source}:{u.line}",
-            text=shorten(u.text, MEMORY_CHARS),
+            text=excerpt_text(hit) if hit.excerpt else shorten(u.text, MEMORY_CHARS),
             id=u.id,
         )
+
+
+def excerpt_text(hit: RecallHit) -> str:
+    """An archived turn's excerpt on one line: its turns in order, separated by ` / `, the matched one in
+    `»...«` and shortened to MEMORY_CHARS, the others to NEIGHBOUR_CHARS."""
+    parts = []
+    for t in hit.excerpt:
+        if t.id == hit.unit.id:
+            parts.append(f"»{shorten(t.text, MEMORY_CHARS)}«")
+        else:
+            parts.append(shorten(t.text, NEIGHBOUR_CHARS))
+    return " / ".join(parts)
 
 
 def recall_rows(result: RecallResult) -> list[RecallRow]:
@@ -73,7 +89,8 @@ def recall_text(result: RecallResult, *, markdown: bool = False, limit: int | No
     for r in recall_rows(result):
         b = f"bm25 #{r.bm25_rank}" if r.bm25_rank else "bm25 -"
         v = f"vec #{r.vector_rank}" if r.vector_rank else "vec -"
-        date = f" {r.timestamp:%Y-%m-%d}" if r.timestamp else ""
+        date = f" {r.timestamp:%Y-%m-%d %H:%M}" if r.timestamp and r.kind == "excerpt" else ""
+        date = date or (f" {r.timestamp:%Y-%m-%d}" if r.timestamp else "")
         head = f"{code(f'{r.n:>2}')} {code(f'{r.score:.3f}')} {b}, {v}"
         lines.append(f"{head} · {r.kind}{date} {r.source} · {r.text} · {code(r.id)}")
     if limit is None:

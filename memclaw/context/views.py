@@ -136,7 +136,8 @@ def recall_table(
         bm25.cells.append(lit(b + "".join(f" +{k}" for k in r.boosts)))
         vector.cells.append(Text(f"{r.vector_rank}/{_fmt(r.vector_score)}" if r.vector_rank else "-"))
         kind.cells.append(lit(r.kind))
-        date.cells.append(Text(r.timestamp.strftime("%Y-%m-%d") if r.timestamp else ""))
+        stamp = "%Y-%m-%d %H:%M" if r.kind == "excerpt" else "%Y-%m-%d"
+        date.cells.append(Text(r.timestamp.strftime(stamp) if r.timestamp else ""))
         source.cells.append(lit(r.source))
         if section is not None:
             reason = skips.get(r.n - 1)
@@ -147,6 +148,8 @@ def recall_table(
     caption = ["bm25: rank/score · vector: rank/cosine similarity · +link: lifted by a linked memory"]
     if shown is not None and bm25 not in shown:
         caption = []
+    if any(r.kind == "excerpt" for r in recall_rows(result)):
+        caption.append("excerpt: an archived turn »as said« with the turns around it in its conversation")
     caption += [f"+date: stamped {_span(r)} ({shorten(r.text, ECHO_CHARS)!r})" for r in result.date_ranges]
     if section is not None:
         caption.append(
@@ -176,31 +179,41 @@ def sync_table(rows: list[dict[str, Any]]) -> Table:
 
 
 def memory_table(units: list[MemoryUnit], scope: str, *, width: int = 140) -> Table:
-    """`memclaw memory list`: each memory with the id that `memory forget` takes. On a narrow terminal the
-    source column goes first, then the kind, then the section or date."""
+    """`memclaw memory list`: each memory with the id that `memory forget` takes (an archive chunk: its
+    consolidation id, time, speakers, turns and first words). On a narrow terminal the source column goes first,
+    then the kind, then the section or date."""
     ident, kind = _Col("id"), _Col("kind", drop=2)
     where, source = _Col("section / date", drop=1, wrap_max=24), _Col("source", drop=3)
     texts: list[Text] = []
     for u in units:
         ident.cells.append(lit(u.id))
         kind.cells.append(lit(u.kind))
-        stamp = u.timestamp.strftime("%Y-%m-%d %H:%M") if u.kind == "history" and u.timestamp else None
+        stamp = u.timestamp.strftime("%Y-%m-%d %H:%M") if u.kind != "fact" and u.timestamp else None
         where.cells.append(lit(stamp or u.section or ""))
         source.cells.append(lit(f"{u.source}:{u.line}"))
-        texts.append(lit(shorten(u.text, MEMORY_CHARS)))
+        texts.append(lit(shorten(listed_text(u), MEMORY_CHARS)))
     cols = [ident, kind, where, source]
     return _table(lit(f"memories · scope {scope} · {len(units)}"), None, _layout(cols, width), texts, cols)
 
 
+def listed_text(u: MemoryUnit) -> str:
+    """A memory's text as a list shows it: an archive chunk's (`memory list`) with its speakers and turn count."""
+    if u.kind == "archive" and "speakers" in u.extra:
+        return f"{', '.join(u.extra['speakers'].split(chr(10)))} · {u.extra['turns']} turns · {u.text}"
+    return u.text
+
+
 def forgot_text(units: list[MemoryUnit]) -> str:
     """What /forget removed, one line per memory (plain text for chat channels)."""
-    return "\n".join(["Forgot:"] + [f"- {u.id} ({u.kind}): {shorten(u.text, MEMORY_CHARS)}" for u in units])
+    return "\n".join(["Forgot:"] + [f"- {u.id} ({u.kind}): {shorten(listed_text(u), MEMORY_CHARS)}" for u in units])
 
 
 def forgot_lines(units: list[MemoryUnit]) -> list[Text]:
     """`memclaw memory forget`: one line per forgotten memory, the id in bold, the text as written."""
     return [
-        Text.assemble("forgot ", (visible(u.id), "bold"), visible(f" ({u.kind}, {u.source}:{u.line}): {u.text}"))
+        Text.assemble(
+            "forgot ", (visible(u.id), "bold"), visible(f" ({u.kind}, {u.source}:{u.line}): {listed_text(u)}")
+        )
         for u in units
     ]
 
@@ -210,13 +223,14 @@ def stats_table(data: dict[str, Any]) -> Table:
         title=lit(f"memory · {data['workspace']} · model {data['model']} · store {data['store']}"),
         title_justify="left",
     )
-    for col in ("scope", "facts", "history", "indexed", "index"):
+    for col in ("scope", "facts", "history", "archive", "indexed", "index"):
         t.add_column(col, justify="left" if col in ("scope", "index") else "right")
     for scope, s in data["scopes"].items():
         t.add_row(
             lit(scope),
             str(s["facts"]),
             str(s["history"]),
+            str(s.get("archive", 0)),
             str(s["indexed"]),
             Text("fresh", style="green") if s["fresh"] else Text("stale (syncs on next recall)", style="yellow"),
         )

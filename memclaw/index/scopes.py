@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import os
 import threading
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from memclaw.config import Config
     from memclaw.index.bm25_scoring import LexicalIndex
     from memclaw.index.tokenizer import Tokenizer
+    from memclaw.util.dirwatch import DirWatch
     from memclaw.util.progress import ProgressFactory
     from memclaw.workspace import Workspace
 
@@ -48,6 +50,15 @@ class Scope:
         self.state_sig = state_sig
         self.lexical_unsaved = False  # rebuilt from the unit table on load (the saved one was damaged)
         self._dated: tuple[list[datetime], list[str]] | None = None
+        self._entries_by_cid: dict[str, list[str]] | None = None
+
+    def entries_by_cid(self) -> dict[str, list[str]]:
+        """Consolidation id -> the history entries that carry it (memclaw.index.links; built on first use)."""
+        if self._entries_by_cid is None:
+            from memclaw.index.links import entries_by_cid
+
+            self._entries_by_cid = entries_by_cid(self.state.units)
+        return self._entries_by_cid
 
     def dated_in(self, ranges: Sequence[Span], limit: int) -> list[str]:
         """Up to `limit` ids of units stamped inside any of the ranges, newest first (a sorted date index,
@@ -78,6 +89,7 @@ class ScopeCache:
         self.progress: ProgressFactory | None = None  # shows long work (the CLI: memclaw.util.progress)
         self.lock = threading.RLock()
         self._scopes: dict[str, Scope] = {}
+        self._watches: dict[str, tuple[DirWatch, dict[str, tuple]]] = {}  # the archive folders' (memclaw.util.dirwatch)
 
     @property
     def embedded(self) -> bool:
@@ -86,35 +98,69 @@ class ScopeCache:
 
     # ----- the memory files of a scope -------------------------------------------------------------------
     def files(self, scope: str) -> dict[str, tuple[Path, str]]:
+        """The scope's memory files by source, with the kind of unit each holds: MEMORY.md and HISTORY.md (whether
+        or not they exist), then the archive's day files, oldest first."""
         ws = self.workspace
         out = {}
         for path, kind in ((ws.memory_file(scope), "fact"), (ws.history_file(scope), "history")):
             out[ws.source_of(path)] = (path, kind)
+        for src, path, _st in self._archive(scope):
+            out[src] = (path, "archive")
         return out
 
-    def signatures(self, scope: str) -> dict[str, tuple | None]:
+    def _archive(self, scope: str) -> list[tuple[str, Path, os.stat_result]]:
+        """(source, path, lstat) of the scope's archive day files (one scan of the folder)."""
+        ws = self.workspace
+        d, found = ws.archive_stats(scope)
+        if not found:
+            return []
+        prefix = ws.source_of(d) + "/"
+        return [(prefix + name, d / name, st) for name, st in found]
+
+    def signatures(self, scope: str, *, watched: bool = True) -> dict[str, tuple | None]:
+        """Each memory file's signature (memclaw.markdown.files.file_signature), None for a missing one. The
+        archive's day files are looked at again only when their folder's watch says something changed there
+        (memclaw.util.dirwatch; every time where it cannot be watched, and with `watched=False`)."""
         from memclaw.markdown.files import file_signature  # MemoryFileError, not a traceback, for an unreadable file
 
-        return {src: file_signature(path) for src, (path, _k) in self.files(scope).items()}
+        ws = self.workspace
+        out = {ws.source_of(p): file_signature(p) for p in (ws.memory_file(scope), ws.history_file(scope))}
+        out.update(self._archive_signatures(scope) if watched else _day_signatures(ws, scope))
+        return out
 
-    def parse(self, scope: str) -> list[MemoryUnit]:
-        """Every unit of the scope as its Markdown holds it now (facts, then history)."""
+    def _archive_signatures(self, scope: str) -> dict[str, tuple]:
+        from memclaw.util.dirwatch import DirWatch
+
+        with self.lock:
+            known = self._watches.get(scope)
+            if known is not None and not known[0].changed():
+                return known[1]
+            watch = known[0] if known is not None else DirWatch(self.workspace.archive_dir(scope))
+            watch.begin()  # (before the scan: a change made during it is seen next time)
+            sigs = _day_signatures(self.workspace, scope)
+            self._watches[scope] = (watch, sigs)
+            return sigs
+
+    def parse(self, scope: str, kinds: Iterable[str] | None = None) -> list[MemoryUnit]:
+        """Every unit of the scope as its Markdown holds it now (facts, then history, then the archive's turns), or
+        only those of `kinds`."""
         from memclaw.markdown.files import read_units
 
+        wanted = set(kinds) if kinds is not None else None
         units: list[MemoryUnit] = []
         for src, (path, kind) in self.files(scope).items():
-            if path.exists():
+            if (wanted is None or kind in wanted) and path.exists():
                 units.extend(read_units(path, scope=scope, kind=kind, source=src))
         return units
 
     def never_written(self, scope: str) -> bool:
         """The scope has no memory file and no index state (a few stats: no folder or index file is made)."""
-        if any(sig is not None for sig in self.signatures(scope).values()):
-            return False
         try:
-            return not self.layout.state_file(scope).exists()
+            if self.layout.state_file(scope).exists():
+                return False
         except OSError:
             return False  # the index cannot be looked into: the usual path reports it
+        return not any(sig is not None for sig in self.signatures(scope).values())
 
     def is_synced(self, scope: str) -> bool:
         """The scope's synced state matches its Markdown, with every vector and its BM25 index saved."""
@@ -220,3 +266,10 @@ class ScopeCache:
                     done(i - last)
                     last = i
         return lex
+
+
+def _day_signatures(ws: Workspace, scope: str) -> dict[str, tuple]:
+    """The signatures of the scope's archive day files, from one scan of their folder."""
+    d, found = ws.archive_stats(scope, ordered=False)
+    prefix = ws.source_of(d) + "/" if found else ""
+    return {prefix + name: (st.st_mtime_ns, st.st_size, st.st_ino) for name, st in found}  # (as file_signature's)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from memclaw.errors import EmbeddingUnavailable, IndexError_, VectorStoreCorrupted
 from memclaw.index import layout as ix
+from memclaw.index.links import changes_links, session_links
 from memclaw.index.passages import unit_of, unit_vectors
 from memclaw.index.scopes import Scope, ScopeCache, lexical_text
 from memclaw.markdown.units import MemoryUnit
@@ -65,6 +65,8 @@ def read_scope(cache: ScopeCache, scope: str, old: Scope | None, signatures: dic
 
     out = ScopeRead()
     for src, (path, kind) in cache.files(scope).items():
+        if src not in signatures:  # (a day file that came after the signatures: the next sync reads it)
+            continue
         seg = mark = None
         if old is not None:
             seg = old.state.units.segment(src)
@@ -92,13 +94,22 @@ def read_scope(cache: ScopeCache, scope: str, old: Scope | None, signatures: dic
         else:
             with progress_for(cache.progress, None, 0, f"reading {src} ({len(data) / 1e6:.0f} MB)"):
                 units, out.marks[src] = parse_file(data, kind=kind, scope=scope, source=src, notes=notes)
-            out.full_parse = True
+            if seg is None or len(seg):  # (a file that had no units: each of its ids is new, as when appended)
+                out.full_parse = True
             if seg is not None:
                 out.reread_old.update(seg.ids)
         for warning in describe_notes(src, notes):  # said when the file is read after a change, not on each recall
             log.warning("%s", warning)
         if units:
             out.add(None, units, [u.content_hash for u in units], src)
+    if old is not None:  # files that are gone from the folder (an archive day deleted): their units go
+        for src in old.state.units.sources():
+            if src not in signatures:
+                seg = old.state.units.segment(src)
+                if seg is None:
+                    out.full_diff = True
+                else:
+                    out.reread_old.update(seg.ids)
     return out
 
 
@@ -134,7 +145,7 @@ class ScopeSync:
 
         cache, layout = self.cache, self.cache.layout
         report = ix.SyncReport(scope)
-        signatures = cache.signatures(scope)
+        signatures = cache.signatures(scope, watched=False)  # (a sync looks at every file)
         old = cache.get(scope)
         check_layout(layout, scope, embedded=cache.embedded)
         dirty = layout.dirty_file(scope)
@@ -252,8 +263,8 @@ class ScopeSync:
                     added.append((u.id, tokens))
             if changes is not None:
                 changes.bm25_removed, changes.bm25_added = removed, added
-        # only undated units appended: the session links are unchanged
-        links = old.state.links if append_only and not any(u.timestamp for u in units) else session_links(table)
+        # only units that link to nothing appended (archive turns, undated facts): the links are unchanged
+        links = old.state.links if append_only and not changes_links(units) else session_links(table)
         if append_only and changes is not None:
             changes.appended = read.appended
             old_links = old.state.links
@@ -289,22 +300,3 @@ def _metadata(u: MemoryUnit) -> dict[str, Any]:
     if u.timestamp:
         md["ts"] = u.timestamp.isoformat()
     return md
-
-
-def session_links(table: UnitTable) -> dict[str, list[str]]:
-    """Link each dated fact to the history entries of the same day (its session's summary)."""
-    by_day: dict[str, list[str]] = defaultdict(list)
-    dated_facts: list[tuple[str, str]] = []
-    ids = table.ids
-    for row, kind, ts in table.dated_rows():
-        day = ts[:10]  # the isoformat's date, as timestamp.date().isoformat()
-        if kind == "history":
-            by_day[day].append(ids[row])
-        else:
-            dated_facts.append((ids[row], day))
-    links: dict[str, list[str]] = {}
-    for uid, day in dated_facts:
-        targets = by_day.get(day)
-        if targets:
-            links[uid] = targets
-    return links

@@ -49,6 +49,16 @@ class Interner:
         self.values: list[Any] = []
         self._pos: dict[Any, int] = {}
 
+    def seed(self, values: list[Any]) -> bool:
+        """Start an empty table as `values` (distinct), each at its own index; False (and nothing done) otherwise."""
+        if self.values:
+            return False
+        pos = dict(zip(values, range(len(values)), strict=True))
+        if len(pos) != len(values):
+            return False
+        self.values, self._pos = list(values), pos
+        return True
+
     def __call__(self, value: Any) -> int:
         i = self._pos.get(value)
         if i is None:

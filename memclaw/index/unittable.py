@@ -15,6 +15,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from memclaw.index.unit_columns import ROW_COLUMNS, Interner, least, most
 from memclaw.markdown.units import KINDS, Kind, MemoryUnit
 
@@ -22,12 +24,13 @@ from memclaw.markdown.units import KINDS, Kind, MemoryUnit
 class UnitTable(Mapping[str, MemoryUnit]):
     """The units of one scope, column-wise. Immutable: a sync builds a new table."""
 
-    __slots__ = ("_c", "_row", "_hash_map")
+    __slots__ = ("_c", "_row", "_hash_map", "_bounds")
 
     def __init__(self, columns: dict[str, Any]) -> None:
         self._c = columns
         self._row: dict[str, int] | None = None
         self._hash_map: dict[str, str] | None = None
+        self._bounds: dict[int, tuple[int, int, bool]] | None = None
 
     # ----- building --------------------------------------------------------------------------------------
     @classmethod
@@ -59,36 +62,56 @@ class UnitTable(Mapping[str, MemoryUnit]):
         scopes, sources, extras = Interner(), Interner(), Interner()
         cols: dict[str, Any] = {k: [] for k in ("ids", "texts", "hashes", "timestamps", "sections")}
         cols.update(lines=array("q"), kinds=array("b"), scope_ix=array("q"), source_ix=array("q"), extra_ix=array("q"))
+        # Segments of one table share its value tables (the same list objects): each is mapped once, not once per
+        # part (a scope with a thousand archive days is a thousand segments of one table).
+        remaps: dict[int, tuple[list, list[int], bool]] = {}
         for p in parts:
             c = p._c
             for k in ("ids", "texts", "hashes", "timestamps", "sections", "lines", "kinds"):
                 cols[k].extend(c[k])
             for ix, table, vals in (("scope_ix", scopes, "scopes"), ("source_ix", sources, "sources"),
                                     ("extra_ix", extras, "extras")):  # fmt: skip
-                remap = [table(v) for v in c[vals]]
-                if remap == list(range(len(remap))):
+                key = id(c[vals])
+                if key not in remaps and table.seed(c[vals]):  # (the first: as it is, at C speed)
+                    remaps[key] = (c[vals], [], True)
+                elif key not in remaps:
+                    remap = [table(v) for v in c[vals]]
+                    remaps[key] = (c[vals], remap, remap == list(range(len(remap))))  # (the list kept: ids stay unique)
+                _vals, remap, identity = remaps[key]
+                if identity:
                     cols[ix].extend(c[ix])
                 else:
                     cols[ix].extend(remap[i] for i in c[ix])
         cols["scopes"], cols["sources"], cols["extras"] = scopes.values, sources.values, extras.values
+        _drop_unused_extras(cols)
         return cls(cols)
 
     def segment(self, source: str) -> UnitTable | None:
         """The rows whose source is `source` (empty if none), or None if they are not contiguous."""
         c = self._c
+        bounds = self._segment_bounds()
         try:
             s = c["sources"].index(source)
         except ValueError:
             return UnitTable.from_units([])
-        ix = c["source_ix"]
-        n = ix.count(s)
-        if not n:
+        if s not in bounds:
             return UnitTable.from_units([])
-        first = ix.index(s)
-        if ix[first : first + n].count(s) != n:
+        first, n, together = bounds[s]
+        if not together:
             return None
         cols = {k: (v[first : first + n] if k in ROW_COLUMNS else v) for k, v in c.items()}
         return UnitTable(cols)
+
+    def _segment_bounds(self) -> dict[int, tuple[int, int, bool]]:
+        """Source index -> (first row, rows, whether they are consecutive): one pass over the rows, kept (a scope
+        with a thousand archive days asks for a thousand segments)."""
+        if self._bounds is None:
+            ix = np.frombuffer(self._c["source_ix"], dtype=np.int64) if len(self) else np.zeros(0, np.int64)
+            vals, first, counts = np.unique(ix, return_index=True, return_counts=True)
+            last = len(ix) - 1 - np.unique(ix[::-1], return_index=True)[1]
+            self._bounds = {int(v): (int(f), int(n), int(la) - int(f) + 1 == int(n))
+                            for v, f, n, la in zip(vals, first, counts, last, strict=True)}  # fmt: skip
+        return self._bounds
 
     @classmethod
     def from_row_tuples(cls, rows: Sequence[tuple], *, check_ids: bool = True) -> UnitTable:
@@ -244,6 +267,29 @@ class UnitTable(Mapping[str, MemoryUnit]):
                 return self.unit(row)
         return None
 
+    def rows_of(self, kind: Kind) -> list[int]:
+        """The rows of units of `kind`, in order."""
+        k = KINDS.index(kind)
+        kinds = self._c["kinds"]
+        if k not in kinds:
+            return []
+        return [row for row, x in enumerate(kinds) if x == k]
+
+    def extra_at(self, row: int) -> dict[str, str]:
+        c = self._c
+        return dict(c["extras"][c["extra_ix"][row]])
+
+    def cid_at(self, row: int) -> str | None:
+        """The consolidation id of the row's unit (`extra["cid"]`), if it has one."""
+        c = self._c
+        for k, v in c["extras"][c["extra_ix"][row]]:
+            if k == "cid":
+                return v
+        return None
+
+    def row_of(self, uid: str) -> int | None:
+        return self._rows().get(uid)
+
     def dated_rows(self) -> Iterator[tuple[int, Kind, str]]:
         """(row, kind, iso timestamp) of every dated unit."""
         c = self._c
@@ -251,3 +297,20 @@ class UnitTable(Mapping[str, MemoryUnit]):
         for row, ts in enumerate(c["timestamps"]):
             if ts is not None:
                 yield row, KINDS[kinds[row]], ts
+
+
+def _drop_unused_extras(cols: dict[str, Any]) -> None:
+    """Drop the extras no row refers to any more (an archived turn's are its own: a table that keeps losing rows
+    would carry them forever), when they are most of the table."""
+    n_vals, n_rows = len(cols["extras"]), len(cols["ids"])
+    if n_vals <= 2 * n_rows + 64:
+        return
+    remap: dict[int, int] = {}
+    kept: list[Any] = []
+    ix = cols["extra_ix"]
+    for i in ix:
+        if i not in remap:
+            remap[i] = len(kept)
+            kept.append(cols["extras"][i])
+    cols["extra_ix"] = array("q", (remap[i] for i in ix))
+    cols["extras"] = kept

@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import struct
 from datetime import datetime
+from itertools import chain
 from typing import Any
 
 from memclaw.index.unit_columns import COLUMNS, INT_COLUMNS, JOINED_COLUMNS, STR_COLUMNS, from_little, little
 from memclaw.index.unittable import UnitTable
+from memclaw.markdown.units import KINDS
 
 
 def table_to_bytes(table: UnitTable) -> bytes:
@@ -81,7 +83,7 @@ def rows_from_json(rows: Any) -> list[tuple]:
             raise ValueError("a row is not a list of 10 values")
         uid, text, h, line, kind, ts, section, scope, source, extra = row
         if not (type(uid) is str and type(text) is str and type(h) is str and type(scope) is str
-                and type(source) is str and type(line) is int and kind in (0, 1) and type(kind) is int
+                and type(source) is str and type(line) is int and type(kind) is int and 0 <= kind < len(KINDS)
                 and (ts is None or type(ts) is str) and (section is None or type(section) is str)
                 and isinstance(extra, list)):  # fmt: skip
             raise ValueError("a row has a value of the wrong type")
@@ -103,14 +105,13 @@ def _checked(cols: dict[str, Any], *, check_ids: bool, known_str: tuple[str, ...
         allowed = {str, type(None)} if k in ("timestamps", "sections") else {str}
         if not set(map(type, cols[k])) <= allowed:
             raise ValueError(f"column {k} is not a list of strings")
-    extras = []
-    for e in cols["extras"]:
-        if not isinstance(e, list) or not all(
-            isinstance(kv, list) and len(kv) == 2 and type(kv[0]) is str and type(kv[1]) is str for kv in e
-        ):
-            raise ValueError("column extras is not a list of string pairs")
-        extras.append(tuple((k, v) for k, v in e))
-    cols["extras"] = extras
+    raw = cols["extras"]  # (checked a level at a time at C speed: an archived turn's extras are its own, 100k of them)
+    pairs = list(chain.from_iterable(raw)) if set(map(type, raw)) <= {list} else None
+    if pairs is None or not set(map(type, pairs)) <= {list} or not set(map(len, pairs)) <= {2}:
+        raise ValueError("column extras is not a list of string pairs")
+    if not set(map(type, chain.from_iterable(pairs))) <= {str}:
+        raise ValueError("column extras is not a list of string pairs")
+    cols["extras"] = [tuple(map(tuple, e)) for e in raw]
     for ts in filter(None, cols["timestamps"]):
         datetime.fromisoformat(ts)
     return UnitTable.from_columns(cols, check_ids=check_ids)

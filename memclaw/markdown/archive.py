@@ -35,6 +35,11 @@ _TURN = re.compile(
 _INDENT = "  "
 
 
+def is_chunk_header(line: str) -> bool:
+    """Whether a line (without its line end) heads a chunk: `## HH:MM #c<id>`."""
+    return _CHUNK_HEADER.match(line.rstrip()) is not None
+
+
 def consolidation_id(fingerprint: str) -> str:
     """The id of the consolidation of a chunk of session messages, from that chunk's fingerprint (hex): the same
     chunk retried after a crash gets the same id, so every write it repeats can be recognised and skipped."""

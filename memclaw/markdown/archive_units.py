@@ -13,6 +13,7 @@ not the text), so an edit re-embeds that turn only; `content_hash` sees the new 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import PurePosixPath
 
@@ -37,24 +38,49 @@ def archive_turn_id(scope: str, source: str, cid: str, occurrence: int, turn: in
     return "a" + h.hexdigest()[:11]
 
 
+@dataclass
+class ArchiveScan:
+    """A parse of an archive day file (or of what was appended to one): its units, and what a parse of a later
+    append carries over (memclaw.markdown.incremental): how many chunks of each id came so far (the occurrence
+    numbers in ids)."""
+
+    units: list[MemoryUnit]
+    seen: dict[str, int]
+
+
 def archive_units(text: str, *, scope: str, source: str) -> list[MemoryUnit]:
     """The turns of an archive day file, in file order (see the module docstring)."""
+    return scan_archive(text, scope=scope, source=source).units
+
+
+def scan_archive(
+    text: str,
+    *,
+    scope: str,
+    source: str,
+    line_offset: int = 0,
+    seen: dict[str, int] | None = None,
+) -> ArchiveScan:
+    """`archive_units` of `text`, which may be what was appended to a file whose earlier text was parsed already:
+    then `line_offset` is the earlier text's line count minus one and `seen` its chunk ids' counts (an
+    ArchiveScan's). The turns are dated with the day the file's name says (its title, if the name says none)."""
     day = day_of_source(source)
     doc = parse_day(text, day)
     base = doc.day or day or date(1970, 1, 1)
-    seen: dict[str, int] = {}
+    seen = dict(seen or {})
     out: list[MemoryUnit] = []
     for chunk in doc.chunks:
         occ = seen.get(chunk.cid, 0)
         seen[chunk.cid] = occ + 1
         when = datetime.combine(base, chunk.when.time())
         n = len(chunk.turns)
+        chunk_line = chunk.line + line_offset
         for i, t in enumerate(chunk.turns):
             ts = datetime.combine(base, t.at) if t.at is not None else when
             body = clean_text(t.text.strip())
             if not body:
                 continue
-            extra = {"cid": chunk.cid, "turn": str(i), "turns": str(n), "chunk_line": str(chunk.line),
+            extra = {"cid": chunk.cid, "turn": str(i), "turns": str(n), "chunk_line": str(chunk_line),
                      "speaker": t.speaker}  # fmt: skip
             out.append(
                 MemoryUnit(
@@ -62,10 +88,10 @@ def archive_units(text: str, *, scope: str, source: str) -> list[MemoryUnit]:
                     kind="archive",
                     scope=scope,
                     source=source,
-                    line=t.line or chunk.line,
+                    line=(t.line + line_offset) if t.line else chunk_line,
                     text=f"{clean_text(t.speaker)}{SPEAKER_SEP}{body}",
                     timestamp=ts,
                     extra=extra,
                 )
             )
-    return out
+    return ArchiveScan(out, seen)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -158,6 +159,37 @@ def atomic_write(path: Path, data: bytes) -> None:
         ) from e
 
 
+_DAY_FILE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\.md\Z")
+
+
+def day_files(folder: Path, *, ordered: bool = True) -> list[tuple[str, os.stat_result]]:
+    """The name and lstat of each archive day file (`YYYY-MM-DD.md`) in `folder`, by name when `ordered`; [] if the
+    folder does not exist. One open of the folder, then one fstatat per file (no path walk: recall checks every day
+    file). A symlink among them is refused (MemoryFileError); OSError if the folder cannot be listed."""
+    match = _DAY_FILE.match
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    out = []
+    try:
+        names = [n for n in os.listdir(fd) if match(n)]
+        for name in sorted(names) if ordered else names:
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:  # (gone since the scan)
+                continue
+            except OSError as e:
+                path = Path(folder) / name
+                raise MemoryFileError(f"cannot read memory file {path}: {os_reason(e)}; {_fix(e)}") from e
+            if stat.S_ISLNK(st.st_mode):
+                raise MemoryFileError(refusal(Path(folder) / name))
+            out.append((name, st))
+    finally:
+        os.close(fd)
+    return out
+
+
 def append_block(path: Path, make: Callable[[str], str | None]) -> bool:
     """Append `make(the file's current text)` to `path` as a block of its own: a true append (earlier bytes are
     never rewritten) under the file's lock, blank-line separated from what is there, in the file's own line endings,
@@ -204,17 +236,20 @@ def append_block(path: Path, make: Callable[[str], str | None]) -> bool:
 
 # ----- reading -------------------------------------------------------------------------------------------
 def read_units(path: Path, *, scope: str, kind: str, source: str) -> list[MemoryUnit]:
-    """Units of one memory file (`kind` "fact" for MEMORY.md, "history" for HISTORY.md); [] if missing. A unit over
-    the size limit is cut to it, with a warning (memclaw.markdown.unit_size)."""
+    """Units of one memory file (`kind` "fact" for MEMORY.md, "history" for HISTORY.md, "archive" for an archive
+    day file); [] if missing. A unit over the size limit is cut to it, with a warning (memclaw.markdown.unit_size)."""
+    from memclaw.markdown.archive_units import archive_units
     from memclaw.markdown.unit_size import cap_units
 
-    if kind not in ("fact", "history"):
-        raise MemoryFileError(f"unknown memory kind {kind!r}: use 'fact' or 'history'")
+    if kind not in ("fact", "history", "archive"):
+        raise MemoryFileError(f"unknown memory kind {kind!r}: use 'fact', 'history' or 'archive'")
     text = read_text(path)
     if text is None:
         return []
     if kind == "fact":
         return cap_units(parse_memory(text, scope=scope, source=source))
+    if kind == "archive":
+        return cap_units(archive_units(text, scope=scope, source=source))
     return cap_units(parse_history(text, scope=scope, source=source))
 
 

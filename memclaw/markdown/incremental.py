@@ -12,6 +12,9 @@ parse followed by the units of the appended text parsed on its own from that sta
   no comment or fence: what carries over is the heading stack alone.
 * HISTORY.md: the first non-blank appended line starts with a history stamp; it closes the last entry exactly
   where the end of the file did (blank lines before it are dropped either way).
+* An archive day file (memclaw.markdown.archive): the first non-blank appended line heads a chunk; it closes the
+  last turn exactly where the end of the file did. What carries over is how many chunks of each id came before
+  (kept in the mark's `stack` as (count, id) pairs): the occurrence numbers in the appended turns' ids.
 
 Occurrence numbers (ids of identical texts in one file) continue from the earlier parse: the earlier units of
 a text hold ids for occurrences 0..c-1, so the next occurrence is the first c whose id is not among them.
@@ -25,6 +28,8 @@ from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 
+from memclaw.markdown.archive import is_chunk_header
+from memclaw.markdown.archive_units import scan_archive
 from memclaw.markdown.formats import parse_stamp, scan_history_doc
 from memclaw.markdown.memory_md import ParseNote, scan_memory
 from memclaw.markdown.syntax import atx_heading, bullet, is_thematic_break, setext_level
@@ -43,7 +48,9 @@ class FileMark:
     digest: bytes  # sha256 of those bytes
     n_lines: int  # len(text.split("\n"))
     resumable: bool  # the text ends with a newline, outside any comment or code fence
-    stack: tuple[tuple[int, str], ...] = ()  # MEMORY.md: the heading stack (level, text) at the end
+    stack: tuple[tuple[int, str], ...] = ()
+    """MEMORY.md: the heading stack (level, text) at the end; an archive day file: (count, chunk id) of each chunk
+    id seen (memclaw.markdown.archive_units.ArchiveScan.seen)."""
 
     @property
     def section(self) -> str | None:
@@ -117,6 +124,8 @@ def parse_appended(
     h.update(view[mark.size :])
     units, new_mark = _parse(data, h, kind=kind, scope=scope, source=source, first_line=mark.n_lines - 1,
                              stack=mark.stack, text=tail, notes=notes)  # fmt: skip
+    if kind == "archive":  # (occurrences continue from the mark)
+        return cap_units(units), new_mark
     return cap_units(_continue_occurrences(units, known)), new_mark
 
 
@@ -130,6 +139,8 @@ def clean_boundary(tail: str, kind: Kind) -> bool:
             continue
         if kind == "history":
             return line[:1] == "[" and parse_stamp(line) is not None
+        if kind == "archive":
+            return is_chunk_header(line)
         if "<!--" in line:
             return False
         if s[0] == "#":
@@ -162,6 +173,12 @@ def _parse(
             notes.extend(doc.notes)
         mark = FileMark(len(data), h.digest(), doc.n_lines, ends_nl and not (doc.open_comment or doc.open_fence),
                         tuple(doc.stack))  # fmt: skip
+    elif kind == "archive":
+        scan = scan_archive(text, scope=scope, source=source, line_offset=first_line,
+                            seen={cid: n for n, cid in stack})  # fmt: skip
+        units = scan.units
+        seen = tuple((n, cid) for cid, n in scan.seen.items())
+        mark = FileMark(len(data), h.digest(), first_line + text.count("\n") + 1, ends_nl, seen)
     else:
         blocks, in_comment = scan_history_doc(text, scope=scope, source=source, line_offset=first_line)
         units = [b.unit for b in blocks]

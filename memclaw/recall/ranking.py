@@ -1,10 +1,10 @@
 """The ranking stage of recall (pure): one query's signal lists in, its ranked hits out.
 
-BM25 and vector candidates are floored per signal, fused, lifted by the date ranges the query names and by the
-session links, optionally by recency; then one hit per text (and only the kind asked for), and last the placement
-that keeps what one signal alone ranks r-th within the first `keep_factor * r` (memclaw.recall.keep). The recall
-pipeline (memclaw.recall.search) and the fusion lab (benchmarks/fusion_lab.py) both rank through `rank`, so the lab
-replays the product.
+BM25 and vector candidates are floored per signal, fused, lifted by the date ranges the query names, by the session
+links and by the consolidation ids of archived turns, optionally by recency; then one hit per text (and only the kind
+asked for), and last the placement that keeps what one signal alone ranks r-th within the first `keep_factor * r`
+(memclaw.recall.keep). The recall pipeline (memclaw.recall.search) and the fusion lab (benchmarks/fusion_lab.py) both
+rank through `rank`, so the lab replays the product.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
 
+from memclaw.recall.archive import cid_boost
 from memclaw.recall.dates import DateRange
 from memclaw.recall.fusion import (
     Fused,
@@ -73,6 +74,9 @@ class RankInput:
     now: datetime | None = None
     bm25_bound: float = 0.0
     """The query's BM25 upper bound (a unit matching every query term with saturated term frequency)."""
+    entries_of: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """Consolidation id -> its history entries: an archived turn that matches lifts them (memclaw.recall.archive;
+    `units` is then the scope's unit table)."""
 
 
 def rank(inp: RankInput, s: RankSettings, *, k: int, n_cand: int, kind: str | None = None) -> list[Fused]:
@@ -92,6 +96,8 @@ def rank(inp: RankInput, s: RankSettings, *, k: int, n_cand: int, kind: str | No
         )
     if s.link_weight > 0 and inp.links:
         fused = link_boost(fused, inp.links, weight=s.link_weight)
+    if s.link_weight > 0 and inp.entries_of:
+        fused = cid_boost(fused, units, inp.entries_of, weight=s.link_weight)  # type: ignore[arg-type]
     if s.recency_half_life_days:
         now = inp.now or datetime.now()
         fused = recency_boost(

@@ -35,8 +35,11 @@ class RecallHit:
     vector: Signal
     boosts: dict[str, float] = field(default_factory=dict)
     covered_by: tuple[str, ...] = ()
-    """Ids of the units that cover this one (a dated fact's session summary): the memory section skips it when
-    one of them is already in."""
+    """Ids of the units that cover this one (a fact's or an archived turn's consolidation summary): the memory
+    section skips it when one of them is already in."""
+    excerpt: tuple[MemoryUnit, ...] = ()
+    """An archived turn's window: the turns of its chunk around it, itself included (memclaw.recall.archive); the
+    memory section serves it as an excerpt of the conversation."""
 
     def to_json(self) -> dict[str, Any]:
         u = self.unit
@@ -53,7 +56,17 @@ class RecallHit:
             "vector": {"rank": self.vector.rank, "similarity": _r(self.vector.score)},
             "boosts": {k: round(v, 6) for k, v in self.boosts.items()},
             "covered_by": list(self.covered_by),
-        }
+        } | ({"excerpt": [excerpt_turn_json(t) for t in self.excerpt]} if self.excerpt else {})
+
+
+def excerpt_turn_json(u: MemoryUnit) -> dict[str, Any]:
+    """One turn of an excerpt as `recall --json` shows it."""
+    return {
+        "id": u.id,
+        "speaker": u.extra.get("speaker"),
+        "date": u.timestamp.isoformat(timespec="minutes") if u.timestamp else None,
+        "text": u.text,
+    }
 
 
 def _r(x: float | None) -> float | None:

@@ -21,6 +21,8 @@ from memclaw.errors import (
 )
 from memclaw.index.identity import what_broke
 from memclaw.index.passages import is_head, is_long, unit_of
+from memclaw.markdown.units import KINDS
+from memclaw.recall.archive import ArchiveHits, best_passages
 from memclaw.recall.dates import find_date_ranges, without_dates
 from memclaw.recall.fusion import FusionParams
 from memclaw.recall.ranking import RankInput, RankSettings, rank
@@ -109,8 +111,8 @@ class Recall:
         mode = mode or rc.mode
         if mode not in ("hybrid", "bm25", "vector"):
             raise UsageError(f"unknown recall mode {mode!r}: use hybrid, bm25 or vector")
-        if kind not in (None, "fact", "history"):
-            raise UsageError(f"unknown memory kind {kind!r}: use fact or history")
+        if kind not in (None, *KINDS):
+            raise UsageError(f"unknown memory kind {kind!r}: use fact, history or archive")
         if not query or not query.strip() or not self.tokenizer.tokenize(query):
             raise NothingToRecall()  # a vector of "the and of" would only bring back an arbitrary memory
         result = RecallResult(query, scope, mode, [])
@@ -129,6 +131,7 @@ class Recall:
         bm25_hits: list[tuple[str, float]] = []
         bm25_bound = 0.0
         vec_hits: list[tuple[str, float]] = []
+        passages: dict[str, str] = {}  # a unit -> its best passage (memclaw.recall.archive: excerpts of long turns)
         ranges = find_date_ranges(query, now or datetime.now()) if rc.date_weight > 0 else []
         if mode in ("hybrid", "bm25"):
             t = time.perf_counter()
@@ -152,7 +155,8 @@ class Recall:
             t = time.perf_counter()
             if down is None:
                 try:
-                    vec_hits = self._unit_similarities(sc, self._store().query(scope, qv, n_cand * 2))
+                    raw = self._store().query(scope, qv, n_cand * 2)
+                    vec_hits, passages = self._unit_similarities(sc, raw), best_passages(raw)
                 except VectorStoreUnavailable as e:
                     down = e
                 except VectorStoreCorrupted as e:
@@ -170,16 +174,21 @@ class Recall:
         vec_hits = [(i, s) for i, s in vec_hits if i in units]  # ignore vectors orphaned by a crash
         result.date_ranges = ranges
         links = sc.state.links if rc.link_sessions else {}
-        inp = RankInput(bm25_hits, vec_hits, units, links, ranges, sc.dated_in, now, bm25_bound)
+        entries_of = sc.entries_by_cid() if rc.link_sessions else {}
+        inp = RankInput(bm25_hits, vec_hits, units, links, ranges, sc.dated_in, now, bm25_bound, entries_of)
+        turns = ArchiveHits(units, entries_of, self.tokenizer.tokenize, (rc.excerpt_before, rc.excerpt_after),
+                            rc.excerpt_wide, query, passages)  # fmt: skip
         for f in rank(inp, rank_settings(rc), k=k, n_cand=n_cand, kind=kind):
+            u = units[f.id]
             result.hits.append(
                 RecallHit(
-                    units[f.id],
+                    u,
                     f.score,
                     Signal(f.bm25_rank, f.bm25_score),
                     Signal(f.vector_rank, f.vector_similarity),
                     dict(f.boosts),
-                    tuple(links.get(f.id, ())),
+                    tuple(links.get(f.id, ())) + turns.covered_by(u),
+                    turns.excerpt(u),
                 )
             )
         result.timings_ms["total"] = (time.perf_counter() - t0) * 1000

@@ -27,6 +27,7 @@ from memclaw.markdown.units import OWNER_SCOPE, MemoryUnit
 from memclaw.recall.results import RecallHit, RecallOptions, RecallResult
 from memclaw.recall.search import Recall
 from memclaw.service.consolidation_record import STEPS, ConsolidationRecord, ConsolidationWriter, RecordResult
+from memclaw.service.forgotten_recall import ForgottenFilter
 from memclaw.service.prefetch import Prefetch
 from memclaw.service.stats import index_stats
 from memclaw.service.writes import MemoryWriter
@@ -86,6 +87,7 @@ class MemoryService:
             rebuild=lambda scope: self.sync([scope], full=True),
         )  # fmt: skip
         self._writer = MemoryWriter(self.scopes, self.sync)
+        self._forgotten = ForgottenFilter(workspace.sessions_dir, self.tokenizer.tokenize)
         self._recorder = ConsolidationWriter(workspace, config, self.sync)
         self._write_lock = threading.Lock()  # one sync at a time in this process
         self.embed_error: EmbeddingUnavailable | None = None  # why the last sync left vectors pending, if it did
@@ -298,17 +300,10 @@ class MemoryService:
         """The hits of `recall_detailed(query, **options)`."""
         return self.recall_detailed(query, **options).hits
 
-    def recall_detailed(
-        self,
-        query: str,
-        *,
-        scope: str = OWNER_SCOPE,
-        k: int | None = None,
-        mode: str | None = None,
-        kind: str | None = None,
-        now: datetime | None = None,
-    ) -> RecallResult:
-        return self._recall.recall(query, scope=scope, k=k, mode=mode, kind=kind, now=now)
+    def recall_detailed(self, query: str, *, scope: str = OWNER_SCOPE, k: int | None = None, mode: str | None = None,
+                        kind: str | None = None, now: datetime | None = None) -> RecallResult:  # fmt: skip
+        result = self._recall.recall(query, scope=scope, k=k, mode=mode, kind=kind, now=now)
+        return self._forgotten.apply(result)  # (archived turns that restate what the owner forgot)
 
     # ----- writes (memclaw.service.writes) ---------------------------------------------------------------
     def facts(self, scope: str = OWNER_SCOPE) -> list[MemoryUnit]:

@@ -99,6 +99,12 @@ def note_forgotten(sessions_dir: Path, gone: Sequence[MemoryUnit]) -> None:
                     "when it is consolidated", path, e.strerror or e)  # fmt: skip
 
 
+def restates(words: set[str], key: set[str]) -> bool:
+    """Whether a text (its BM25 tokens) restates a forgotten memory (its content words, `key`): it holds at least
+    RESTATE_SHARE of them."""
+    return bool(key) and len(key & words) >= RESTATE_SHARE * len(key)
+
+
 def _content_text(m: dict[str, Any]) -> str:
     content = m.get("content")
     if isinstance(content, list):
@@ -137,9 +143,7 @@ class Guard:
         return set(self._tokenize(split_trailing_date(text)[0]))
 
     def _restates(self, text: str, key: set[str]) -> bool:
-        if not key:
-            return False
-        return len(key & set(self._tokenize(text))) >= RESTATE_SHARE * len(key)
+        return restates(set(self._tokenize(text)), key)
 
     def _hit(self, text: str, *, before: datetime | None = None, all_: bool = False) -> bool:
         """Whether `text` restates a forgotten memory (one forgotten after `before`; not said again unless all_)."""

@@ -1,5 +1,6 @@
-"""What `memclaw memory stats` shows: per scope, how many memories the Markdown and the index hold and whether the
-index is fresh; the store, the model and whether the index must be rebuilt (URLs with their credentials hidden)."""
+"""What `memclaw memory stats` shows: per scope, how many memories (facts, history entries, archived turns) the
+Markdown and the index hold and whether the index is fresh; the store, the model and whether the index must be
+rebuilt (URLs with their credentials hidden)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ def index_stats(scopes: ScopeCache, config: Config, index_mismatch: Callable[[],
         per_scope[scope] = {
             "facts": counts["fact"],
             "history": counts["history"],
+            "archive": counts["archive"],  # archived turns
             "indexed": len(sc.state.units) if sc else 0,
             "fresh": bool(sc and sc.state.signatures == scopes.signatures(scope) and not sc.state.pending),
             "vectors_pending": len(sc.state.pending) if sc else 0,

@@ -118,35 +118,46 @@ class MemoryWriter:
         return last
 
     def list_units(self, scope: str, kind: str | None) -> list[MemoryUnit]:
-        """Every memory of a scope as the Markdown holds it now, in file order (facts, then history); reads only."""
-        if kind not in (None, "fact", "history"):
-            raise UsageError(f"unknown memory kind {kind!r}: use fact or history")
-        return [u for u in self.scopes.parse(scope) if kind is None or u.kind == kind]
+        """Every memory of a scope as the Markdown holds it now, in file order (facts, then history, then the
+        archive's chunks as rows: memclaw.service.archive_writes); reads only."""
+        from memclaw.service.archive_writes import archive_rows
+
+        if kind not in (None, "fact", "history", "archive"):
+            raise UsageError(f"unknown memory kind {kind!r}: use fact, history or archive")
+        out = [u for u in self.scopes.parse(scope, ("fact", "history")) if kind is None or u.kind == kind]
+        return out + (archive_rows(self.workspace, scope) if kind in (None, "archive") else [])
 
     def forget(self, ids: Sequence[str], *, scope: str) -> list[MemoryUnit]:
-        """Remove these memories (ids as `list_units` and recall give them) from the Markdown, then from the index.
-        Every id is checked before anything is written. Returns the forgotten memories."""
+        """Remove these memories from the Markdown, then from the index: facts and history entries by id (as
+        `list_units` and recall give them), archived turns by id, whole chunks of the archive by consolidation id,
+        whole days of it by date (memclaw.service.archive_writes). Every id is checked before anything is written.
+        Returns what was forgotten."""
         from memclaw.markdown.fact_ops import FactOp, apply_fact_ops
         from memclaw.markdown.history_file import delete_history_entries
+        from memclaw.service.archive_writes import forget_archive, plan_forget
         from memclaw.service.forgotten import note_forgotten
 
-        current = {u.id: u for u in self.scopes.parse(scope)}
+        current = {u.id: u for u in self.scopes.parse(scope, ("fact", "history"))}
         ids = list(dict.fromkeys(ids))
-        for i in ids:
-            if i not in current:
-                raise UsageError(
-                    f"no memory with id {i!r} in scope {scope}: use an id from `memclaw memory list` or "
-                    "`memclaw recall --json` (an id changes when its text is edited)"
-                )
-        facts = [i for i in ids if current[i].kind == "fact"]
-        history = [i for i in ids if current[i].kind == "history"]
+        rest = [i for i in ids if i not in current]
+        turns = {u.id: u for u in self.scopes.parse(scope, ("archive",))} if rest else {}
+        plan, unknown = plan_forget(self.workspace, scope, rest, turns)
+        if unknown:
+            raise UsageError(
+                f"no memory with id {unknown[0]!r} in scope {scope}: use an id from `memclaw memory list` or "
+                "`memclaw recall --json` (an id changes when its text is edited), a conversation's id (c...) or "
+                "a day of the archive (YYYY-MM-DD)"
+            )
+        facts = [i for i in ids if i in current and current[i].kind == "fact"]
+        history = [i for i in ids if i in current and current[i].kind == "history"]
         if facts:
             path = self.workspace.memory_file(scope)
             apply_fact_ops(path, scope, self.workspace.source_of(path), [FactOp("delete", id=i) for i in facts])
         if history:
             path = self.workspace.history_file(scope)
             delete_history_entries(path, scope, self.workspace.source_of(path), history)
-        gone = [current[i] for i in ids]
+        gone = [current[i] for i in ids if i in current]
         note_forgotten(self.workspace.sessions_dir, gone)  # so that no chat that said them writes them back
+        gone += forget_archive(self.workspace, scope, plan) if plan else []
         self._sync([scope])
         return gone

@@ -201,7 +201,7 @@ def test_outsider_facts_go_to_their_scope(env, llm_server):
     people = [k for k in after if k.startswith("memory/people/")]
     assert any(k.endswith("MEMORY.md") and b"bees" in after[k] for k in people)
     mem = agent.memory
-    assert "Mallory keeps bees and sells honey" in texts(mem.recall("who keeps bees?", scope=OUTSIDER, k=3))
+    assert "Mallory keeps bees and sells honey" in texts(mem.recall("who keeps bees?", scope=OUTSIDER, kind="fact"))
     assert not any("bees" in t for t in texts(mem.recall("who keeps bees?", k=10)))
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from memclaw.agent.commands import USAGE
 from memclaw.agent.sessions import SessionStore
 from memclaw.markdown.units import unit_id
 from tests.llm_server import scripted_server
@@ -200,7 +201,8 @@ def test_chat_shows_markup_in_memories_literally_and_usage_in_full(root, llm_ser
     p = memclaw("chat", "-w", str(root), stdin=stdin, COLUMNS="160", **CHAT_TTY)
     assert p.returncode == 0, p.stderr
     out = ANSI.sub("", p.stdout)
-    assert "Usage: /recall <query>" in out and "Usage: /forget <id> [<id>...] (ids from /recall)" in out
+    assert f"Usage: {USAGE['/recall']}" in out and f"Usage: {USAGE['/forget']}" in out
+    assert "/recall <query>" in USAGE["/recall"] and "/forget <id> [<id>...] (ids from /recall" in USAGE["/forget"]
     row = next(ln for ln in out.splitlines() if "Forum tip" in ln)
     assert "close tags like [/b] in BBCode, not <b>" in row and f" {uid} " in row, out  # with its id
     assert "Still here." in out  # the chat went on after /recall

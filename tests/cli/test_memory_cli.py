@@ -136,7 +136,7 @@ def test_memory_list_shows_every_memory_with_the_ids_recall_gives(cli, ws):
     assert listed(cli, "--sender", "discord:5") == []  # an outsider's scope: their memories only
     r = cli("memory", "list")
     assert r.code == 0 and "scope owner · 6" in r.out and all(row["id"] in r.out for row in rows)
-    assert_error(cli("memory", "list", "--kind", "facts"), 2, "unknown memory kind", "fact or history")
+    assert_error(cli("memory", "list", "--kind", "facts"), 2, "unknown memory kind", "fact, history or archive")
 
 
 def test_memory_forget_removes_the_bullet_or_entry_then_the_index(cli, ws, memclaw_home):
@@ -170,3 +170,107 @@ def test_memory_forget_an_unknown_id_changes_nothing(cli, ws, memclaw_home):
     assert_error(cli("memory", "forget", known, "--sender", "discord:5"), 2, f"no memory with id '{known}'")
     assert user_files(memclaw_home) == before
     assert listed(cli)[0]["id"] == known
+
+
+# ----- the archive (issue 22) -----------------------------------------------------------------------------------
+def archive(ws) -> tuple:
+    """Two conversations on 2026-11-25, one on 2026-11-26, as consolidation writes them."""
+    from datetime import datetime
+
+    from memclaw.workspace import Workspace
+    from tests.archive_days import append_day, chunk
+
+    w = Workspace(ws)
+    lunch = chunk("c1111aaaa", datetime(2026, 11, 25, 12, 30), ("Maya", "Did Lena say which restaurant?"),
+                  ("memclaw", "She said Taberna da Ribeira, on Rua dos Douradores."))  # fmt: skip
+    cello = chunk("c2222bbbb", datetime(2026, 11, 25, 18, 0), ("Maya", "My cello teacher Mira moves to Porto."))
+    ferry = chunk("c3333cccc", datetime(2026, 11, 26, 8, 15), ("Maya", "The ferry leaves at 7:40 tomorrow."),
+                  ("memclaw", "I will remind you at 7."), ("Maya", "Thanks!"))  # fmt: skip
+    return append_day(w, "owner", lunch, cello), append_day(w, "owner", ferry)
+
+
+def test_memory_list_shows_one_row_per_conversation_of_the_archive(cli, ws):
+    archive(ws)
+    rows = listed(cli, "--kind", "archive")
+    assert [(r["id"], r["date"], r["speakers"], r["turns"]) for r in rows] == [
+        ("c1111aaaa", "2026-11-25T12:30", ["Maya", "memclaw"], 2),
+        ("c2222bbbb", "2026-11-25T18:00", ["Maya"], 1),
+        ("c3333cccc", "2026-11-26T08:15", ["Maya", "memclaw"], 3),
+    ]
+    assert rows[0]["text"].startswith("Did Lena say which restaurant? She said Taberna")
+    assert rows[2]["source"] == "memory/archive/2026-11-26.md:3" and rows[2]["kind"] == "archive"
+    assert [r["kind"] for r in listed(cli)][-3:] == ["archive"] * 3  # after the facts and the history
+    r = cli("memory", "list")
+    assert r.code == 0 and "c2222bbbb" in r.out and "3 turns" in r.out
+    assert listed(cli, "--kind", "archive", "--sender", "discord:5") == []
+
+
+def test_memory_forget_removes_a_conversation_a_turn_or_a_day_of_the_archive(cli, ws):
+    day25, day26 = archive(ws)
+    text25 = day25.read_text("utf-8")
+    assert json.loads(cli("recall", "cello teacher Mira", "--json", "--kind", "archive").out)[0]["id"]
+    r = cli("memory", "forget", "c2222bbbb", "--json")
+    assert r.code == 0, r.err
+    [gone] = json.loads(r.out)
+    assert (gone["id"], gone["kind"], gone["turns"]) == ("c2222bbbb", "archive", 1)
+    assert day25.read_text("utf-8") == text25[: text25.index("## 18:00 #c2222bbbb")]  # every other byte kept
+    hits = json.loads(cli("recall", "cello teacher Mira Porto", "--json", "--kind", "archive").out)
+    assert not [h for h in hits if "cello" in h["text"]]
+    # one turn, by the id recall gives it
+    turn = next(h for h in json.loads(cli("recall", "Rua dos Douradores", "--json").out) if "Douradores" in h["text"])
+    r = cli("memory", "forget", turn["id"])
+    assert r.code == 0 and f"forgot {turn['id']}" in r.out and "Douradores" in r.out
+    assert "Douradores" not in day25.read_text("utf-8") and "Did Lena say" in day25.read_text("utf-8")
+    # a whole day
+    r = cli("memory", "forget", "2026-11-26")
+    assert r.code == 0 and "forgot 2026-11-26" in r.out and "3 turn(s)" in r.out
+    assert not day26.exists()
+    assert [row["id"] for row in listed(cli, "--kind", "archive")] == ["c1111aaaa"]
+    owner = json.loads(cli("memory", "stats", "--json").out)["scopes"]["owner"]
+    assert (owner["archive"], owner["fresh"]) == (1, True)
+
+
+def test_forgetting_in_the_archive_with_a_bad_id_changes_nothing(cli, ws, memclaw_home):
+    archive(ws)
+    assert cli("memory", "sync").code == 0
+    before = user_files(memclaw_home)
+    for bad in ("c00000000", "2026-01-01", "2026-02-30", "c2222bbbb/../x", "../archive/2026-11-25"):
+        assert_error(cli("memory", "forget", "c1111aaaa", "2026-11-26", bad), 2, f"no memory with id {bad!r}")
+    assert_error(cli("memory", "forget", "c1111aaaa", "--sender", "discord:5"), 2, "no memory with id 'c1111aaaa'")
+    assert user_files(memclaw_home) == before
+
+
+def test_chat_forget_goes_through_the_same_code(cli, ws):
+    from memclaw.agent.commands import memory_command
+    from memclaw.config import Config
+    from memclaw.service.facade import MemoryService
+    from memclaw.workspace import Workspace
+
+    day25, _ = archive(ws)
+    mem = MemoryService(Workspace(ws), Config(workspace=ws))
+    try:
+        out = memory_command(mem, "/forget", "c1111aaaa 2026-11-26", scope="owner", is_owner=True)
+        assert out.ok and "c1111aaaa (archive)" in out.text and "2026-11-26 (archive)" in out.text
+        assert "c1111aaaa" not in day25.read_text("utf-8")
+        bad = memory_command(mem, "/forget", "c2222bbbb 2030-01-01", scope="owner", is_owner=True)
+        assert not bad.ok and "no memory with id '2030-01-01'" in bad.text and "c2222bbbb" in day25.read_text("utf-8")
+        refused = memory_command(mem, "/forget", "c2222bbbb", scope="people/discord:5", is_owner=False)
+        assert not refused.ok and "c2222bbbb" in day25.read_text("utf-8")
+    finally:
+        mem.close()
+
+
+def test_recall_shows_an_archive_hit_as_an_excerpt(cli, ws):
+    archive(ws)
+    [hit] = json.loads(cli("recall", "Rua dos Douradores", "--json", "-k", "1", "--kind", "archive").out)
+    assert hit["kind"] == "archive" and hit["text"].startswith("memclaw: She said Taberna")
+    assert [t["text"] for t in hit["excerpt"]] == [
+        "Maya: Did Lena say which restaurant?",
+        "memclaw: She said Taberna da Ribeira, on Rua dos Douradores.",
+    ]  # (the chunk's other turns: none after it, the cello talk is another chunk)
+    assert hit["excerpt"][0]["speaker"] == "Maya" and hit["excerpt"][0]["date"] == "2026-11-25T12:30"
+    [cut] = json.loads(cli("recall", "Rua dos Douradores", "--json", "-k", "1", "--kind", "archive", "--tokens",
+                           "512").out)  # fmt: skip
+    assert cut["memory_section"]["kept"] and cut["memory_section"]["serves"] == [t["id"] for t in hit["excerpt"]]
+    r = cli("recall", "Rua dos Douradores", "-k", "1", "--kind", "archive", "--tokens", "512")
+    assert r.code == 0 and "excerpt" in r.out and "»memclaw: She said Taberna" in r.out

@@ -161,6 +161,45 @@ def test_recall_list_and_forget_views_show_any_text_literally(text, query, scope
     assert shows(c.text, text) and shows(c.text, f"(fact, {source}:3)"), c.text
 
 
+def turn(text: str, speaker: str, uid: str, n: int) -> MemoryUnit:
+    extra = {"cid": "c7f3a9b21", "turn": str(n), "turns": "3", "chunk_line": "3", "speaker": speaker}
+    return MemoryUnit(uid, "archive", "owner", "memory/archive/2025-03-01.md", 4 + n, f"{speaker}: {text}",
+                      datetime(2025, 3, 1, 14, n), extra=extra)  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=user_text, other=one_line, speaker=one_line, query=one_line, terminal=st.booleans())
+def test_excerpts_show_any_text_literally(text, other, speaker, query, terminal):
+    """An archived turn's excerpt (issue 22) in every view: the recall table (and its memory-section cut), chat's
+    /recall, `memory list` and `memory forget` of a conversation, and the context view's memory section."""
+    window = [turn(other, speaker, "a0", 0), turn(text, speaker, "a1", 1), turn(other + "!", "memclaw", "a2", 2)]
+    hits = [RecallHit(window[1], 1.0, Signal(1, 2.5), Signal(1, 0.4), excerpt=tuple(window))]
+    res = RecallResult(query, "owner", "hybrid", hits, scope_size=3)
+    for fill in (None, fill_hits(hits, 1000, words), fill_hits(hits, words(window[1].text) + 12, words)):
+        with Captured() as c:
+            memory_cmds.print_recall(res, fill, 8)
+        assert shows(c.text, shorten(window[1].text, MEMORY_CHARS)) and "excerpt" in c.text, c.text
+        if fill is not None:
+            assert shows(c.text, "memory section: 1 of 1 hits"), c.text
+            served = fill.candidates[0].item  # the item as the prompt gets it: escaped, never a tag
+            assert "<" not in served and window[1].id in fill.served(0)
+    with Captured(terminal) as c:
+        agent_cmd._print_reply(AgentReply(recall_text(res), command="/recall", recall=res))
+    assert shows(c.text, shorten(window[1].text, MEMORY_CHARS)), c.text
+    from memclaw.markdown.archive import ArchiveChunk, ArchivedTurn
+    from memclaw.markdown.archive_file import chunk_row
+
+    said = (ArchivedTurn(speaker, text), ArchivedTurn("memclaw", other))
+    row = chunk_row(ArchiveChunk("c7f3a9b21", datetime(2025, 3, 1, 14, 0), said), scope="owner",
+                    source="memory/archive/2025-03-01.md")  # fmt: skip
+    c = Captured()
+    c.console.print(memory_table([row], "owner", width=WIDTH))
+    assert shows(c.text, shorten(f"{speaker}, memclaw · 2 turns · {row.text}", MEMORY_CHARS)), c.text
+    with Captured() as c:
+        memory_cmds.print_forgot([row])
+    assert shows(c.text, f"{speaker}, memclaw · 2 turns · {row.text}") and shows(c.text, "c7f3a9b21"), c.text
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=user_text, query=one_line, terminal=st.booleans())
 def test_chat_replies_show_any_text_literally(text, query, terminal):
@@ -197,8 +236,12 @@ def context_ws(tmp_path_factory) -> Path:
 def test_context_view_shows_any_text_literally(context_ws, message, text, name, sender_id):
     sender = Sender("discord", sender_id, name, "dm-1")
 
+    window = [replace(turn(text, name, f"a{n}", n), scope="owner") for n in range(3)]
+
     def recall(query: str, *, scope: str, k: int) -> list[RecallHit]:
-        return result(query, scope, [replace(unit(text, uid="f1"), scope=scope)]).hits
+        window_here = tuple(replace(t, scope=scope) for t in window)
+        excerpt = RecallHit(window_here[1], 0.5, Signal(2, 1.0), Signal(2, 0.3), excerpt=window_here)
+        return result(query, scope, [replace(unit(text, uid="f1"), scope=scope)]).hits + [excerpt]
 
     built = build_messages(config=Config(), workspace=context_ws, message=message, sender=sender, recall=recall)
     c = Captured()
@@ -208,6 +251,7 @@ def test_context_view_shows_any_text_literally(context_ws, message, text, name, 
     assert shows(c.text, message.strip()), c.text  # the user message's panel
     assert built.memory_fill is not None and built.memory_fill.candidates, c.text
     assert shows(c.text, shorten(built.memory_fill.candidates[0].item, MEMORY_CHARS)), c.text  # the section table
+    assert shows(c.text, "excerpt of 3 turns: " + shorten(built.memory_fill.candidates[1].item, MEMORY_CHARS))
     assert "Token budget" in c.text and shows(c.text, f"scope {built.scope}"), c.text
 
 

@@ -7,8 +7,10 @@ from datetime import datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memclaw.context.excerpts import excerpt_item
 from memclaw.context.memory_section import Candidate, candidates, fill, fill_hits, memory_item
 from memclaw.llm.tokens import counter_for
+from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.results import RecallHit, Signal
 from tests.context.test_context_support import fact_unit, history_unit
 
@@ -67,7 +69,7 @@ def test_fill_hits_counts_the_rendered_items_with_the_prompt_counter():
     one = COUNT(memory_item(units[0])) + 1
     f = fill_hits(hits, 3 * one, COUNT)
     assert len(f.kept) == 3 and f.used == 3 * one
-    assert f.hit_json(0) == {"memory_section": {"kept": True, "tokens": one, "reason": None}}
+    assert f.hit_json(0) == {"memory_section": {"kept": True, "tokens": one, "reason": None, "serves": [units[0].id]}}
     assert f.hit_json(4)["memory_section"]["kept"] is False
 
 
@@ -94,3 +96,103 @@ def test_candidates_render_once_per_unit():
     cs = candidates(units, COUNT, {units[1].id: ("hX",)})
     assert [c.item for c in cs] == ["- alpha", "- beta"] and cs[1].covered_by == ("hX",)
     assert all(c.tokens == COUNT(c.item) + 1 for c in cs)
+
+
+# ----- excerpts of the archive (issue 22) -----------------------------------------------------------------------
+def turn_units(*said: str, cid: str = "c7f3a9b21", day: str = "2026-11-25") -> list[MemoryUnit]:
+    """Consecutive archived turns of one chunk, as memclaw.markdown.archive_units makes them ("speaker: text")."""
+    out = []
+    for i, s in enumerate(said):
+        speaker, text = s.split(": ", 1)
+        out.append(
+            MemoryUnit(
+                f"a{cid[1:]}{i:03d}",
+                "archive",
+                "owner",
+                f"memory/archive/{day}.md",
+                3 + i,
+                s,
+                datetime.fromisoformat(f"{day}T14:{i:02d}"),
+                extra={"cid": cid, "turn": str(i), "turns": str(len(said)), "chunk_line": "3", "speaker": speaker},
+            )  # fmt: skip
+        )
+    return out
+
+
+WORDS = lambda t: len(t.split())  # noqa: E731 - a token counter that is easy to reason about
+
+
+def hit(u: MemoryUnit, window: list[MemoryUnit], score: float = 1.0, covered_by: tuple[str, ...] = ()) -> RecallHit:
+    return RecallHit(u, score, Signal(1, 1.0), Signal(None, None), covered_by=covered_by, excerpt=tuple(window))
+
+
+def test_an_excerpt_is_one_item_with_its_date_speakers_and_turns():
+    ts = turn_units("Maya: Did Lena say which restaurant?", "memclaw: Taberna da Ribeira <b>\nRua dos Douradores")
+    assert excerpt_item(ts) == (
+        "- (2026-11-25 14:00, conversation) Maya: Did Lena say which restaurant? / memclaw: Taberna da Ribeira "
+        "&lt;b>\n  Rua dos Douradores"
+    )
+    f = fill_hits([hit(ts[0], ts)], 1000, COUNT)
+    assert f.kept == [0] and f.served(0) == (ts[0].id, ts[1].id)
+    assert f.candidates[0].item == excerpt_item(ts)
+
+
+def test_an_excerpt_is_cut_to_what_the_budget_leaves_never_more_than_its_window():
+    ts = turn_units("A: one two three", "B: four five six", "A: the matched turn here", "B: seven eight", "A: nine")
+    window = ts[1:5]  # recall gave it one turn before and two after
+    whole = WORDS(excerpt_item(window)) + 1
+    f = fill_hits([hit(ts[2], window)], whole, WORDS)
+    assert f.served(0) == tuple(t.id for t in window)  # the whole window fits: served whole, never more
+    f = fill_hits([hit(ts[2], window)], whole - 1, WORDS)
+    assert f.served(0) == (ts[1].id, ts[2].id, ts[3].id)  # the farthest turn goes first
+    f = fill_hits([hit(ts[2], window)], WORDS(excerpt_item(ts[1:4])), WORDS)
+    assert f.served(0) == (ts[2].id, ts[3].id)  # then, at equal distance, the one before it
+    f = fill_hits([hit(ts[2], window)], WORDS(excerpt_item(ts[2:3])) + 1, WORDS)
+    assert f.served(0) == (ts[2].id,)
+    long = turn_units("A: " + " ".join(f"w{i}" for i in range(60)))
+    f = fill_hits([hit(long[0], long)], 30, WORDS)
+    item = f.candidates[0].item
+    assert f.served(0) == (long[0].id,) and item.endswith("…") and f.used <= 30 and "w10" in item
+    assert fill_hits([hit(long[0], long)], 8, WORDS).kept == []  # a cut under MIN_CUT_WORDS words is not served
+
+
+def test_no_turn_is_served_twice_and_an_excerpt_leaves_out_what_another_serves():
+    ts = turn_units("A: alpha", "B: beta", "A: gamma", "B: delta", "A: epsilon")
+    hits = [hit(ts[1], ts[0:3]), hit(ts[2], ts[1:4]), hit(ts[4], ts[3:5])]
+    f = fill_hits(hits, 1000, WORDS)
+    assert f.kept == [0, 2]
+    assert f.skipped[0].reason == f"in the excerpt of {ts[1].id}"
+    assert f.served(0) == (ts[0].id, ts[1].id, ts[2].id) and f.served(2) == (ts[3].id, ts[4].id)
+
+
+def test_an_excerpt_covered_by_its_summary_is_not_served():
+    ts = turn_units("A: Lena recommended Taberna da Ribeira")
+    summary = history_unit("owner", "Lena recommended Taberna da Ribeira in Lisbon.", datetime(2026, 11, 25, 14, 0))
+    hs = [RecallHit(summary, 2.0, Signal(1, 1.0), Signal(None, None)), hit(ts[0], ts, covered_by=(summary.id,))]
+    f = fill_hits(hs, 1000, COUNT)
+    assert f.kept == [0] and f.skipped[0].reason.startswith(f"covered by {summary.id}")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 9), st.integers(0, 2), st.integers(0, 2), st.booleans()), max_size=12),
+    st.integers(0, 200),
+)
+def test_fill_with_excerpts_never_exceeds_the_budget_nor_serves_a_turn_twice(spec, budget):
+    ts = turn_units(*(f"{'AB'[i % 2]}: {'word ' * (1 + i % 4)}{i}" for i in range(10)))
+    summary = history_unit("owner", "the summary of it all", datetime(2026, 11, 25, 18, 0))
+    hits = [RecallHit(summary, 1.0, Signal(1, 1.0), Signal(None, None))]
+    for at, before, after, covered in {at: (at, b, a, c) for at, b, a, c in spec}.values():  # (a unit hits once)
+        window = ts[max(0, at - before) : at + after + 1]
+        hits.append(hit(ts[at], window, covered_by=(summary.id,) if covered else ()))
+    f = fill_hits(hits, budget, WORDS)
+    assert f.used == sum(f.candidates[i].tokens for i in f.kept) <= budget
+    assert sorted(f.kept + [s.index for s in f.skipped]) == list(range(len(hits)))
+    served = [u for i in f.kept for u in f.served(i)]
+    assert len(served) == len(set(served))
+    for i in f.kept:
+        c = f.candidates[i]
+        if c.window:  # consecutive turns around the matched one, inside the window recall gave
+            assert c.id in c.serves and set(c.serves) <= {t.id for t in hits[i].excerpt}
+            rows = [int(t.extra["turn"]) for t in c.window]
+            assert rows == list(range(rows[0], rows[0] + len(rows)))

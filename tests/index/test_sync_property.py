@@ -1,5 +1,6 @@
-"""Property (issue 2): after any sequence of hand edits of MEMORY.md and HISTORY.md (adding, editing, moving and
-deleting units, long history entries that become several passages, files deleted) and a sync, the index holds
+"""Property (issue 2): after any sequence of hand edits of MEMORY.md, HISTORY.md and the archive's day files (adding,
+editing, moving and deleting units, long history entries and turns that become several passages, chunks appended
+to a day file, days and files deleted) and a sync, the index holds
 exactly the Markdown's units, ids and texts, in both stores: the Chroma collection (one vector per passage) and
 the BM25 index (in memory and on disk). Real files, the real bundled model, real Chroma (embedded and server).
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from datetime import datetime, timedelta
+from datetime import date, datetime, time, timedelta
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from memclaw.config import Config
 from memclaw.index import scope_state
 from memclaw.index.bm25 import make_lexical_index
 from memclaw.index.passages import split_passages, unit_of, unit_vectors
+from memclaw.markdown.archive import ArchiveChunk, ArchiveDay, ArchivedTurn, append_chunk, render_day
 from memclaw.markdown.units import OWNER_SCOPE, sender_scope
 from memclaw.service.facade import MemoryService
 from memclaw.workspace import Workspace
@@ -41,6 +43,8 @@ long_text = st.tuples(st.lists(sentence, min_size=6, max_size=7), st.sampled_fro
     lambda p: p[1].join(p[0])
 )
 history_text = st.one_of(short_text, short_text, short_text, long_text)
+DAYS = (date(2026, 11, 24), date(2026, 11, 25))
+turn_text = st.one_of(short_text, short_text, short_text, long_text)
 stamp = st.integers(0, 60 * 24 * 30).map(lambda m: datetime(2026, 1, 1) + timedelta(minutes=m))
 SCOPES = (OWNER_SCOPE, sender_scope("discord:1/../2"))
 scope_st = st.sampled_from(SCOPES)
@@ -64,6 +68,9 @@ class SyncMachine(RuleBasedStateMachine):
         # per scope: memory lines ("h", text) | ("b", text, nested); history entries (stamp, text)
         self.mem: dict[str, list[tuple]] = {s: [] for s in SCOPES}
         self.hist: dict[str, list[tuple[datetime, str]]] = {s: [] for s in SCOPES}
+        # per scope and day: the archive's chunks (consolidation id, hour, turn texts)
+        self.arch: dict[str, dict[date, list[tuple[str, int, list[str]]]]] = {s: {} for s in SCOPES}
+        self.n_chunks = 0
         self.write_mode = 0
 
     @initialize(seed=st.lists(short_text, max_size=3), hist=st.lists(st.tuples(stamp, history_text), max_size=2))
@@ -213,6 +220,65 @@ class SyncMachine(RuleBasedStateMachine):
             del h[pick % len(h)]
             self._write_history(scope)
 
+    # ----- the archive ------------------------------------------------------------------------------------------
+    def _chunk(self, cid: str, hour: int, said: list[str]) -> ArchiveChunk:
+        turns = tuple(ArchivedTurn(("Maya", "memclaw")[i % 2], t, time(hour, i)) for i, t in enumerate(said))
+        return ArchiveChunk(cid, datetime(2026, 1, 1, hour, 0), turns)
+
+    def _write_day(self, scope: str, day: date) -> None:
+        chunks = [self._chunk(*c) for c in self.arch[scope][day]]
+        self._write(self.ws.archive_file(scope, day), render_day(ArchiveDay(day, chunks)))
+
+    def _chunks(self, scope: str) -> list[tuple[date, int]]:
+        return [(d, i) for d in sorted(self.arch[scope]) for i in range(len(self.arch[scope][d]))]
+
+    @rule(scope=scope_st, day=st.sampled_from(DAYS), said=st.lists(turn_text, min_size=1, max_size=4),
+          repeat=st.booleans())  # fmt: skip
+    def append_chunk(self, scope, day, said, repeat):
+        """Consolidation's write: a chunk appended to the day file (a new file for a new day). `repeat`: a chunk id
+        already in the file (copied by hand: occurrence-numbered ids)."""
+        chunks = self.arch[scope].setdefault(day, [])
+        if repeat and chunks:
+            cid = chunks[0][0]
+            chunks.append((cid, 20, said))
+            self._write_day(scope, day)
+            return
+        self.n_chunks += 1
+        cid = f"c{self.n_chunks:08x}"
+        chunks.append((cid, 8 + len(chunks), said))
+        path = self.ws.archive_file(scope, day)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        before = path.read_text("utf-8") if path.exists() else ""
+        after = append_chunk(before, self._chunk(*chunks[-1]))
+        with open(path, "a", encoding="utf-8") as f:  # a true append
+            f.write(after[len(before) :])
+
+    @precondition(lambda self: any(self._chunks(s) for s in SCOPES))
+    @rule(scope=scope_st, pick=st.integers(0, 100), turn=st.integers(0, 3), text=turn_text)
+    def edit_turn(self, scope, pick, turn, text):
+        """A hand edit of one turn: same id, re-embedded alone."""
+        chunks = self._chunks(scope)
+        if chunks:
+            day, i = chunks[pick % len(chunks)]
+            said = self.arch[scope][day][i][2]
+            said[turn % len(said)] = text
+            self._write_day(scope, day)
+
+    @precondition(lambda self: any(self._chunks(s) for s in SCOPES))
+    @rule(scope=scope_st, pick=st.integers(0, 100))
+    def delete_chunk(self, scope, pick):
+        chunks = self._chunks(scope)
+        if chunks:
+            day, i = chunks[pick % len(chunks)]
+            del self.arch[scope][day][i]
+            self._write_day(scope, day)
+
+    @precondition(lambda self: any(self.arch[s] for s in SCOPES))
+    @rule(scope=scope_st, day=st.sampled_from(DAYS))
+    def delete_day(self, scope, day):
+        if self.arch[scope].pop(day, None) is not None:
+            self.ws.archive_file(scope, day).unlink()
+
     # ----- whole files --------------------------------------------------------------------------------------
     @rule(scope=scope_st, which=st.sampled_from(["memory", "history", "folder"]))
     def delete_file(self, scope, which):
@@ -223,6 +289,7 @@ class SyncMachine(RuleBasedStateMachine):
             self.hist[scope] = []
             self.ws.history_file(scope).unlink(missing_ok=True)
         if which == "folder" and scope != OWNER_SCOPE:
+            self.arch[scope] = {}
             shutil.rmtree(self.ws.memory_dir(scope), ignore_errors=True)
 
     # ----- sync and the property ------------------------------------------------------------------------------
@@ -261,6 +328,9 @@ class SyncMachine(RuleBasedStateMachine):
             assert [(u.timestamp, u.text) for u in units if u.kind == "history"] == [
                 (ts, t) for ts, t in self.hist[scope]
             ]
+            want_turns = [(c[0], t) for d in sorted(self.arch[scope]) for c in self.arch[scope][d] for t in c[2]]
+            got_turns = [(u.extra["cid"], u.text.split(": ", 1)[1]) for u in units if u.kind == "archive"]
+            assert got_turns == want_turns
             want = {u.id: u.text for u in units}
             assert len(want) == len(units), "unit ids must be unique within a scope"
 

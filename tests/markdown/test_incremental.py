@@ -5,6 +5,7 @@ edit anywhere before the end (or an append that is not at a clean boundary) rule
 from __future__ import annotations
 
 import json
+from datetime import datetime, time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from memclaw.markdown.incremental import FileMark, parse_appended, parse_file
 
 SCOPE, SRC = "owner", "memory/MEMORY.md"
+ARCHIVE_SRC = "memory/archive/2026-11-25.md"
 
 # Lines that exercise the parser's state: items (nested, numbered, lazy continuations), headings (ATX, and setext
 # underlines under a paragraph), comments opening and closing, fences, thematic breaks, paragraphs, dated facts
@@ -30,8 +32,15 @@ HISTORY_LINES = [
     "  indented", "[2026-03-04 05:06:07] with seconds\r",
 ]  # fmt: skip
 
+ARCHIVE_LINES = [
+    "# 2026-11-25", "## 14:02 #c7f3a9b21", "## 14:02 #c7f3a9b21", "## 9:05 #c0123abcd", "## 25:99 #cdeadbeef",
+    "- 14:02 **Maya**: Did Lena say which restaurant?", "- 14:03 **memclaw**: Taberna da Ribeira.",
+    "- Maya: no time, no bold", "* 10:00 **Lena**: star marker", "  indented continuation", "unindented text",
+    "", "", "- 14:02 **Maya**:", "## not a header", "\t- tabbed turn", "- 14:02 **Maya**: tea\r",
+]  # fmt: skip
 mem_text = st.lists(st.sampled_from(MEMORY_LINES), max_size=14).map(lambda ls: "\n".join(ls))
 hist_text = st.lists(st.sampled_from(HISTORY_LINES), max_size=10).map(lambda ls: "\n".join(ls))
+arch_text = st.lists(st.sampled_from(ARCHIVE_LINES), max_size=10).map(lambda ls: "\n".join(ls))
 ending = st.sampled_from(["", "\n", "\n\n", "\r\n"])
 
 
@@ -44,11 +53,12 @@ def _same(a, b) -> None:
 def _check(kind: str, old: bytes, new: bytes) -> bool:
     """Parse `old`, then `new` both ways; True if the fast path was taken. The units, the mark and the parse notes
     (what is not a fact, dates that are none) must be the full parse's."""
+    src = ARCHIVE_SRC if kind == "archive" else SRC
     old_notes, tail_notes, full_notes = [], [], []
-    old_units, mark = parse_file(old, kind=kind, scope=SCOPE, source=SRC, notes=old_notes)
-    full_units, full_mark = parse_file(new, kind=kind, scope=SCOPE, source=SRC, notes=full_notes)
+    old_units, mark = parse_file(old, kind=kind, scope=SCOPE, source=src, notes=old_notes)
+    full_units, full_mark = parse_file(new, kind=kind, scope=SCOPE, source=src, notes=full_notes)
     known = {u.id for u in old_units}
-    res = parse_appended(new, mark, kind=kind, scope=SCOPE, source=SRC, known=known, notes=tail_notes)
+    res = parse_appended(new, mark, kind=kind, scope=SCOPE, source=src, known=known, notes=tail_notes)
     if res is None:
         return False
     tail, tail_mark = res
@@ -68,6 +78,29 @@ def test_memory_append_matches_full_parse(old, e1, tail, e2):
 @given(old=hist_text, e1=ending, tail=hist_text, e2=ending)
 def test_history_append_matches_full_parse(old, e1, tail, e2):
     _check("history", (old + e1).encode(), (old + e1 + tail + e2).encode())
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(old=arch_text, e1=ending, tail=arch_text, e2=ending)
+def test_archive_append_matches_full_parse(old, e1, tail, e2):
+    _check("archive", (old + e1).encode(), (old + e1 + tail + e2).encode())
+
+
+def test_an_appended_archive_chunk_takes_the_fast_path_and_continues_occurrences():
+    from memclaw.markdown.archive import ArchiveChunk, ArchivedTurn, append_chunk
+
+    def chunk(cid: str, hh: int, *said: str) -> ArchiveChunk:
+        said_turns = tuple(ArchivedTurn("Maya", s, time(hh, 0)) for s in said)
+        return ArchiveChunk(cid, datetime(2026, 11, 25, hh, 0), said_turns)
+
+    old = append_chunk("", chunk("c7f3a9b21", 9, "tea?", "yes, oolong"))
+    new = append_chunk(old, chunk("c0123abcd", 14, "which restaurant?"))
+    assert _check("archive", old.encode(), new.encode())
+    again = new + "\n## 15:00 #c7f3a9b21\n- 15:00 **Maya**: tea again\n"  # a hand-copied id: occurrence 1
+    assert _check("archive", new.encode(), again.encode())
+    units, mark = parse_file(again.encode(), kind="archive", scope=SCOPE, source=ARCHIVE_SRC)
+    assert len({u.id for u in units}) == 4 and dict((c, n) for n, c in mark.stack)["c7f3a9b21"] == 2
+    assert not _check("archive", old.encode(), (old + "  a continuation of oolong\n").encode())
 
 
 @settings(max_examples=200, deadline=None)

@@ -105,7 +105,7 @@ def test_a_crash_after_some_steps_is_finished_without_duplicates(svc):
     assert len(parse_day(ws.archive_file("owner", WHEN.date()).read_text("utf-8")).chunks) == 1
     assert sum(fact_cid(f.text) == CID for f in svc.facts()) == 2
     assert ws.history_file("owner").read_text("utf-8").count(f"#{CID}]") == 1
-    assert {u.id for u in svc.list_units()} == set(svc.store.ids("owner"))  # the index caught up
+    assert {u.id for u in svc.scopes.parse("owner")} == set(svc.store.ids("owner"))  # the index caught up
 
 
 def test_facts_already_known_are_not_added_again_and_gone_ids_are_dropped(svc):

@@ -13,6 +13,7 @@ import logging
 import random
 import shutil
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from memclaw.markdown.files import read_units
 from memclaw.service.facade import MemoryService
 from memclaw.store.clients import release_embedded
 from memclaw.workspace import Workspace
+from tests.archive_days import append_day, chunk
 from tests.chroma_server import ChromaServer, free_port
 
 pytestmark = pytest.mark.slow
@@ -45,17 +47,26 @@ HISTORY = """[2026-03-02 18:10] Talked about the trip to Porto in April: flights
 QUESTION = "Which company do I work for?"
 
 
-def make_workspace(root: Path, memory: str = MEMORY, history: str = HISTORY) -> Workspace:
+ARCHIVE = chunk("c0000aaaa", datetime(2026, 5, 11, 9, 30), ("Maya", "Tomatoes or peppers on the balcony?"),
+                ("memclaw", "Tomatoes and basil: they like the same sun."))  # fmt: skip
+
+
+def make_workspace(root: Path, memory: str = MEMORY, history: str = HISTORY, archive: bool = True) -> Workspace:
     (root / "memory").mkdir(parents=True)
     (root / "memory" / "MEMORY.md").write_text(memory, "utf-8")
     (root / "memory" / "HISTORY.md").write_text(history, "utf-8")
-    return Workspace(root)
+    ws = Workspace(root)
+    if archive:  # the archive is indexed, damaged and rebuilt like the rest
+        append_day(ws, "owner", ARCHIVE)
+    return ws
 
 
 def markdown_passages(ws: Workspace, scope: str = "owner") -> dict[str, str]:
-    """What the vector store must hold for `scope`: every unit's passages, by id."""
+    """What the vector store must hold for `scope`: every unit's passages (archived turns included), by id."""
     out: dict[str, str] = {}
-    for path, kind in ((ws.memory_file(scope), "fact"), (ws.history_file(scope), "history")):
+    files = [(ws.memory_file(scope), "fact"), (ws.history_file(scope), "history")]
+    files += [(p, "archive") for p in ws.archive_files(scope)]
+    for path, kind in files:
         for u in read_units(path, scope=scope, kind=kind, source=ws.source_of(path)):
             out.update(unit_vectors(u.id, u.text))
     return out
@@ -177,7 +188,8 @@ def test_truncated_hnsw_segment_is_rebuilt(tmp_path, caplog) -> None:
     facts = "".join(
         f"- Shelf {i} in the archive holds box {i * 7} of letters from {1900 + i % 97}\n" for i in range(1100)
     )
-    ws = make_workspace(tmp_path / "ws", memory="# Archive\n" + facts + "- I work at Solaris Energy\n", history="")
+    ws = make_workspace(tmp_path / "ws", memory="# Archive\n" + facts + "- I work at Solaris Energy\n", history="",
+                        archive=False)  # fmt: skip
     cfg = Config(workspace=ws.root)
     cfg.embeddings = EmbeddingsConfig(model="hash-test")
     hashed = load_embedder(cfg.embeddings)
@@ -231,6 +243,11 @@ def test_chroma_server_down_degrades_to_bm25_and_recovers(tmp_path, embedder, ca
         with pytest.raises(VectorStoreUnavailable, match="the fact is saved in .*MEMORY.md; the next sync indexes"):
             svc.add_fact("My tent is a green two-person Vaude")
         assert "- My tent is a green two-person Vaude" in mem.read_text("utf-8")
+        # a conversation archived meanwhile: recall still answers; indexed once the server is back
+        append_day(
+            ws, "owner", chunk("c0000bbbb", datetime(2026, 6, 1, 8, 0), ("Maya", "The canoe club meets Tuesdays"))
+        )
+        assert any("unreachable" in w for w in svc.recall_detailed("canoe club", k=1).warnings)
 
         server = ChromaServer(data, port).start()  # back, same port, same data
         back = svc.recall_detailed(QUESTION, k=3)
@@ -240,6 +257,8 @@ def test_chroma_server_down_degrades_to_bm25_and_recovers(tmp_path, embedder, ca
         assert "Vaude" in tent.hits[0].unit.text and tent.hits[0].vector.rank is not None
         kayak = svc.recall_detailed("where is my boat moored", k=2)
         assert "kayak" in kayak.hits[0].unit.text and kayak.hits[0].vector.rank is not None
+        canoe = svc.recall_detailed("when does the canoe club meet", k=1, kind="archive")
+        assert "canoe club" in canoe.hits[0].unit.text and canoe.hits[0].vector.rank is not None
         assert svc.store.texts("owner") == markdown_passages(ws)
         svc.close()
     finally:

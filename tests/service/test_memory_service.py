@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memclaw.config import Config
-from memclaw.index.sync import session_links
+from memclaw.index.links import session_links
 from memclaw.index.unittable import UnitTable
 from memclaw.markdown.units import sender_scope
 from memclaw.service.facade import MemoryService
@@ -286,7 +286,7 @@ def _unit_rows(units):
     return [(u.id, u.kind, u.source, u.line, u.text, u.section, u.timestamp, u.extra) for u in units]
 
 
-def _count_full_parses(monkeypatch) -> list[str]:
+def count_full_parses(monkeypatch) -> list[str]:
     import memclaw.markdown.incremental as inc
 
     calls: list[str] = []
@@ -307,7 +307,7 @@ def test_add_fact_fast_path_gives_the_units_of_a_full_parse(service, monkeypatch
     a section creates the default section at the end: memfiles parses the file in full once.)"""
     service.sync()
     added = [service.add_fact("My bike is a green Brompton")]
-    full_parses = _count_full_parses(monkeypatch)
+    full_parses = count_full_parses(monkeypatch)
     mem = service.workspace.memory_file("owner")
     added.append(service.add_fact("I am allergic to penicillin"))
     with mem.open("a", encoding="utf-8") as f:
@@ -340,7 +340,7 @@ def test_add_fact_after_a_hand_edit_parses_in_full(service, monkeypatch):
     """A hand edit made just before add_fact (same file size, one word changed) rules the fast path out in
     memfiles and in the sync: the edit is indexed and the units are those of a full parse."""
     service.sync()
-    full_parses = _count_full_parses(monkeypatch)
+    full_parses = count_full_parses(monkeypatch)
     mem = service.workspace.memory_file("owner")
     mem.write_text(mem.read_text("utf-8").replace("Henrik", "Hendri"), "utf-8")
     service.add_fact("My bike is a green Brompton")

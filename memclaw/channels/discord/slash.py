@@ -73,7 +73,10 @@ class SlashCommands:
         async def help_cmd(interaction: discord.Interaction) -> None:
             await slash.help(interaction)
 
-        @app_commands.command(name="forget", description="Delete memories by id, as /recall shows them (owner only).")
+        @app_commands.command(
+            name="forget",
+            description="Delete memories by id, as /recall shows them, or a day of the archive (owner only).",
+        )
         @app_commands.describe(ids="One or more memory ids, separated by spaces")
         async def forget_cmd(interaction: discord.Interaction, ids: str) -> None:
             await slash.memory_command(interaction, "/forget", ids)

@@ -1,0 +1,183 @@
+"""Archive turns in recall (pure): what ties a turn to the summary and facts of its consolidation, and the window
+of turns an excerpt is cut from.
+
+One consolidation writes three records that carry its id (`extra["cid"]`): the chunk of archived turns, the facts
+and the history entry. Recall ties them by that id alone (memclaw.index.links ties facts to entries in the state):
+
+* a matching archive turn lifts the history entry of its consolidation (by `weight` times its score, as a matching
+  fact does), and the entry covers the turn when it already says what the turn says (`covers`: the memory section
+  does not serve both);
+* a matching fact or entry does not lift the turns of its chunk: measured on LoCoMo (facts + summaries + archive,
+  `benchmarks/README.md`), any such lift (the link weight, or a tenth of it) put turns above the facts and summaries
+  that served the question better (recall in a 256-token section 0.666 with the link weight, 0.762 without).
+
+`window` gives an archive hit its excerpt: the turns of the same chunk around it, up to `before` and `after` of them
+(the chunk's turns are consecutive rows of the unit table, in file order). A long turn (more than one passage:
+memclaw.index.passages) is cut there, marked `…`: the matched turn to the passage that matched, a neighbour to its
+words nearest to the match, so that one long turn does not take the whole memory section (LongMemEval's assistant
+turns run to hundreds of words).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from memclaw.index.passages import is_head, is_long, passage_ids, split_passages, unit_of
+from memclaw.markdown.archive_units import SPEAKER_SEP
+from memclaw.markdown.units import MemoryUnit
+from memclaw.recall.fusion import Fused
+
+if TYPE_CHECKING:
+    from memclaw.index.unittable import UnitTable
+
+Tokenize = Callable[[str], list[str]]
+
+NEIGHBOUR_WORDS = 40
+"""A long turn next to the matched one shows at most this many words, those nearest to it."""
+CUT = "…"
+RESTATE_SHARE = 0.75
+"""An entry covers a turn when it holds at least this share of the turn's content words (BM25 tokens)."""
+
+
+def cid_boost(
+    hits: list[Fused], table: UnitTable, entries_of: Mapping[str, Sequence[str]], *, weight: float
+) -> list[Fused]:
+    """A matching archived turn lifts the history entries of its consolidation (`entries_of`: consolidation id ->
+    entry ids) by `weight` times its score, the best turn's; an entry a fact lifted already (`link`) gains only what
+    this lift adds to that. Entries not yet in the list are added (their provenance shows they have no signal of
+    their own)."""
+    if weight <= 0 or not hits:
+        return hits
+    by_id = {h.id: h for h in hits}
+    gains: dict[str, float] = {}
+    for h in hits:
+        if table.kind_of(h.id) != "archive":
+            continue
+        for target in entries_of.get(_cid_of(table, h.id) or "", ()):
+            gains[target] = max(gains.get(target, 0.0), weight * h.score)
+    for target, g in gains.items():
+        t = by_id.get(target)
+        if t is None:
+            t = by_id[target] = Fused(target)
+        g -= min(g, t.boosts.get("link", 0.0))  # (lifted by a fact already: the best lift, not both)
+        if g > 0:
+            t.score += g
+            t.boosts["cid"] = g
+    return sorted(by_id.values(), key=lambda h: (-h.score, h.id))
+
+
+def best_passages(hits: Iterable[Any]) -> dict[str, str]:
+    """Vector hits (best first, each with the `id` of a passage: memclaw.index.passages) -> each unit's best passage,
+    head vectors aside."""
+    out: dict[str, str] = {}
+    for h in hits:
+        if not is_head(h.id):
+            out.setdefault(unit_of(h.id), h.id)
+    return out
+
+
+def _cid_of(table: UnitTable, uid: str) -> str | None:
+    row = table.row_of(uid)
+    return table.cid_at(row) if row is not None else None
+
+
+def window(table: UnitTable, uid: str, before: int, after: int) -> tuple[MemoryUnit, ...]:
+    """The turns of `uid`'s chunk from `before` turns before it to `after` turns after it (fewer at the chunk's
+    edges), in order; () when `uid` is not an archive turn of the table."""
+    row = table.row_of(uid)
+    if row is None or table.kind_of(uid) != "archive":
+        return ()
+    key = _chunk_key(table, row)
+    first = row
+    while first > 0 and row - first < before and _chunk_key(table, first - 1) == key:
+        first -= 1
+    last = row
+    while last + 1 < len(table) and last - row < after and _chunk_key(table, last + 1) == key:
+        last += 1
+    return tuple(table.unit(r) for r in range(first, last + 1))
+
+
+def _chunk_key(table: UnitTable, row: int) -> tuple[str, str | None, str | None]:
+    extra = table.extra_at(row)
+    return table.source_at(row), extra.get("cid"), extra.get("chunk_line")
+
+
+def covers(entry_tokens: set[str], turn_tokens: Sequence[str]) -> bool:
+    """Whether an entry (its tokens) already says what a turn says: it holds RESTATE_SHARE of the turn's content
+    words. A turn without content words ("ok!") is covered by any entry of its consolidation."""
+    words = set(turn_tokens)
+    return len(words & entry_tokens) >= RESTATE_SHARE * len(words)
+
+
+class ArchiveHits:
+    """What an archive hit carries out of recall: its excerpt's window and the entries that cover it."""
+
+    def __init__(
+        self,
+        table: UnitTable,
+        entries_of: Mapping[str, Sequence[str]],
+        tokenize: Tokenize,
+        wide: tuple[int, int],
+        n_wide: int,
+        query: str = "",
+        passages: Mapping[str, str] | None = None,
+    ) -> None:
+        self.query = set(tokenize(query)) if query else set()
+        self.passages = passages or {}
+        self.table = table
+        self.entries_of = entries_of
+        self.tokenize = tokenize
+        self.wide, self.n_wide = wide, n_wide
+        self._n = 0
+        self._entry_tokens: dict[str, set[str]] = {}
+
+    def excerpt(self, u: MemoryUnit) -> tuple[MemoryUnit, ...]:
+        """The window of the next archive hit (in rank order): the best `n_wide` get the wide one, the others are
+        their matched turn alone."""
+        if u.kind != "archive":
+            return ()
+        self._n += 1
+        before, after = self.wide if self._n <= self.n_wide else (0, 0)
+        turns = window(self.table, u.id, before, after)
+        at = next(n for n, t in enumerate(turns) if t.id == u.id)
+        return tuple(self._cut(t, n - at) for n, t in enumerate(turns))
+
+    def _cut(self, t: MemoryUnit, offset: int) -> MemoryUnit:
+        """A long turn as its excerpt shows it: the matched one as its best passage (the vector signal's, else the
+        one sharing most words with the query), a neighbour as its NEIGHBOUR_WORDS words nearest to the match."""
+        if not is_long(t.text):
+            return t
+        speaker, _, body = t.text.partition(SPEAKER_SEP)
+        if offset:
+            words = body.split()
+            if len(words) <= NEIGHBOUR_WORDS:
+                return t
+            near = words[-NEIGHBOUR_WORDS:] if offset < 0 else words[:NEIGHBOUR_WORDS]
+            cut = f"{CUT} {' '.join(near)}" if offset < 0 else f"{' '.join(near)} {CUT}"
+            return dataclasses.replace(t, text=f"{speaker}{SPEAKER_SEP}{cut}")
+        parts = split_passages(t.text)
+        ids = passage_ids(t.id, len(parts))
+        best = self.passages.get(t.id)
+        if best in ids:
+            i = ids.index(best)
+        else:
+            i = max(range(len(parts)), key=lambda n: (len(self.query & set(self.tokenize(parts[n]))), -n))
+        text = parts[i] if i == 0 else f"{speaker}{SPEAKER_SEP}{CUT} {parts[i]}"
+        return dataclasses.replace(t, text=text if i == len(parts) - 1 else f"{text} {CUT}")
+
+    def covered_by(self, u: MemoryUnit) -> tuple[str, ...]:
+        """The history entries of the turn's consolidation that already say what it says."""
+        cid = u.extra.get("cid")
+        if u.kind != "archive" or not cid:
+            return ()
+        out = []
+        turn = self.tokenize(u.text.split(": ", 1)[-1])
+        for eid in self.entries_of.get(cid, ()):
+            toks = self._entry_tokens.get(eid)
+            if toks is None:
+                toks = self._entry_tokens[eid] = set(self.tokenize(self.table[eid].text))
+            if covers(toks, turn):
+                out.append(eid)
+        return tuple(out)

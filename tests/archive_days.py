@@ -1,0 +1,50 @@
+"""Archive day files for tests, written as consolidation writes them (memclaw.markdown.archive.append_chunk: a true
+append to the day's file), with the facts' learned-marks and HISTORY stamps that carry the same consolidation id."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time
+from pathlib import Path
+
+from memclaw.markdown.archive import ArchiveChunk, ArchivedTurn, append_chunk
+from memclaw.markdown.formats import fact_mark, format_history_entry
+from memclaw.workspace import Workspace
+
+
+def chunk(cid: str, when: datetime, *said: tuple[str, str]) -> ArchiveChunk:
+    """A chunk of `said` (speaker, text) turns, one minute apart from `when`."""
+    turns = tuple(
+        ArchivedTurn(s, t, time((when.hour + (when.minute + i) // 60) % 24, (when.minute + i) % 60))
+        for i, (s, t) in enumerate(said)
+    )
+    return ArchiveChunk(cid, when, turns)
+
+
+def append_day(ws: Workspace, scope: str, *chunks: ArchiveChunk) -> Path:
+    """Append the chunks to the day file of the first one's date (a true append, as consolidation writes)."""
+    path = ws.archive_file(scope, chunks[0].when.date())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    before = path.read_text("utf-8") if path.exists() else ""
+    after = before
+    for c in chunks:
+        after = append_chunk(after, c)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(after[len(before) :])
+    return path
+
+
+def consolidation(ws: Workspace, scope: str, c: ArchiveChunk, summary: str, facts: list[str]) -> None:
+    """What one consolidation writes: the chunk, its facts (learned-marked with its id) and its summary (stamped with
+    it)."""
+    append_day(ws, scope, c)
+    mem, hist = ws.memory_file(scope), ws.history_file(scope)
+    mem.parent.mkdir(parents=True, exist_ok=True)
+    with open(mem, "a", encoding="utf-8") as f:
+        f.write("".join(f"- {t}{fact_mark(c.when.date(), c.cid)}\n" for t in facts))
+    old = hist.read_text("utf-8") if hist.exists() else ""
+    sep = "\n" if old and not old.endswith("\n\n") else ""
+    with open(hist, "a", encoding="utf-8") as f:
+        f.write(sep + format_history_entry(c.when, summary, cid=c.cid) + "\n")
+
+
+DAY = date(2026, 11, 25)
