@@ -115,6 +115,7 @@ def run_locomo(
                                 row["systems"][spec.name] = {
                                     "recall@5": sc.recall[5],
                                     "recall@10": sc.recall[10],
+                                    "budget": {f"recall@{b}t": round(r, 4) for b, r in sc.budget.items()},
                                     "rr": round(sc.rr, 4),
                                     "top": [
                                         _unit_brief(by_id.get(u), cover.get(u, frozenset()), q.evidence)
