@@ -8,6 +8,7 @@ from memclaw.bench.locomo import coverage_path, parse_conversation, write_conver
 from memclaw.bench.prepared import prepare_corpus
 from memclaw.bench.run_config import bench_config
 from memclaw.bench.systems import parse_systems
+from memclaw.context.memory_section import fill_hits
 
 FILLER = [
     "My sister keeps sending me photos of her cat sleeping on the radiator, it is honestly the funniest thing.",
@@ -60,7 +61,11 @@ def test_an_excerpt_earns_only_the_turns_inside_it(tmp_path, embedder):
         positions = sorted(int(dia[i].split(":")[1]) for i in first)
         assert positions == list(range(positions[0], positions[0] + len(positions)))
         assert score.budget[128] == 0.5
+        # ... exactly what the prompt's memory section serves for the same recall (fill_hits, excerpts cut to fit).
+        hits = prep.services[-1].recall_detailed(QUESTION, k=20).hits
         for b in M.BUDGETS:
+            f = fill_hits(hits, b, prep.count)
+            assert view.kept[b] == [uid for i in f.kept for uid in f.served(i)]
             earned = {d for i in view.kept[b] for d in corpus.credit[i]}
             assert score.budget[b] == len(earned & set(q.evidence)) / 2
             assert view.tokens[f"@{b}t"] <= b
