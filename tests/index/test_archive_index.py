@@ -12,6 +12,7 @@ import pytest
 
 from memclaw.config import Config
 from memclaw.index.passages import is_long, unit_of, unit_vectors
+from memclaw.index.scopes import index_text
 from memclaw.service.facade import MemoryService
 from memclaw.workspace import Workspace
 from tests.archive_days import DAY, append_day, chunk
@@ -49,7 +50,7 @@ def stored(svc: MemoryService, scope: str = "owner") -> dict[str, str]:
 def want_vectors(svc: MemoryService, scope: str = "owner") -> dict[str, str]:
     out: dict[str, str] = {}
     for u in svc.parse_scope(scope):
-        out.update(unit_vectors(u.id, u.text))
+        out.update(unit_vectors(u.id, index_text(u)))
     return out
 
 

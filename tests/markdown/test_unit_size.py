@@ -25,6 +25,7 @@ from memclaw.bench.corpus import parse_units
 from memclaw.bench.locomo import load_locomo, write_conversation
 from memclaw.bench.longmemeval import convert_question, load_longmemeval
 from memclaw.index.passages import unit_vectors
+from memclaw.index.scopes import index_text
 from memclaw.markdown.files import read_units
 from memclaw.markdown.incremental import parse_appended, parse_file
 from memclaw.markdown.unit_size import MAX_UNIT_CHARS, cut
@@ -117,7 +118,7 @@ def test_a_huge_hand_written_fact_and_history_entry_are_indexed_up_to_the_limit(
     want = {}
     for name, kind in (("MEMORY.md", "fact"), ("HISTORY.md", "history")):
         for u in read_units(mem / name, scope="owner", kind=kind, source=f"memory/{name}"):
-            want.update(unit_vectors(u.id, u.text))
+            want.update(unit_vectors(u.id, index_text(u)))
     assert stored == want
     assert sum(len(t) for t in stored.values()) < 5 * MAX_UNIT_CHARS  # not 8 MB
 
