@@ -317,11 +317,11 @@ def crossing(sizes: list[int], p95s: list[float], budget: float) -> str:
 def locomo_ablation(path: Path) -> list[str]:
     """BM25 alone on LoCoMo (corpus `all`): evidence recall@5/@10 per tokenizer setting and BM25 parameter.
 
-    Units come from the converter's coverage side file (the text it writes to MEMORY.md / HISTORY.md, with its
-    date), so this runs without the Markdown parser or the model; `memclaw bench locomo` is the full path."""
-    import json
-
+    Units are what memclaw's parser reads from the converted workspace (the text BM25 indexes, with the coverage of
+    the side file), without the model; `memclaw bench locomo` is the full path."""
+    from memclaw.bench.corpus import load_corpus
     from memclaw.bench.locomo import coverage_path, load_locomo, write_conversation
+    from memclaw.index.scopes import index_text
 
     data = load_locomo(path)
     corpora: dict[str, list] = {"all": [], "facts": []}
@@ -330,10 +330,8 @@ def locomo_ablation(path: Path) -> list[str]:
             for j, c in enumerate(data.conversations):
                 root = Path(d) / f"{name}{j}"
                 write_conversation(c, root, name)
-                units = []
-                for i, e in enumerate(json.loads(coverage_path(root).read_text("utf-8"))["units"]):
-                    text = f"{e['text']} ({e['date']})" if e["kind"] == "fact" else f"[{e['date']}] {e['text']}"
-                    units.append((f"u{i}", text, frozenset(e["covers"])))
+                corpus = load_corpus(root, coverage_path(root))
+                units = [(u.id, index_text(u), corpus.cover[u.id]) for u in corpus.units]
                 convs.append((c.questions, units))
 
     def run(tok: Tokenizer, k1: float, b: float, corpus: str = "all") -> tuple[float, float]:

@@ -1,21 +1,13 @@
-"""Excerpt lab (issue 22): recall within a memory budget when raw conversation is memory, through the archive.
+"""Excerpt lab (issue 22): recall-config variants side by side on the archive corpora, within a memory budget.
 
-Builds archive corpora from the benchmark data the way memclaw's archive holds a conversation (one chunk per
-session in the day file of its date, one bullet per turn; memclaw.markdown.archive), syncs them with memclaw,
-recalls every question with `MemoryService.recall_detailed` and fills the memory section with
-`memclaw.context.memory_section.fill_hits` at 128 / 256 / 512 / 1024 tokens, crediting **only the turns each kept
-item serves** (an excerpt: the turns inside it; a fact: its evidence turns; a summary: every turn of its session).
-
-Corpora:
-* `locomo-sessions`: LoCoMo's raw sessions as archived turns (no facts, no summaries);
-* `locomo-full`: LoCoMo's facts (learned-marks with the session's consolidation id), summaries (HISTORY entries
-  stamped with it) and the archive: what memclaw holds after consolidating those conversations;
-* `locomo-all`: today's `all` corpus (facts dated by hand, summaries, no ids, no archive), for reference;
-* `lme`: LongMemEval sessions as archived turns (user and assistant), one workspace per question; a session is
-  credited when a served excerpt holds one of its `has_answer` turns.
-
-Variants are recall-config overrides (`--variants name=key:value,key:value;...`). This is a lab: the product's
-benchmarks (`memclaw bench`) gain archive corpora once the converters write through memclaw's writer.
+The corpora are the benchmark's own (`memclaw bench locomo --corpus sessions|full|all`, `memclaw bench longmemeval
+--corpus archive`): written by its converters through memclaw's consolidation writer, scored with the same credit
+(memclaw.bench.corpus: an excerpt earns the turns inside it; a fact its evidence turns; a summary every turn of its
+session; LongMemEval: a session when a served excerpt holds one of its `has_answer` turns). What the lab adds is
+variants: recall-config overrides (`--variants name=key:value,key:value;...`, `fill_*` keys for the fill) recalled
+from one index build per corpus with `MemoryService.recall_detailed`, the section filled with
+`memclaw.context.memory_section.fill_hits` at 128 / 256 / 512 / 1024 tokens. Corpora: `locomo-sessions`,
+`locomo-full`, `locomo-all`, `lme`.
 
     PYTHONPATH=. .venv/bin/python benchmarks/excerpt_lab.py locomo-sessions \
         --data ../shared/data/locomo/locomo-dev.json --cache /tmp/emb.npz --workdir /tmp/lab \
@@ -25,7 +17,6 @@ benchmarks (`memclaw bench`) gain archive corpora once the converters write thro
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 import sys
@@ -35,107 +26,29 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memclaw.markdown.archive import ArchiveChunk, ArchiveDay, ArchivedTurn, consolidation_id, parse_day, render_day
-from memclaw.markdown.formats import fact_mark, format_history_entry
-
 BUDGETS = (128, 256, 512, 1024)
 
 
-def cid_of(*parts: str) -> str:
-    return consolidation_id(hashlib.sha1("\x00".join(parts).encode()).hexdigest())
+def write_locomo(conv, root: Path, corpus: str) -> dict[str, frozenset[str]]:
+    """One conversation as a workspace, written by the benchmark's converter (through memclaw's writer); what each
+    unit earns when served (memclaw.bench.corpus: `credit`)."""
+    from memclaw.bench.corpus import load_corpus
+    from memclaw.bench.locomo import coverage_path, write_conversation
+
+    write_conversation(conv, root, corpus.removeprefix("locomo-"))
+    return load_corpus(root, coverage_path(root)).credit
 
 
-def write_archive(mem: Path, chunks: list[tuple[ArchiveChunk, list[str]]]) -> dict[tuple[str, int], str]:
-    """Day files of these chunks (by their dates, in order); (cid, turn) -> the turn's key in the data."""
-    days: dict[Any, list[ArchiveChunk]] = defaultdict(list)
-    keys: dict[tuple[str, int], str] = {}
-    for chunk, turn_keys in chunks:
-        days[chunk.when.date()].append(chunk)
-        for i, k in enumerate(turn_keys):
-            keys[(chunk.cid, i)] = k
-    (mem / "archive").mkdir(parents=True, exist_ok=True)
-    for day, cs in days.items():
-        text = render_day(ArchiveDay(day, cs))
-        assert len(parse_day(text).chunks) == len(cs)
-        (mem / "archive" / f"{day.isoformat()}.md").write_text(text, "utf-8")
-    return keys
+def write_lme(raw: dict[str, Any], root: Path) -> tuple[dict[str, frozenset[str]], set[str]] | None:
+    from memclaw.bench.corpus import load_corpus
+    from memclaw.bench.locomo import coverage_path
+    from memclaw.bench.longmemeval import convert_question, write_question
 
-
-# ----- LoCoMo --------------------------------------------------------------------------------------------------
-def write_locomo(conv, root: Path, corpus: str) -> dict[str, Any]:
-    """One conversation as a workspace; returns what each unit covers, keyed as the lab matches units."""
-    mem = root / "memory"
-    mem.mkdir(parents=True, exist_ok=True)
-    cids = {n: cid_of(conv.sample_id, str(n)) for n in conv.sessions}
-    cover: dict[str, Any] = {"fact": {}, "history": {}, "archive": {}}
-    session_turns = {n: [t.dia_id for t in s.turns] for n, s in conv.sessions.items()}
-    facts, history = [], []
-    if corpus in ("locomo-full", "locomo-all"):
-        for speaker in dict.fromkeys([*conv.speakers, *(o.speaker for o in conv.observations)]):
-            obs = sorted((o for o in conv.observations if o.speaker == speaker), key=lambda o: o.session)
-            if not obs:
-                continue
-            facts += [f"# {speaker}", ""]
-            for o in obs:
-                when = conv.sessions[o.session].when
-                mark = fact_mark(when.date(), cids[o.session] if corpus == "locomo-full" else None)
-                facts.append(f"- {o.text}{mark}")
-                cover["fact"].setdefault(o.text, set()).update(o.evidence)
-            facts.append("")
-        for n in sorted(conv.sessions):
-            if n in conv.summaries:
-                cid = cids[n] if corpus == "locomo-full" else None
-                history.append(format_history_entry(conv.sessions[n].when, conv.summaries[n], cid=cid))
-                cover["history"][conv.summaries[n]] = set(session_turns[n])
-    (mem / "MEMORY.md").write_text("\n".join(facts), "utf-8")
-    (mem / "HISTORY.md").write_text("\n\n".join(history) + "\n", "utf-8")
-    if corpus in ("locomo-full", "locomo-sessions"):
-        chunks = []
-        for n in sorted(conv.sessions):
-            s = conv.sessions[n]
-            turns = [ArchivedTurn(t.speaker, t.line().split(": ", 1)[1], s.when.time()) for t in s.turns]
-            chunks.append((ArchiveChunk(cids[n], s.when, tuple(turns)), [t.dia_id for t in s.turns]))
-        cover["archive"] = {f"{c}:{i}": {k} for (c, i), k in write_archive(mem, chunks).items()}
-    return cover
-
-
-def unit_cover(u, cover: dict[str, Any]) -> set[str]:
-    if u.kind == "archive":
-        return cover["archive"].get(f"{u.extra['cid']}:{u.extra['turn']}", set())
-    if u.kind == "fact":
-        from memclaw.markdown.formats import split_trailing_date
-
-        return cover["fact"].get(split_trailing_date(u.text)[0], set())
-    return cover["history"].get(u.text, set())
-
-
-# ----- LongMemEval ---------------------------------------------------------------------------------------------
-def write_lme(raw: dict[str, Any], root: Path) -> tuple[dict[str, Any], set[str]] | None:
-    from memclaw.bench.longmemeval import parse_lme_date
-
-    qid = str(raw["question_id"])
-    if qid.endswith("_abs"):
+    q = convert_question(raw)
+    if q is None:
         return None
-    relevant = set()
-    chunks = []
-    for sid, date, turns in zip(raw["haystack_session_ids"], raw["haystack_dates"], raw["haystack_sessions"],
-                                strict=True):  # fmt: skip
-        when = parse_lme_date(date)
-        if any(t.get("has_answer") and t.get("role") == "user" for t in turns):
-            relevant.add(str(sid))
-        said = [(t, " ".join(str(t.get("content", "")).split())) for t in turns]
-        said = [(t, s) for t, s in said if s]
-        arch = tuple(ArchivedTurn(t["role"], s, when.time()) for t, s in said)
-        keys = [f"{sid}|{'A' if t.get('has_answer') else '-'}" for t, _s in said]
-        if arch:
-            chunks.append((ArchiveChunk(cid_of(qid, str(sid)), when, arch), keys))
-    if not relevant:
-        return None
-    mem = root / "memory"
-    mem.mkdir(parents=True, exist_ok=True)
-    keys = write_archive(mem, chunks)
-    cover = {"fact": {}, "history": {}, "archive": {f"{c}:{i}": {k} for (c, i), k in keys.items()}}
-    return cover, relevant
+    write_question(q, root, "archive")
+    return load_corpus(root, coverage_path(root)).credit, set(q.relevant)
 
 
 # ----- running ---------------------------------------------------------------------------------------------------
@@ -169,16 +82,13 @@ def served_covers(svc, query: str, cover, now, count, fill_opts) -> dict[int, tu
     from memclaw.context.memory_section import fill_hits
 
     res = svc.recall_detailed(query, k=svc.config.context.recall_k, now=now)
-    units = {h.unit.id: h.unit for h in res.hits}
-    for h in res.hits:
-        units.update({t.id: t for t in h.excerpt})
     out = {}
     for b in BUDGETS:
         f = fill_hits(res.hits, b, count, **fill_opts)  # (fill_* options of a variant, when fill_hits has any)
         got: set[str] = set()
         for i in f.kept:
             for uid in f.served(i):
-                got |= unit_cover(units[uid], cover)
+                got |= cover.get(uid, frozenset())
         out[b] = (got, f.used)
     return out
 
@@ -231,7 +141,7 @@ def run_lme(args, variants, embedder, count) -> dict[str, Any]:
         now = parse_lme_date(rq["question_date"]) if rq.get("question_date") else None
         for name, svc in svcs.items():
             for b, (got, _n) in served_covers(svc, str(rq["question"]), cover, now, count, fill_opts[name]).items():
-                hit = {k.split("|")[0] for k in got if k.endswith("|A")} & relevant
+                hit = got & relevant
                 any_[name][b].append(float(bool(hit)))
                 all_[name][b].append(float(hit == relevant))
                 if b == 1024:

@@ -149,7 +149,7 @@ def dump_lme(d: Dumper, limit: int | None) -> list[dict]:
         with tempfile.TemporaryDirectory(prefix="fusion-dump-") as tmp:
             c = d.corpus(
                 Path(tmp) / "ws",
-                lambda root, q=q: write_question(q, root),
+                lambda root, q=q: write_question(q, root, "history"),  # (the official key: issue 21's lab)
                 [(q.qid, q.question_type, q.question, q.relevant)],
                 lambda _qid, q=q: q.question_date or datetime.now(),
             )

@@ -1,18 +1,22 @@
 """LoCoMo (Maharana et al., ACL 2024): loader and converter to memclaw workspaces.
 
 Reads the upstream `locomo10.json` format (and the dev split, which is a subset of it). One workspace per
-conversation:
+conversation, written through memclaw's own consolidation writer (memclaw.bench.record): each session is one
+consolidation of that conversation, whose time is the session's; the benchmark's observations and session summary
+stand in for the model's answer. The converter supplies no date and no link: learned-marks ` (YYYY-MM-DD #cid)`,
+history stamps `[YYYY-MM-DD HH:MM #cid]` and archive chunks are memclaw's.
 
-* corpus `all`: every `observation` fact is a bullet of `memory/MEMORY.md` under a heading per speaker, with
-  its session's date as a trailing ` (YYYY-MM-DD)`; every `session_summary` is a `memory/HISTORY.md` entry
-  `[YYYY-MM-DD HH:MM] summary` stamped with its session's date and time.
-* corpus `facts`: the facts only (no HISTORY.md).
-* corpus `sessions` (a LongMemEval-style proxy): every session's raw turns (`speaker: text`, one line per turn,
-  an image shared in a turn as `[image: caption]`) as one HISTORY.md entry; no facts.
+* corpus `all`: every `observation` is a fact (under a heading per speaker), every `session_summary` a HISTORY.md
+  entry; no archive.
+* corpus `facts`: the facts only.
+* corpus `sessions`: every session's raw turns as archived turns (`memory/archive/YYYY-MM-DD.md`, one chunk per
+  session; an image shared in a turn as `[image: caption]`); no facts, no summaries.
+* corpus `full`: facts + summaries + archive: what memclaw holds after consolidating those conversations.
 
 Which evidence turns a unit covers is written to a side file next to the workspace (`<workspace>.coverage.json`),
-never into the indexed Markdown. An observation covers its own evidence turn(s); a session entry (summary or raw
-session) covers every turn of its session.
+never into the indexed Markdown. An observation covers its own evidence turn(s); a summary every turn of its
+session; an archived turn, in the count view, every turn of its session (session-level, as a session unit did) and,
+in the budgeted view, only itself (memclaw.bench.corpus: `credit`).
 """
 
 from __future__ import annotations
@@ -28,8 +32,8 @@ from typing import Literal
 
 from memclaw.errors import UsageError
 
-Corpus = Literal["all", "facts", "sessions"]
-CORPORA: tuple[str, ...] = ("all", "facts", "sessions")
+Corpus = Literal["all", "facts", "sessions", "full"]
+CORPORA: tuple[str, ...] = ("all", "facts", "sessions", "full")
 CATEGORIES: dict[str, str] = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop"}
 
 _TURN_RE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)", re.IGNORECASE)
@@ -246,37 +250,20 @@ def load_locomo(path: Path) -> LocomoData:
 # ----- converter ------------------------------------------------------------------------------------------
 
 
-@dataclass
-class CoverageEntry:
-    """One unit as the converter wrote it, and the evidence it covers (side file, never indexed)."""
-
-    kind: Literal["fact", "history"]
-    text: str
-    date: str  # YYYY-MM-DD (facts) or YYYY-MM-DD HH:MM (history)
-    session: int
-    covers: list[str]
-
-
 def coverage_path(workspace_root: Path) -> Path:
     root = Path(workspace_root)
     return root.with_name(root.name + ".coverage.json")
 
 
-def _escape_entry_line(line: str) -> str:
-    """A line inside a history entry must not look like the start of a new entry, nor be blank."""
-    if re.match(r"^\s*\[\d{4}-\d{2}-\d{2}", line):
-        return "(" + line.lstrip()[1:]
-    return line
+def write_conversation(conv: Conversation, root: Path, corpus: Corpus = "all") -> list[dict]:
+    """Write one conversation as a memclaw workspace at `root` through memclaw's consolidation writer (one record
+    per session: memclaw.bench.record) and its coverage side file next to it. Returns the coverage entries."""
+    from memclaw.bench.record import BenchSession, bench_cid, write_sessions
+    from memclaw.markdown.archive import ArchivedTurn
+    from memclaw.service.learned import bare_fact, mark_fact
 
-
-def write_conversation(conv: Conversation, root: Path, corpus: Corpus = "all") -> list[CoverageEntry]:
-    """Write one conversation as a memclaw workspace at `root` (memory/MEMORY.md, memory/HISTORY.md) and its
-    coverage side file next to it. Returns the coverage entries."""
     if corpus not in CORPORA:
         raise UsageError(f"unknown corpus {corpus!r}: use one of {', '.join(CORPORA)}")
-    mem_dir = Path(root) / "memory"
-    mem_dir.mkdir(parents=True, exist_ok=True)
-    entries: list[CoverageEntry] = []
     session_turns = {n: [t.dia_id for t in s.turns] for n, s in conv.sessions.items()}
     # Evidence that names a turn missing from its (existing) session is covered by that session's entry only.
     for q in conv.questions:
@@ -285,40 +272,30 @@ def write_conversation(conv: Conversation, root: Path, corpus: Corpus = "all") -
             n = int(m.group(1)) if m else -1
             if n in session_turns and t not in session_turns[n]:
                 session_turns[n].append(t)
-
-    facts_md = ""
-    if corpus in ("all", "facts"):
-        lines: list[str] = []
-        speakers = list(dict.fromkeys([*conv.speakers, *(o.speaker for o in conv.observations)]))
-        for speaker in speakers:
-            obs = [o for o in conv.observations if o.speaker == speaker]
-            if not obs:
-                continue
-            lines += [f"# {speaker}", ""]
-            for o in sorted(obs, key=lambda o: o.session):
-                day = conv.sessions[o.session].when.strftime("%Y-%m-%d")
-                lines.append(f"- {o.text} ({day})")
-                entries.append(CoverageEntry("fact", o.text, day, o.session, list(o.evidence)))
-            lines.append("")
-        facts_md = "\n".join(lines)
-    history: list[str] = []
+    facts, summaries = corpus in ("all", "facts", "full"), corpus in ("all", "full")
+    archive = corpus in ("sessions", "full")
+    entries: list[dict] = []
+    sessions: list[BenchSession] = []
     for n in sorted(conv.sessions):
         s = conv.sessions[n]
-        stamp = s.when.strftime("%Y-%m-%d %H:%M")
-        if corpus == "all" and n in conv.summaries:
-            text = conv.summaries[n]
-        elif corpus == "sessions":
-            text = "\n".join(_escape_entry_line(t.line()) for t in s.turns if t.text.strip() or t.image_caption)
-        else:
-            continue
-        history.append(f"[{stamp}] {text}")
-        entries.append(CoverageEntry("history", text, stamp, n, list(session_turns[n])))
-    (mem_dir / "MEMORY.md").write_text(facts_md, "utf-8")
-    (mem_dir / "HISTORY.md").write_text("\n\n".join(history) + ("\n" if history else ""), "utf-8")
+        b = BenchSession(str(n), s.when, cid=bench_cid("locomo", conv.sample_id, str(n)))
+        if archive:
+            kept = [t for t in s.turns if t.text.strip() or t.image_caption]
+            b.turns = tuple(ArchivedTurn(t.speaker, t.line()[len(t.speaker) + 2 :], s.when.time()) for t in kept)
+            entries += [{"kind": "archive", "cid": b.cid, "turn": i, "covers": list(session_turns[n]),
+                         "credit": [t.dia_id]} for i, t in enumerate(kept)]  # fmt: skip
+        if summaries and n in conv.summaries:
+            b.summary = conv.summaries[n]
+            entries.append({"kind": "history", "cid": b.cid, "session": n, "covers": list(session_turns[n])})
+        if facts:
+            obs = [o for o in conv.observations if o.session == n]
+            b.facts = [(o.text, o.speaker) for o in obs]
+            for o in obs:  # the text as the writer writes it (memclaw.service.learned), to match the unit
+                written = bare_fact(mark_fact(o.text, s.when.date(), b.cid))
+                entries.append({"kind": "fact", "text": written, "session": n, "covers": list(o.evidence)})
+        sessions.append(b)
+    write_sessions(root, sessions)
     coverage_path(root).write_text(
-        json.dumps(
-            {"conversation": conv.sample_id, "corpus": corpus, "units": [e.__dict__ for e in entries]}, indent=1
-        ),
-        "utf-8",
+        json.dumps({"conversation": conv.sample_id, "corpus": corpus, "units": entries}, indent=1), "utf-8"
     )
     return entries

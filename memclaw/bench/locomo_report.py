@@ -10,7 +10,7 @@ from typing import Any
 from memclaw.bench import metrics as M
 from memclaw.bench.plots import budget_plot, recall_plot
 from memclaw.bench.rankings import write_rankings
-from memclaw.bench.report import budget_md, md_table, provenance_md
+from memclaw.bench.report import budget_md, disk_md, md_table, provenance_md
 from memclaw.bench.signal_view import signal_view_md
 
 
@@ -20,11 +20,13 @@ def locomo_markdown(res: dict[str, Any]) -> str:
         f"# LoCoMo recall benchmark — corpus `{res['corpus']}`",
         "",
         *provenance_md(res),
-        f"- corpus `{res['corpus']}`: {res['units']['fact']} facts, {res['units']['history']} history entries "
+        f"- corpus `{res['corpus']}`: {res['units']['fact']} facts, {res['units']['history']} history entries, "
+        f"{res['units'].get('archive', 0)} archived turns (written through memclaw's consolidation writer) "
         f"over {res['n_conversations']} conversations; {res['n_questions']} questions (categories 1-4 with evidence; "
         f"{res['n_qa_total']} QA in the file, {res['n_eligible']} eligible); top {res['k_max']} per query",
         f"- index time (embed + both indexes, all conversations): {res['index_seconds']} s; "
         f"evidence anomalies: {len(res['evidence_anomalies'])}",
+        *disk_md(res),
         "",
         "## Overall",
         "",

@@ -48,7 +48,8 @@ def parse_lme_date(text: str) -> datetime:
 class LMESession:
     session_id: str
     when: datetime
-    text: str  # the user turns, one line each
+    text: str  # the user turns, one line each (the official key)
+    turns: tuple[tuple[str, str, bool], ...] = ()  # every turn with text: (role, text, has_answer)
 
 
 @dataclass(frozen=True)
@@ -88,8 +89,11 @@ def convert_question(raw: dict[str, Any]) -> LMEQuestion | None:
         if any(t.get("has_answer") for t in user):
             relevant.add(str(sid))
         text = "\n".join(line for line in (_one_line(t.get("content", "")) for t in user) if line)
-        if text:
-            sessions.append(LMESession(str(sid), parse_lme_date(date), text))
+        said = [(str(t.get("role", "?")), " ".join(str(t.get("content", "")).split()), bool(t.get("has_answer")))
+                for t in turns or []]  # fmt: skip
+        said = [t for t in said if t[1]]
+        if said:
+            sessions.append(LMESession(str(sid), parse_lme_date(date), text, tuple(said)))
     if not relevant:
         return None
     qdate = parse_lme_date(raw["question_date"]) if raw.get("question_date") else None
@@ -125,15 +129,34 @@ def iter_questions(raw: Sequence[dict[str, Any]], limit: int | None = None) -> I
         yield convert_question(q)
 
 
-def write_question(q: LMEQuestion, root: Path) -> list[dict[str, Any]]:
-    """Write one question's haystack as a workspace (HISTORY.md only) and its coverage side file."""
+CORPORA: tuple[str, ...] = ("archive", "history")
+CORPUS_NOTES = {
+    "archive": "each haystack session is one consolidation written through memclaw's writer, its turns (user and "
+    "assistant) archived verbatim, one unit per turn. Count view: a ranked turn counts for its session (the official "
+    "session-level protocol; the official key is a session's user turns, this index holds the assistant's too). "
+    "Budgeted view: a session is credited only when a served excerpt holds one of its `has_answer` turns.",
+    "history": "the official key: one HISTORY.md entry per session, its user turns; a served entry credits its "
+    "session.",
+}
+
+
+def write_question(q: LMEQuestion, root: Path, corpus: str = "archive") -> list[dict[str, Any]]:
+    """Write one question's haystack as a workspace and its coverage side file (see CORPORA). An archived turn
+    covers its session in the count view (the official session-level protocol) and, served in the memory section,
+    earns its session only when it is a `has_answer` turn (`credit`, memclaw.bench.corpus)."""
     from memclaw.bench.locomo import coverage_path
 
+    if corpus not in CORPORA:
+        raise UsageError(f"unknown LongMemEval corpus {corpus!r}: use one of {', '.join(CORPORA)}")
+    if corpus == "archive":
+        return _write_archive(q, root)
     mem = Path(root) / "memory"
     mem.mkdir(parents=True, exist_ok=True)
     entries = []
     blocks = []
     for s in q.sessions:
+        if not s.text:
+            continue
         stamp = s.when.strftime("%Y-%m-%d %H:%M")
         blocks.append(f"[{stamp}] {s.text}")
         entries.append(
@@ -142,6 +165,24 @@ def write_question(q: LMEQuestion, root: Path) -> list[dict[str, Any]]:
     (mem / "MEMORY.md").write_text("", "utf-8")
     (mem / "HISTORY.md").write_text("\n\n".join(blocks) + "\n", "utf-8")
     coverage_path(root).write_text(json.dumps({"question": q.qid, "units": entries}), "utf-8")
+    return entries
+
+
+def _write_archive(q: LMEQuestion, root: Path) -> list[dict[str, Any]]:
+    from memclaw.bench.locomo import coverage_path
+    from memclaw.bench.record import BenchSession, bench_cid, write_sessions
+    from memclaw.markdown.archive import ArchivedTurn
+
+    sessions, entries = [], []
+    for s in q.sessions:
+        b = BenchSession(s.session_id, s.when, cid=bench_cid("longmemeval", q.qid, s.session_id))
+        b.turns = tuple(ArchivedTurn(role, text, s.when.time()) for role, text, _a in s.turns)
+        for i, (_r, _t, answer) in enumerate(s.turns):
+            credit = [s.session_id] if answer else []
+            entries.append({"kind": "archive", "cid": b.cid, "turn": i, "covers": [s.session_id], "credit": credit})
+        sessions.append(b)
+    write_sessions(root, sessions)
+    coverage_path(root).write_text(json.dumps({"question": q.qid, "corpus": "archive", "units": entries}), "utf-8")
     return entries
 
 
@@ -155,9 +196,11 @@ def run_longmemeval(
     base: Config | None = None,
     rankings: bool = False,
     workdir: Path | None = None,
+    corpus: str = "archive",
 ) -> dict[str, Any]:
-    """Every requested system on every kept question (one workspace each); results dict with recall_any@k,
-    recall_all@k, ndcg_any@k for k = 1, 5, 10, overall and `by_question_type` (and `rankings`, as
+    """Every requested system on every kept question (one workspace each, its haystack written as `corpus` says:
+    CORPORA); results dict with recall_any@k, recall_all@k, ndcg_any@k for k = 1, 5, 10, overall and
+    `by_question_type`, the archive's `disk` use (and `rankings`, as
     memclaw.bench.rankings.ranking_record gives them per question and system, when asked). `workdir` keeps each
     question's workspace and index there and reuses them on a later run (memclaw.bench.workspaces.bench_workspace)."""
     from memclaw.bench.locomo import coverage_path
@@ -165,6 +208,7 @@ def run_longmemeval(
     from memclaw.bench.prepared import prepare_corpus
     from memclaw.bench.progress import Progress
     from memclaw.bench.rankings import ranking_record
+    from memclaw.bench.record import DiskUse
     from memclaw.bench.report import run_provenance
     from memclaw.bench.run_config import bench_config, fill_k, load_embedder_once
     from memclaw.bench.workspaces import bench_workspace
@@ -181,6 +225,7 @@ def run_longmemeval(
     started = time.time()
     k_ranked = fill_k(base)
     estimate = Estimate(n_sessions, SECONDS_PER_SESSION, "session")
+    disk = DiskUse()
     with Progress(progress) as prog:
         prog.log(f"LongMemEval: {len(chosen)} questions, {n_sessions} haystack sessions: {estimate.describe()}")
         advance = prog.task("LongMemEval (sessions)", n_sessions)
@@ -193,12 +238,13 @@ def run_longmemeval(
                 advance(n_here)
                 continue
             t_question = time.perf_counter()
-            with bench_workspace("memclaw-lme-", workdir, f"lme-{q.qid}") as (root, reused):
+            with bench_workspace("memclaw-lme-", workdir, f"lme-{corpus}-{q.qid}") as (root, reused):
                 if not reused:
-                    write_question(q, root)
+                    write_question(q, root, corpus)
                 prep = prepare_corpus(root, coverage_path(root), specs, base, embedder, now=q.question_date)
                 try:
                     index_s += prep.index_seconds
+                    disk.add(root, prep)
                     for spec in specs:
                         ranked, view, ms = prep.run(spec.name, q.question, k_ranked)
                         if rankings:
@@ -211,6 +257,7 @@ def run_longmemeval(
                                 question_type=q.question_type,
                                 latency_ms=ms,
                                 budgeted=view,
+                                credit=prep.corpus.credit,
                             )
                         )
                 finally:
@@ -224,6 +271,7 @@ def run_longmemeval(
     n_scored = len(next(iter(scores.values()))) if scores else 0
     return {
         "dataset": "longmemeval",
+        "corpus": corpus,
         "data_file": str(path),
         "data_sha256": sha256_file(Path(path)),
         "n_questions": n_scored,
@@ -232,6 +280,7 @@ def run_longmemeval(
         "skipped": skipped,
         "n_sessions": n_sessions,
         "k_ranked": k_ranked,
+        "disk": disk.report(),
         **run_provenance(base, index_s, started),
         "systems": {s.name: {**M.summarize_lme(scores[s.name]), "description": s.description} for s in specs},
         **({"rankings": ranked_by_q} if rankings else {}),
@@ -242,7 +291,7 @@ SIGNAL_VIEW_KEYS = ("recall_any@5", "recall_all@5", "recall_any@10", "recall_all
 
 
 def longmemeval_markdown(res: dict[str, Any]) -> str:
-    from memclaw.bench.report import budget_md, md_table, provenance_md
+    from memclaw.bench.report import budget_md, disk_md, md_table, provenance_md
     from memclaw.bench.signal_view import signal_view_md
 
     keys = [f"{m}@{k}" for m in ("recall_any", "recall_all", "ndcg_any") for k in M.LME_KS]
@@ -252,6 +301,8 @@ def longmemeval_markdown(res: dict[str, Any]) -> str:
         *provenance_md(res),
         f"- {res['n_questions']} questions scored of {res['n_considered']} considered ({res['n_in_file']} in the "
         f"file); skipped: {res['skipped']}; {res['n_sessions']} haystack sessions; index time {res['index_seconds']} s",
+        f"- corpus `{res.get('corpus', 'history')}`: " + CORPUS_NOTES[res.get("corpus", "history")],
+        *disk_md(res),
         "",
         "## Overall",
         "",

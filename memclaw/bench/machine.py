@@ -39,3 +39,18 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def revision() -> str:
+    """The checkout's commit (and whether memclaw/ has uncommitted changes), for the results files; "" outside git."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        try:
+            done = subprocess.run(["git", *args], capture_output=True, text=True, cwd=Path(__file__).parent, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    head = git("rev-parse", "--short", "HEAD")
+    return head + (" (modified)" if head and git("status", "--porcelain", "--", "..") else "")

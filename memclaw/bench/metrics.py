@@ -118,12 +118,15 @@ def score_question(
     latency_ms: float,
     relevant: set[str] | None = None,
     budgeted: Budgeted | None = None,
+    credit: Cover | None = None,
 ) -> QuestionScore:
-    """Every LoCoMo metric of one ranked list. `relevant` defaults to relevant_units(cover, evidence)."""
+    """Every LoCoMo metric of one ranked list. `relevant` defaults to relevant_units(cover, evidence). `credit`:
+    what a unit the memory section serves earns in the budgeted view (default `cover`; an archived turn: itself)."""
     ev = frozenset(evidence)
     rel = relevant if relevant is not None else relevant_units(cover, ev)
     recall = {k: evidence_recall(ranked, cover, ev, k) for k in RECALL_KS}
-    budget = {b: evidence_recall(ids, cover, ev, len(ids)) for b, ids in budgeted.kept.items()} if budgeted else {}
+    earn = cover if credit is None else credit
+    budget = {b: evidence_recall(ids, earn, ev, len(ids)) for b, ids in budgeted.kept.items()} if budgeted else {}
     return QuestionScore(
         category=category,
         recall=recall,
@@ -200,9 +203,12 @@ def score_lme(
     question_type: str,
     latency_ms: float,
     budgeted: Budgeted | None = None,
+    credit: Cover | None = None,
 ) -> LMEScore:
     """recall_any@k: some answer session is covered by the top k; recall_all@k: every answer session is;
-    ndcg_any@k: binary nDCG@k where a unit is relevant when it covers an answer session."""
+    ndcg_any@k: binary nDCG@k where a unit is relevant when it covers an answer session. `credit`: what a served
+    unit earns in the budgeted view (default `cover`; an archived turn: its session when it is a `has_answer`
+    turn)."""
     ans = frozenset(answer_sessions)
     if not ans:
         raise ValueError("a question without answer sessions cannot be scored; filter it out before scoring")
@@ -215,7 +221,7 @@ def score_lme(
         nd[k] = ndcg_at_k(ranked, rel, k)
     b_any, b_all = {}, {}
     for b, ids in budgeted.kept.items() if budgeted else ():
-        got = covered(ids, cover, len(ids)) & ans
+        got = covered(ids, cover if credit is None else credit, len(ids)) & ans
         b_any[b], b_all[b] = (1.0 if got else 0.0), (1.0 if got == ans else 0.0)
     return LMEScore(question_type, ra, rl, nd, latency_ms, b_any, b_all, dict(budgeted.tokens) if budgeted else {})
 

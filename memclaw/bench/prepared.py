@@ -4,7 +4,7 @@ bound to it; one timed query at a time."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +32,7 @@ class PreparedCorpus:
     index_seconds: float
     services: list[MemoryService] = field(default_factory=list)
     items: dict[str, Candidate] = field(default_factory=dict)
+    count: Callable[[str], int] | None = None  # the memory section's token counter (cuts excerpts to fit)
 
     def close(self) -> None:
         for s in self.services:
@@ -40,7 +41,7 @@ class PreparedCorpus:
     def run(self, system: str, query: str, k: int) -> tuple[list[str], M.Budgeted, float]:
         """One query: the ranked ids, the memory-section view of them, and the latency in ms."""
         ranked, ms = timed(self.systems[system], query, k)
-        return [i for i, _c in ranked], budgeted_view(ranked, self.items), ms
+        return [r[0] for r in ranked], budgeted_view(ranked, self.items, self.count), ms
 
 
 def prepare_corpus(
@@ -60,7 +61,8 @@ def prepare_corpus(
     from memclaw.workspace import Workspace
 
     corpus = load_corpus(root, side_file)
-    items = {c.id: c for c in candidates(corpus.units, counter_for(base.agent.model))}
+    count = counter_for(base.agent.model)
+    items = {c.id: c for c in candidates(corpus.units, count)}
     systems: dict[str, SystemFn] = {}
     services: list[MemoryService] = []
     t_index = 0.0
@@ -80,7 +82,7 @@ def prepare_corpus(
     for spec in specs:
         if spec.kind == "grep":
             systems[spec.name] = make_system(spec, grep_index=grep_index)
-    return PreparedCorpus(corpus, {s.name: systems[s.name] for s in specs}, t_index, services, items)
+    return PreparedCorpus(corpus, {s.name: systems[s.name] for s in specs}, t_index, services, items, count)
 
 
 def timed(fn: SystemFn, query: str, k: int) -> tuple[Ranked, float]:

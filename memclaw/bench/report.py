@@ -25,11 +25,23 @@ def md_table(header: list[str], rows: list[list[Any]]) -> list[str]:
 def provenance_md(res: dict[str, Any]) -> list[str]:
     m = res["machine"]
     return [
-        f"- date: {res['date']}",
+        f"- date: {res['date']}" + (f"; revision {res['revision']}" if res.get("revision") else ""),
         f"- machine: {m['nproc']} cores, {m['cpu']}, {m['ram_gib']} GiB RAM, {m['os']}, Python {m['python']}",
         f"- data: `{res['data_file']}` (sha256 `{res['data_sha256']}`)",
         f"- recall config (memclaw default): `{json.dumps(res['config']['recall'])}`",
         f"- embeddings: {res['config']['embeddings_model']}",
+    ]
+
+
+def disk_md(res: dict[str, Any]) -> list[str]:
+    """The archive's disk use, per 1,000 archived turns (when the corpus has an archive)."""
+    d = res.get("disk") or {}
+    if not d.get("archived_turns"):
+        return []
+    return [
+        f"- archive: {d['archived_turns']:,} archived turns; disk per 1,000 turns: Markdown "
+        f"{d['archive_md_bytes_per_1000_turns'] / 1024:.0f} KiB, index {d['index_bytes_per_1000_turns'] / 2**20:.2f} "
+        f"MiB (the whole index of the corpus, measured after the sync)"
     ]
 
 
@@ -43,9 +55,10 @@ def run_provenance(base: Config, index_s: float, started: float) -> dict[str, An
     from datetime import datetime
 
     from memclaw.bench import metrics as M
-    from memclaw.bench.machine import machine_info
+    from memclaw.bench.machine import machine_info, revision
 
     return {
+        "revision": revision(),
         "budgets": list(M.BUDGETS),
         "token_model": base.agent.model,
         "index_seconds": round(index_s, 2),

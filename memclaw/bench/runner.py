@@ -18,6 +18,7 @@ from memclaw.bench.machine import sha256_file
 from memclaw.bench.prepared import prepare_corpus
 from memclaw.bench.progress import Progress
 from memclaw.bench.rankings import ranking_record
+from memclaw.bench.record import DiskUse
 from memclaw.bench.report import run_provenance
 from memclaw.bench.run_config import K_MAX, bench_config, fill_k, load_embedder_once
 from memclaw.bench.systems import SystemSpec
@@ -65,8 +66,9 @@ def run_locomo(
     scores: dict[str, list[M.QuestionScore]] = {s.name: [] for s in specs}
     per_question: list[dict[str, Any]] = []
     ranked_by_q: dict[str, dict[str, Any]] = {}
-    unit_counts = {"fact": 0, "history": 0}
+    unit_counts = {"fact": 0, "history": 0, "archive": 0}
     unmatched = 0
+    disk = DiskUse()
     index_s = 0.0
     started = time.time()
     with Progress(progress) as prog:
@@ -81,6 +83,7 @@ def run_locomo(
                 )
                 try:
                     index_s += prep.index_seconds
+                    disk.add(root, prep)
                     unmatched += len(prep.corpus.unmatched)
                     for u in prep.corpus.units:
                         unit_counts[u.kind] += 1
@@ -101,6 +104,7 @@ def run_locomo(
                                 latency_ms=ms,
                                 relevant=relevant,
                                 budgeted=view,
+                                credit=prep.corpus.credit,
                             )
                             scores[spec.name].append(sc)
                             if rankings:
@@ -111,6 +115,7 @@ def run_locomo(
                                 row["systems"][spec.name] = {
                                     "recall@5": sc.recall[5],
                                     "recall@10": sc.recall[10],
+                                    "budget": {f"recall@{b}t": round(r, 4) for b, r in sc.budget.items()},
                                     "rr": round(sc.rr, 4),
                                     "top": [
                                         _unit_brief(by_id.get(u), cover.get(u, frozenset()), q.evidence)
@@ -135,6 +140,7 @@ def run_locomo(
         "categories": {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop"},
         "units": unit_counts,
         "units_without_coverage": unmatched,
+        "disk": disk.report(),
         "evidence_anomalies": data.anomalies,
         "k_max": K_MAX,
         "k_ranked": fill_k(base),

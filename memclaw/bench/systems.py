@@ -16,10 +16,12 @@ from memclaw.errors import UsageError
 if TYPE_CHECKING:
     from memclaw.bench.baselines import GrepIndex
     from memclaw.config import Config
+    from memclaw.markdown.units import MemoryUnit
     from memclaw.service.facade import MemoryService
 
-Ranked = list[tuple[str, tuple[str, ...]]]
-"""A system's answer: unit ids best first, each with the ids of the units that cover it (for the memory section)."""
+Ranked = list[tuple[str, tuple[str, ...], tuple["MemoryUnit", ...]]]
+"""A system's answer: unit ids best first, each with the ids of the units that cover it and, for an archived turn,
+its excerpt's window (for the memory section)."""
 SystemFn = Callable[[str, int], Ranked]
 
 
@@ -163,12 +165,12 @@ def make_system(
         if grep_index is None:
             raise UsageError(f"system {spec.name} needs the corpus's grep index")
         fn = grep_index.grep if spec.name == "grep" else grep_index.grep_ranked
-        return lambda query, k: [(i, ()) for i in fn(query, k)]
+        return lambda query, k: [(i, (), ()) for i in fn(query, k)]
     if service is None:
         raise UsageError(f"system {spec.name} needs a MemoryService")
 
     def run(query: str, k: int) -> Ranked:
         res = service.recall_detailed(query, k=k, now=now)
-        return [(h.unit.id, h.covered_by) for h in res.hits]
+        return [(h.unit.id, h.covered_by, h.excerpt) for h in res.hits]
 
     return run

@@ -53,7 +53,14 @@ RankingsOpt = Annotated[
 def bench_locomo(
     data: DataOpt,
     systems: SystemsOpt = None,
-    corpus: Annotated[str, typer.Option("--corpus", help="all | facts | sessions")] = "all",
+    corpus: Annotated[
+        str,
+        typer.Option(
+            "--corpus",
+            help="all (facts + summaries) | facts | sessions (raw sessions, archived) | full (facts + summaries + "
+            "archive)",
+        ),
+    ] = "all",
     out: OutOpt = None,
     limit_conversations: Annotated[int | None, typer.Option("--limit-conversations", help="First N only.")] = None,
     limit_questions: Annotated[int | None, typer.Option("--limit-questions", help="First N per conversation.")] = None,
@@ -92,6 +99,14 @@ def bench_longmemeval(
     embed_cache: EmbedCacheOpt = None,
     rankings: RankingsOpt = False,
     workdir: WorkdirOpt = None,
+    corpus: Annotated[
+        str,
+        typer.Option(
+            "--corpus",
+            help="archive (each session's turns, user and assistant, archived through memclaw's writer) | history "
+            "(the official key: one HISTORY entry per session of its user turns)",
+        ),
+    ] = "archive",
 ) -> None:
     """LongMemEval retrieval (official protocol): recall_any/all@k and nDCG per question type.
 
@@ -104,6 +119,7 @@ def bench_longmemeval(
         systems,
         out,
         bench_cmd.RunOptions(not no_progress, embeddings, embed_cache, rankings, workdir),
+        corpus,
     )
 
 

@@ -58,7 +58,7 @@ def locomo(
     details: bool = False,
     run: RunOptions | None = None,
 ) -> dict[str, Any]:
-    """`memclaw bench locomo --data PATH [--systems a,b] [--corpus all|facts|sessions] [--out DIR]
+    """`memclaw bench locomo --data PATH [--systems a,b] [--corpus all|facts|sessions|full] [--out DIR]
     [--limit-conversations N] [--limit-questions N] [--details] [--rankings] [--embeddings MODEL[,MODEL]]`: writes
     DIR/locomo.json, DIR/locomo.md, DIR/locomo-recall.png (and DIR/locomo-details.json with --details: every
     question's top 10 per system; DIR/locomo-rankings.json.gz with --rankings: every ranked id and what each budget
@@ -108,17 +108,20 @@ def longmemeval(
     systems: str | None = None,
     out: Path | None = None,
     run: RunOptions | None = None,
+    corpus: str = "archive",
 ) -> dict[str, Any]:
-    """`memclaw bench longmemeval --data PATH [--limit N] [--systems a,b] [--out DIR] [--rankings]
-    [--embeddings MODEL[,MODEL]]`: writes DIR/longmemeval.json, DIR/longmemeval.md, DIR/longmemeval-recall.png (and
-    DIR/longmemeval-rankings.json.gz with --rankings)."""
-    from memclaw.bench.longmemeval import run_longmemeval, write_longmemeval_results
+    """`memclaw bench longmemeval --data PATH [--corpus archive|history] [--limit N] [--systems a,b] [--out DIR]
+    [--rankings] [--embeddings MODEL[,MODEL]]`: writes DIR/longmemeval.json, DIR/longmemeval.md,
+    DIR/longmemeval-recall.png (and DIR/longmemeval-rankings.json.gz with --rankings)."""
+    from memclaw.bench.longmemeval import CORPORA, run_longmemeval, write_longmemeval_results
     from memclaw.bench.models import run_per_model
     from memclaw.bench.report import print_summary
     from memclaw.bench.run_config import bench_config
     from memclaw.bench.systems import parse_systems
 
     run = run or RunOptions()
+    if corpus not in CORPORA:
+        raise UsageError(f"unknown corpus {corpus!r}: use one of {', '.join(CORPORA)}")
     _positive("--limit", limit)
     specs = parse_systems(systems)
     res = run_per_model(
@@ -133,6 +136,7 @@ def longmemeval(
             embedder=_embedder(base, run.embed_cache),
             rankings=run.rankings,
             workdir=run.workdir,
+            corpus=corpus,
         ),
     )
     out = Path(out) if out else Path("bench-results") / "longmemeval"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from memclaw.errors import IndexError_
 from memclaw.index import layout as ix
+from memclaw.markdown.formats import without_cid
 from memclaw.markdown.units import MemoryUnit
 
 if TYPE_CHECKING:
@@ -36,9 +37,15 @@ class Span(Protocol):
     def end(self) -> datetime: ...
 
 
+def index_text(u: MemoryUnit) -> str:
+    """The text of a unit that BM25 and the embedding model read: its text, a fact's learned-mark without the
+    consolidation id (a link, not words: memclaw.markdown.formats.without_cid)."""
+    return without_cid(u.text) if u.kind == "fact" else u.text
+
+
 def lexical_text(u: MemoryUnit) -> str:
     """The text of a unit that BM25 indexes."""
-    return u.text
+    return index_text(u)
 
 
 class Scope:

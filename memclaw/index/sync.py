@@ -12,7 +12,7 @@ from memclaw.errors import EmbeddingUnavailable, IndexError_, VectorStoreCorrupt
 from memclaw.index import layout as ix
 from memclaw.index.links import changes_links, session_links
 from memclaw.index.passages import unit_of, unit_vectors
-from memclaw.index.scopes import Scope, ScopeCache, lexical_text
+from memclaw.index.scopes import Scope, ScopeCache, index_text, lexical_text
 from memclaw.markdown.units import MemoryUnit
 
 if TYPE_CHECKING:
@@ -288,7 +288,7 @@ class ScopeSync:
 
 
 def _vector_text(u: MemoryUnit) -> str:
-    return u.text
+    return index_text(u)
 
 
 def _passages_of(u: MemoryUnit) -> list[str]:

@@ -57,6 +57,15 @@ def fact_cid(text: str) -> str | None:
     return m.group(2) if m is not None else None
 
 
+def without_cid(text: str) -> str:
+    """A fact's text with its learned-mark's consolidation id left out (`... (2026-11-25)`): what the index reads. The
+    id is a link (memclaw.index.links), not words: embedded, its hex digits only blur what the fact says."""
+    m = _TRAILING_DATE.search(text)
+    if m is None or m.group(2) is None:
+        return text
+    return text[: m.start(2)].rstrip().removesuffix("#").rstrip() + text[m.end(2) :]
+
+
 def fact_mark(learned: date, cid: str | None = None) -> str:
     """` (2026-11-25 #c7f3a9b21)`: the end of a fact's bullet saying when it was learned and, when a consolidation
     wrote it, which one (the date is the one memclaw reads as a fact's date; the id links it to the history entry

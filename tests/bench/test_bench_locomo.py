@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from pathlib import Path
 
@@ -91,42 +92,95 @@ def test_parse_conversation_keeps_eligible_questions_only():
     assert conv.sessions[2].when == datetime(2023, 6, 25, 10, 5)
 
 
-def test_write_conversation_all(tmp_path):
+@pytest.fixture
+def recorded(monkeypatch):
+    """Every ConsolidationRecord the converter hands memclaw's writer (the real writer still writes it)."""
+    from memclaw.service.facade import MemoryService
+
+    seen: list[tuple[object, bool]] = []
+    real = MemoryService.record_consolidation
+
+    def spy(self, scope, record, **kw):
+        seen.append((record, kw.get("sync", True)))
+        return real(self, scope, record, **kw)
+
+    monkeypatch.setattr(MemoryService, "record_consolidation", spy)
+    return seen
+
+
+def test_write_conversation_all_goes_through_the_writer(tmp_path, recorded):
+    from memclaw.markdown.formats import fact_cid
+
     conv, _ = parse_conversation(mini_conversation())
     root = tmp_path / "ws"
     entries = write_conversation(conv, root, "all")
+    # One consolidation per session, no sync (the benchmark syncs once); the converter gives the conversation's time
+    # and the benchmark's words only: no date and no id in any text it hands over.
+    records = [r for r, _sync in recorded]
+    assert [sync for _r, sync in recorded] == [False, False]
+    assert [r.when for r in records] == [datetime(2023, 5, 8, 13, 56), datetime(2023, 6, 25, 10, 5)]
+    assert [op.text for op in records[0].fact_ops] == ["Ana adopted a puppy called Miso.", "Ben likes dogs."]
+    assert records[1].history_entry == "Ben started pottery in Lyon; Miso learned to sit."
+    assert all(r.turns == () for r in records)  # `all`: no archive
+    said = " ".join(t for r in records for t in [r.history_entry, *(o.text for o in r.fact_ops)])
+    assert not re.search(r"\d{4}-\d{2}-\d{2}|#c[0-9a-f]", said)
+    c1, c2 = (r.cid for r in records)
+    assert c1 != c2
+    # Dates and links are memclaw's: learned-marks and stamps carrying the session's consolidation id.
     memory = (root / "memory" / "MEMORY.md").read_text()
     history = (root / "memory" / "HISTORY.md").read_text()
-    assert "# Ana\n\n- Ana adopted a puppy called Miso. (2023-05-08)\n" in memory
-    assert "- Ben takes pottery classes in Lyon. (2023-06-25)" in memory
+    assert f"- Ana adopted a puppy called Miso. (2023-05-08 #{c1})" in memory
+    assert f"- Ben takes pottery classes in Lyon. (2023-06-25 #{c2})" in memory
+    assert fact_cid(f"Ben likes dogs. (2023-05-08 #{c1})") == c1
     assert history == (
-        "[2023-05-08 13:56] Ana told Ben about her new puppy Miso.\n\n"
-        "[2023-06-25 10:05] Ben started pottery in Lyon; Miso learned to sit.\n"
+        f"[2023-05-08 13:56 #{c1}] Ana told Ben about her new puppy Miso.\n\n"
+        f"[2023-06-25 10:05 #{c2}] Ben started pottery in Lyon; Miso learned to sit.\n"
     )
+    assert not (root / "memory" / "archive").exists()
     # Coverage lives in a side file next to the workspace, never in the Markdown.
     side = json.loads(coverage_path(root).read_text())
     assert coverage_path(root).parent == tmp_path and "D1:1" not in memory + history
-    by_text = {e["text"]: set(e["covers"]) for e in side["units"]}
-    assert by_text["Ben likes dogs."] == {"D1:1", "D1:2"}
-    assert by_text["Ana told Ben about her new puppy Miso."] == {"D1:1", "D1:2"}
+    facts = {e["text"]: set(e["covers"]) for e in side["units"] if e["kind"] == "fact"}
+    assert facts["Ben likes dogs."] == {"D1:1", "D1:2"}
+    hist = {e["cid"]: set(e["covers"]) for e in side["units"] if e["kind"] == "history"}
+    assert hist[c1] == {"D1:1", "D1:2"}
     # A dangling evidence turn (D2:7) is covered by its session's entry only.
-    assert by_text["Ben started pottery in Lyon; Miso learned to sit."] == {"D2:1", "D2:2", "D2:7"}
+    assert hist[c2] == {"D2:1", "D2:2", "D2:7"}
     assert len(entries) == 5
 
 
-def test_write_conversation_facts_and_sessions(tmp_path):
+def test_write_conversation_facts_sessions_and_full(tmp_path, recorded):
+    from memclaw.bench.corpus import load_corpus
+
     conv, _ = parse_conversation(mini_conversation())
     write_conversation(conv, tmp_path / "f", "facts")
-    assert (tmp_path / "f" / "memory" / "HISTORY.md").read_text() == ""
+    assert not (tmp_path / "f" / "memory" / "HISTORY.md").exists()
     assert "Miso" in (tmp_path / "f" / "memory" / "MEMORY.md").read_text()
-    entries = write_conversation(conv, tmp_path / "s", "sessions")
-    history = (tmp_path / "s" / "memory" / "HISTORY.md").read_text()
-    assert (tmp_path / "s" / "memory" / "MEMORY.md").read_text() == ""
-    assert history.startswith(
-        "[2023-05-08 13:56] Ana: I adopted a puppy called Miso!\nBen: Cute! [image: a photo of a small dog]\n\n"
-    )
-    assert "Ana: Miso learned to sit. So proud.\n" in history  # turns are one line each: no blank line inside
-    assert [set(e.covers) for e in entries] == [{"D1:1", "D1:2"}, {"D2:1", "D2:2", "D2:7"}]
+    # `sessions`: the raw sessions as archived turns (one chunk per session), nothing else.
+    root = tmp_path / "s"
+    entries = write_conversation(conv, root, "sessions")
+    assert not (root / "memory" / "MEMORY.md").exists() and not (root / "memory" / "HISTORY.md").exists()
+    cid = recorded[-2][0].cid
+    day = (root / "memory" / "archive" / "2023-05-08.md").read_text()
+    assert day.startswith(f"# 2023-05-08\n\n## 13:56 #{cid}\n- 13:56 **Ana**: I adopted a puppy called Miso!\n")
+    assert "- 13:56 **Ben**: Cute! [image: a photo of a small dog]" in day
+    assert "Miso learned to sit. So proud." in (root / "memory" / "archive" / "2023-06-25.md").read_text()
+    # An archived turn covers its session in the count view, and is credited for itself only.
+    assert [(e["covers"], e["credit"]) for e in entries[:2]] == [(["D1:1", "D1:2"], ["D1:1"]),
+                                                                  (["D1:1", "D1:2"], ["D1:2"])]  # fmt: skip
+    corpus = load_corpus(root, coverage_path(root))
+    assert corpus.unmatched == [] and [u.kind for u in corpus.units] == ["archive"] * 4
+    assert [sorted(corpus.credit[u.id]) for u in corpus.units] == [["D1:1"], ["D1:2"], ["D2:1"], ["D2:2"]]
+    # `full`: facts + summaries + archive, the three records of a session sharing its consolidation id.
+    root = tmp_path / "x"
+    write_conversation(conv, root, "full")
+    corpus = load_corpus(root, coverage_path(root))
+    assert corpus.unmatched == []
+    assert sorted({u.kind for u in corpus.units}) == ["archive", "fact", "history"]
+    by_cid: dict[str, set[str]] = {}
+    for u in corpus.units:
+        by_cid.setdefault(u.extra["cid"], set()).add(u.kind)
+    assert list(by_cid.values()) == [{"fact", "history", "archive"}] * 2
     with pytest.raises(UsageError):
         write_conversation(conv, tmp_path / "z", "nope")  # type: ignore[arg-type]
 

@@ -39,7 +39,7 @@ def test_protocol_skips_abstention_and_questions_without_user_evidence():
 def test_write_question_history_and_side_file(tmp_path):
     q = convert_question(load_longmemeval(FIXTURE)[0])
     root = tmp_path / "ws"
-    write_question(q, root)
+    write_question(q, root, "history")
     history = (root / "memory" / "HISTORY.md").read_text()
     blocks = history.strip().split("\n\n")
     assert len(blocks) == 4
@@ -47,6 +47,28 @@ def test_write_question_history_and_side_file(tmp_path):
     side = json.loads(coverage_path(root).read_text())
     assert [u["covers"] for u in side["units"]] == [["f1"], ["ans_dog"], ["f2"], ["f3"]]
     assert "ans_dog" not in history
+
+
+def test_write_question_archive_goes_through_the_writer(tmp_path):
+    from memclaw.bench.corpus import load_corpus
+
+    q = convert_question(load_longmemeval(FIXTURE)[0])
+    root = tmp_path / "ws"
+    write_question(q, root)  # the default: the archive
+    mem = root / "memory"
+    assert not (mem / "HISTORY.md").exists() and not (mem / "MEMORY.md").exists()
+    day = (mem / "archive" / "2023-05-03.md").read_text()
+    # Every turn with text, user and assistant, verbatim (whitespace folded) under the chunk of its consolidation.
+    assert "## 18:40 #c" in day and "- 18:40 **user**: I just adopted a border collie puppy named Pixel" in day
+    assert "- 18:40 **assistant**: Congrats!" in day
+    assert "ans_dog" not in day
+    corpus = load_corpus(root, coverage_path(root))
+    assert corpus.unmatched == [] and len(corpus.units) == 8
+    # The count view: a turn counts for its session; the budgeted view: only the has_answer turn earns it.
+    assert [sorted(corpus.cover[u.id]) for u in corpus.units if u.timestamp.day == 3] == [["ans_dog"], ["ans_dog"]]
+    assert sorted(sorted(c) for c in corpus.credit.values()) == [[]] * 7 + [["ans_dog"]]
+    with pytest.raises(UsageError):
+        write_question(q, tmp_path / "z", "nope")
 
 
 def test_rejects_other_files(tmp_path):

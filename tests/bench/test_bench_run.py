@@ -215,7 +215,7 @@ def test_rankings_make_two_runs_comparable_to_the_last_id(tmp_path, embedder):
     rk = tmp_path / "b" / "longmemeval-rankings.json.gz"
     rankings = json.loads(gzip.decompress(rk.read_bytes()))
     assert set(rankings) and all(set(v) == {"bm25", "hybrid"} for v in rankings.values())
-    assert sorted(d.name for d in kept.iterdir()) == sorted(f"lme-{q}" for q in rankings)
+    assert sorted(d.name for d in kept.iterdir()) == sorted(f"lme-archive-{q}" for q in rankings)
     assert all((d / ".bench-written").exists() and (d / "ws" / ".memclaw-index").is_dir() for d in kept.iterdir())
     one = next(iter(rankings.values()))["hybrid"]
     assert one["ranked"] and set(one["kept"]) == {str(b) for b in M.BUDGETS}

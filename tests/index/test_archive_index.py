@@ -12,6 +12,7 @@ import pytest
 
 from memclaw.config import Config
 from memclaw.index.passages import is_long, unit_of, unit_vectors
+from memclaw.index.scopes import index_text
 from memclaw.service.facade import MemoryService
 from memclaw.workspace import Workspace
 from tests.archive_days import DAY, append_day, chunk
@@ -49,7 +50,7 @@ def stored(svc: MemoryService, scope: str = "owner") -> dict[str, str]:
 def want_vectors(svc: MemoryService, scope: str = "owner") -> dict[str, str]:
     out: dict[str, str] = {}
     for u in svc.parse_scope(scope):
-        out.update(unit_vectors(u.id, u.text))
+        out.update(unit_vectors(u.id, index_text(u)))
     return out
 
 
@@ -164,3 +165,19 @@ def test_recall_sees_an_in_place_edit_of_an_old_day_at_once(svc):
     after = svc.recall("Taberna da Ribeira Fanqueiros", kind="archive")
     assert before and after[0].unit.text.endswith("Rua dos Fanqueiros.")
     assert svc.is_fresh("owner")
+
+
+def test_a_facts_consolidation_id_is_a_link_not_words(svc):
+    """The learned-mark's `#c...` links a fact to its consolidation; the index reads the fact without it."""
+    from memclaw.markdown.formats import without_cid
+
+    assert without_cid("I live in Lyon (2026-11-25 #c7f3a9b21)") == "I live in Lyon (2026-11-25)"
+    assert without_cid("I live in Lyon (2026-11-25)") == "I live in Lyon (2026-11-25)"
+    assert without_cid("Ask about #c7f3a9b21 later") == "Ask about #c7f3a9b21 later"
+    svc.workspace.memory_file().write_text("# About me\n- I live in Lyon (2026-11-25 #c7f3a9b21)\n", "utf-8")
+    svc.sync()
+    (fact,) = svc.parse_scope("owner")
+    assert fact.extra["cid"] == "c7f3a9b21" and fact.text.endswith("#c7f3a9b21)")
+    assert set(stored(svc).values()) == {"I live in Lyon (2026-11-25)"}
+    assert svc.recall_detailed("c7f3a9b21", mode="bm25").hits == []
+    assert [h.unit.id for h in svc.recall_detailed("Lyon", mode="bm25").hits] == [fact.id]

@@ -50,6 +50,7 @@ from memclaw.agent.sessions import SessionStore
 from memclaw.config import Config
 from memclaw.index import scope_state
 from memclaw.index.passages import unit_vectors
+from memclaw.index.scopes import index_text
 from memclaw.markdown.archive import parse_day
 from memclaw.markdown.files import read_units
 from memclaw.markdown.units import OWNER_SCOPE, sender_scope
@@ -278,7 +279,7 @@ def check_index(svc: MemoryService, scope: str) -> None:
     units = svc.parse_scope(scope)  # every unit the Markdown holds (archived turns too, once the index reads them)
     want: dict[str, str] = {}
     for u in units:
-        want.update(unit_vectors(u.id, u.text))
+        want.update(unit_vectors(u.id, index_text(u)))
     got = svc.store.texts(scope)
     assert got == want, (
         f"Chroma differs from the Markdown in {scope}: missing {sorted(set(want) - set(got))[:5]}, "

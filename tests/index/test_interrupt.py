@@ -20,6 +20,7 @@ import pytest
 
 from memclaw.config import Config
 from memclaw.index.passages import unit_vectors
+from memclaw.index.scopes import index_text
 from memclaw.markdown.files import read_units
 from memclaw.service.facade import INTERRUPTED_SYNC, MemoryService
 from memclaw.workspace import Workspace
@@ -91,6 +92,6 @@ def test_sigint_during_reindex_says_what_it_left_and_the_next_recall_finishes_it
 
     want = {}
     for u in read_units(mem, scope="owner", kind="fact", source="memory/MEMORY.md"):
-        want.update(unit_vectors(u.id, u.text))
+        want.update(unit_vectors(u.id, index_text(u)))
     assert _vectors(home) == want
     assert not any(scopes.glob("*/DIRTY"))

@@ -22,6 +22,7 @@ from memclaw.config import Config
 from memclaw.index import scope_state
 from memclaw.index.bm25 import make_lexical_index
 from memclaw.index.passages import split_passages, unit_of, unit_vectors
+from memclaw.index.scopes import index_text
 from memclaw.markdown.archive import ArchiveChunk, ArchiveDay, ArchivedTurn, append_chunk, render_day
 from memclaw.markdown.units import OWNER_SCOPE, sender_scope
 from memclaw.service.facade import MemoryService
@@ -338,7 +339,7 @@ class SyncMachine(RuleBasedStateMachine):
             stored = self.svc.store.texts(scope)
             want_passages = {}
             for u in units:
-                want_passages.update(unit_vectors(u.id, u.text))
+                want_passages.update(unit_vectors(u.id, index_text(u)))
             assert {unit_of(p) for p in stored} == set(want)
             assert stored == want_passages
 

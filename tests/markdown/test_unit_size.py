@@ -21,9 +21,11 @@ from pathlib import Path
 
 import pytest
 
+from memclaw.bench.corpus import parse_units
 from memclaw.bench.locomo import load_locomo, write_conversation
 from memclaw.bench.longmemeval import convert_question, load_longmemeval
 from memclaw.index.passages import unit_vectors
+from memclaw.index.scopes import index_text
 from memclaw.markdown.files import read_units
 from memclaw.markdown.incremental import parse_appended, parse_file
 from memclaw.markdown.unit_size import MAX_UNIT_CHARS, cut
@@ -116,7 +118,7 @@ def test_a_huge_hand_written_fact_and_history_entry_are_indexed_up_to_the_limit(
     want = {}
     for name, kind in (("MEMORY.md", "fact"), ("HISTORY.md", "history")):
         for u in read_units(mem / name, scope="owner", kind=kind, source=f"memory/{name}"):
-            want.update(unit_vectors(u.id, u.text))
+            want.update(unit_vectors(u.id, index_text(u)))
     assert stored == want
     assert sum(len(t) for t in stored.values()) < 5 * MAX_UNIT_CHARS  # not 8 MB
 
@@ -144,7 +146,7 @@ def test_new_text_over_the_limit_is_refused_and_under_it_accepted(tmp_path):
 
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="benchmark data not present")
-def test_no_benchmark_unit_is_cut():
+def test_no_benchmark_unit_is_cut(tmp_path):
     """The limit sits above every unit the benchmarks index, so their recall is the same as without it."""
     longest = 0
     for name in ("lme-s-dev.json.gz", "lme-s-dev100.json.gz"):
@@ -154,16 +156,14 @@ def test_no_benchmark_unit_is_cut():
                 q = convert_question(raw)
                 if q is not None:
                     longest = max(longest, *(len(s.text) for s in q.sessions))
+                    longest = max(longest, *(len(f"{r}: {t}") for s in q.sessions for r, t, _a in s.turns))
     locomo = DATA / "locomo" / "locomo-dev.json"
     if locomo.exists():
         data = load_locomo(locomo)
         for i, conv in enumerate(data.conversations):
-            for corpus in ("all", "sessions"):
-                root = Path(f"/tmp/memclaw-unit-size-{os.getpid()}-{i}-{corpus}")
-                write_conversation(conv, root, corpus)
-                for kind, name in (("fact", "MEMORY.md"), ("history", "HISTORY.md")):
-                    units = read_units(root / "memory" / name, scope="owner", kind=kind, source=name)
-                    longest = max(longest, *(len(u.text) for u in units), 0)
+            root = tmp_path / f"{i}-full"
+            write_conversation(conv, root, "full")  # facts, summaries and archived turns
+            longest = max(longest, *(len(u.text) for u in parse_units(root)), 0)
     assert 0 < longest < MAX_UNIT_CHARS // 2, longest
 
 

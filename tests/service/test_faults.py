@@ -22,6 +22,7 @@ from memclaw.config import Config, EmbeddingsConfig
 from memclaw.embedding.load import load_embedder
 from memclaw.errors import VectorStoreUnavailable
 from memclaw.index.passages import unit_vectors
+from memclaw.index.scopes import index_text
 from memclaw.markdown.files import read_units
 from memclaw.service.facade import MemoryService
 from memclaw.store.clients import release_embedded
@@ -68,7 +69,7 @@ def markdown_passages(ws: Workspace, scope: str = "owner") -> dict[str, str]:
     files += [(p, "archive") for p in ws.archive_files(scope)]
     for path, kind in files:
         for u in read_units(path, scope=scope, kind=kind, source=ws.source_of(path)):
-            out.update(unit_vectors(u.id, u.text))
+            out.update(unit_vectors(u.id, index_text(u)))
     return out
 
 

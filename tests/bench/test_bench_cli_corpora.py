@@ -1,0 +1,35 @@
+"""`memclaw bench locomo --corpus full` and `bench longmemeval --corpus archive|history` through the real CLI entry
+point (grep systems: the converters and the scoring run, no model to load)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.bench.test_bench_locomo import mini_conversation
+from tests.cli.test_bad_input import cli as memclaw_cli  # noqa: F401  (the fixture: memclaw's entry point in-process)
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "longmemeval_mini.json"
+
+
+def test_the_cli_runs_the_archive_corpora(tmp_path, memclaw_cli):  # noqa: F811  (the imported fixture)
+    cli = memclaw_cli
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps([mini_conversation()]), "utf-8")
+    out = tmp_path / "full"
+    r = cli("bench", "locomo", "--data", str(data), "--corpus", "full", "--systems",
+                        "grep-ranked", "--out", str(out), "--no-progress")  # fmt: skip
+    assert r.code == 0, r.err
+    res = json.loads((out / "locomo.json").read_text())
+    assert res["corpus"] == "full" and res["units"] == {"fact": 3, "history": 2, "archive": 4}
+    assert res["units_without_coverage"] == 0 and res["disk"]["archived_turns"] == 4
+    assert "4 archived turns" in (out / "locomo.md").read_text()
+    r = cli("bench", "locomo", "--data", str(data), "--corpus", "nope")
+    assert r.code == 2 and "unknown corpus 'nope': use one of all, facts, sessions, full" in " ".join(r.err.split())
+    for corpus, units in (("archive", "archived turns"), ("history", "HISTORY.md entry per session")):
+        r = cli("bench", "longmemeval", "--data", str(FIXTURE), "--corpus", corpus,
+                            "--systems", "grep-ranked", "--out", str(tmp_path / corpus), "--no-progress")  # fmt: skip
+        assert r.code == 0, r.err
+        res = json.loads((tmp_path / corpus / "longmemeval.json").read_text())
+        assert res["corpus"] == corpus and res["n_questions"] == 3
+        assert units in (tmp_path / corpus / "longmemeval.md").read_text()
