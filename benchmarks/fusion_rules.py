@@ -10,12 +10,11 @@ from fusion_lab import Query, Ranked, Signals
 
 from memclaw.config import RecallConfig
 from memclaw.recall.fusion import FusionParams, apply_floors, date_boost, fuse, link_boost
-from memclaw.recall.ranking import RankInput, RankSettings, rank
+from memclaw.recall.ranking import DATE_ONLY_MAX_DAYS, RankInput, RankSettings, rank
 from memclaw.recall.search import rank_settings
 
 K = 40
 N_CAND = max(50, K * 3)
-DATE_ONLY_MAX_DAYS = 31
 TODAY = FusionParams(method="weighted", bm25_weight=0.7, vector_weight=1.0, min_similarity=0.15, min_bm25=0.0)
 PRODUCT = rank_settings(RecallConfig())
 

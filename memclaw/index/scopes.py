@@ -43,11 +43,6 @@ def index_text(u: MemoryUnit) -> str:
     return without_cid(u.text) if u.kind == "fact" else u.text
 
 
-def lexical_text(u: MemoryUnit) -> str:
-    """The text of a unit that BM25 indexes."""
-    return index_text(u)
-
-
 class Scope:
     """Runtime state of one scope: the unit table, the BM25 index and the state file it came from."""
 
@@ -268,7 +263,7 @@ class ScopeCache:
         last = 0
         with progress_for(self.progress, None, len(units), f"indexing the words of {len(units):,} memories") as done:
             for i, u in enumerate(units, 1):
-                lex.add(u.id, self.tokenizer.tokenize(lexical_text(u)))
+                lex.add(u.id, self.tokenizer.tokenize(index_text(u)))
                 if done is not None and (i % 1000 == 0 or i == len(units)):
                     done(i - last)
                     last = i

@@ -12,7 +12,7 @@ from memclaw.errors import EmbeddingUnavailable, IndexError_, VectorStoreCorrupt
 from memclaw.index import layout as ix
 from memclaw.index.links import changes_links, session_links
 from memclaw.index.passages import unit_of, unit_vectors
-from memclaw.index.scopes import Scope, ScopeCache, index_text, lexical_text
+from memclaw.index.scopes import Scope, ScopeCache, index_text
 from memclaw.markdown.units import MemoryUnit
 
 if TYPE_CHECKING:
@@ -191,9 +191,7 @@ class ScopeSync:
 
         # Passages: a long unit is embedded as several vectors (see memclaw.index.passages).
         passages = [
-            Passage(pid, text, _metadata(u), u.id)
-            for u in to_embed
-            for pid, text in unit_vectors(u.id, _vector_text(u))
+            Passage(pid, text, _metadata(u), u.id) for u in to_embed for pid, text in unit_vectors(u.id, index_text(u))
         ]
         new_pids = {p.id for p in passages}
         stale_passages: set[str] = set()
@@ -258,7 +256,7 @@ class ScopeSync:
                     if u.id in present:
                         lexical.remove(u.id)
                         removed.append(u.id)
-                    tokens = cache.tokenizer.tokenize(lexical_text(u))
+                    tokens = cache.tokenizer.tokenize(index_text(u))
                     lexical.add(u.id, tokens)
                     added.append((u.id, tokens))
             if changes is not None:
@@ -287,12 +285,8 @@ class ScopeSync:
         return report
 
 
-def _vector_text(u: MemoryUnit) -> str:
-    return index_text(u)
-
-
 def _passages_of(u: MemoryUnit) -> list[str]:
-    return [pid for pid, _t in unit_vectors(u.id, _vector_text(u))]
+    return [pid for pid, _t in unit_vectors(u.id, index_text(u))]
 
 
 def _metadata(u: MemoryUnit) -> dict[str, Any]:

@@ -28,6 +28,10 @@ from memclaw.recall.fusion import (
 )
 from memclaw.recall.keep import keep_signal_ranks
 
+DATE_ONLY_MAX_DAYS = 31
+"""A query naming a range up to this long ("last week", "on 8 May") also recalls units stamped inside it that
+match no word of the query; a wider range ("in 2023") only lifts units that match on their own."""
+
 
 class RankUnit(Protocol):
     """What ranking reads of a unit (memclaw.markdown.units.MemoryUnit is one)."""
@@ -50,7 +54,7 @@ class RankSettings:
     outweighs a weak match of the words, not a strong one)."""
     date_after: float = 0.0
     """Units stamped just after a named range (within its length, at most a week) gain this share of the date lift."""
-    date_only_max_days: int = 31
+    date_only_max_days: int = DATE_ONLY_MAX_DAYS
     """A named range up to this long also brings in units stamped inside it that no signal found."""
     link_weight: float = 0.5
     """A unit lifts the units it links to by this share of its score (0: no links)."""

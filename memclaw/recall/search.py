@@ -39,9 +39,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RECENCY_WEIGHT = 0.3
-DATE_ONLY_MAX_DAYS = 31
-"""A query naming a range up to this long ("last week", "on 8 May") also recalls units stamped inside it that
-match no word of the query; a wider range ("in 2023") only lifts units that match on their own."""
 
 
 def rank_settings(rc: RecallConfig) -> RankSettings:
@@ -61,7 +58,6 @@ def rank_settings(rc: RecallConfig) -> RankSettings:
         date_weight=rc.date_weight,
         date_scale="full" if rc.fusion == "adaptive" else "best",
         date_after=rc.date_after,
-        date_only_max_days=DATE_ONLY_MAX_DAYS,
         link_weight=rc.link_weight if rc.link_sessions else 0.0,
         recency_half_life_days=rc.recency_half_life_days,
         recency_weight=RECENCY_WEIGHT,
