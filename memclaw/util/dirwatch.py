@@ -81,6 +81,10 @@ class _Inotify:
         if _LIB is None:
             return None
         if self.fd is None or self.pid != os.getpid():  # (a forked child does not share its parent's watches)
+            if self.fd is not None:  # (the parent's instance, inherited: this process's copy of it)
+                with contextlib.suppress(OSError):
+                    os.close(self.fd)
+                self.fd = None
             fd = _LIB.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
             if fd < 0:
                 return None
@@ -139,20 +143,24 @@ class DirWatch:
         self.path = Path(path)
         self.dirty = True
         self._wd: int | None = None
+        self._pid = 0  # the process whose instance `_wd` belongs to (after a fork, the child's watch is not it)
+
+    def _watched(self) -> bool:
+        return self._wd is not None and self._pid == os.getpid()
 
     def begin(self) -> None:
         """(Re)arm the watch, before the caller scans the folder. A folder that cannot be watched is left unwatched."""
         with _INOTIFY.lock:
             _INOTIFY.drain()  # (what happened before this scan)
-            if self._wd is None and _local(self.path):
-                self._wd = _INOTIFY.watch(self)
+            if not self._watched() and _local(self.path):
+                self._wd, self._pid = _INOTIFY.watch(self), os.getpid()
             self.dirty = False
 
     def changed(self) -> bool:
         """Whether the folder may have changed since `begin()` (True when it is not watched)."""
         with _INOTIFY.lock:
             _INOTIFY.drain()
-            return self._wd is None or self.dirty
+            return not self._watched() or self.dirty
 
     def forget_watch(self) -> None:
         """(memclaw.util.dirwatch's own: the folder is no longer watched; `begin()` watches it again.)"""
@@ -161,8 +169,8 @@ class DirWatch:
 
     def close(self) -> None:
         with _INOTIFY.lock:
-            if self._wd is not None:
-                _INOTIFY.unwatch(self, self._wd)
+            if self._watched():
+                _INOTIFY.unwatch(self, self._wd)  # type: ignore[arg-type]
             self.forget_watch()
 
     def __del__(self) -> None:

@@ -80,3 +80,24 @@ def test_more_folders_than_inotify_instances_are_each_watched_on_their_own(tmp_p
     assert twin.changed() and watches[7].changed()  # (closed: unwatched, so always 'changed')
     for w in watches:
         w.close()
+
+
+@linux
+def test_a_forked_child_never_takes_its_parents_watch_for_its_own(tmp_path):
+    """A watch armed before a fork belongs to the parent's inotify instance: in the child it reports 'changed' (the
+    caller scans) until the child arms its own, which then sees the child's changes and only those."""
+    w = DirWatch(tmp_path)
+    w.begin()
+    assert not w.changed()
+    pid = os.fork()
+    if pid == 0:  # the child: exit status 0 only if every check holds
+        ok = w.changed()  # the parent's watch is not the child's
+        w.begin()
+        ok = ok and not w.changed()
+        (tmp_path / "2026-11-25.md").write_text("x", "utf-8")
+        ok = ok and w.changed()
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    assert w.changed()  # the child's file is a change in the parent's folder too
+    w.close()
