@@ -7,7 +7,7 @@ session; LongMemEval: a session when a served excerpt holds one of its `has_answ
 variants: recall-config overrides (`--variants name=key:value,key:value;...`, `fill_*` keys for the fill) recalled
 from one index build per corpus with `MemoryService.recall_detailed`, the section filled with
 `memclaw.context.memory_section.fill_hits` at 128 / 256 / 512 / 1024 tokens. Corpora: `locomo-sessions`,
-`locomo-full`, `locomo-all`, `lme`.
+`locomo-full`, `locomo-all`, `locomo-facts`, `lme`.
 
     PYTHONPATH=. .venv/bin/python benchmarks/excerpt_lab.py locomo-sessions \
         --data ../shared/data/locomo/locomo-dev.json --cache /tmp/emb.npz --workdir /tmp/lab \
@@ -100,6 +100,10 @@ def run_locomo(args, variants, embedder, count) -> dict[str, Any]:
     variants, fill_opts = split_fill(variants)
     scores: dict[str, dict[int, list[float]]] = {v: defaultdict(list) for v in variants}
     used: dict[str, dict[int, list[int]]] = {v: defaultdict(list) for v in variants}
+    by_conv: dict[str, dict[str, dict[int, list[float]]]] = {
+        v: defaultdict(lambda: defaultdict(list)) for v in variants
+    }
+    by_cat: dict[str, dict[str, dict[int, list[float]]]] = {v: defaultdict(lambda: defaultdict(list)) for v in variants}
     for conv in data.conversations:
         root = Path(args.workdir) / f"{args.corpus}-{conv.sample_id}"
         shutil.rmtree(root, ignore_errors=True)
@@ -112,12 +116,18 @@ def run_locomo(args, variants, embedder, count) -> dict[str, Any]:
                     svc, q.question, cover, conv.last_date, count, fill_opts[name]
                 ).items():
                     scores[name][b].append(len(ev & got) / len(ev))
+                    by_conv[name][conv.sample_id][b].append(len(ev & got) / len(ev))
+                    by_cat[name][q.category][b].append(len(ev & got) / len(ev))
                     used[name][b].append(n)
         for s in [main, *svcs.values()]:
             s.close()
         print(f"{conv.sample_id}: {len(conv.questions)} questions", file=sys.stderr, flush=True)
     return {v: {f"R@{b}t": mean(scores[v][b]) for b in BUDGETS} | {f"used@{b}t": mean(used[v][b]) for b in BUDGETS}
-            | {"n": len(scores[v][BUDGETS[0]])} for v in variants}  # fmt: skip
+            | {"n": len(scores[v][BUDGETS[0]])}
+            | {"by_conversation": {c: [mean(x[b]) for b in BUDGETS] for c, x in sorted(by_conv[v].items())},
+               "by_category": {c: [mean(x[b]) for b in BUDGETS] for c, x in sorted(by_cat[v].items())},
+               "by_conversation_n": {c: len(x[BUDGETS[0]]) for c, x in sorted(by_conv[v].items())}}
+            for v in variants}  # fmt: skip
 
 
 def run_lme(args, variants, embedder, count) -> dict[str, Any]:
@@ -175,7 +185,7 @@ def parse_variants(spec: str) -> dict[str, dict[str, Any]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("corpus", choices=["locomo-sessions", "locomo-full", "locomo-all", "lme"])
+    ap.add_argument("corpus", choices=["locomo-sessions", "locomo-full", "locomo-all", "locomo-facts", "lme"])
     ap.add_argument("--data", required=True)
     ap.add_argument("--cache", help="embedding cache (memclaw.bench.embedcache)")
     ap.add_argument("--workdir", required=True)
