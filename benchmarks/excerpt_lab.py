@@ -7,7 +7,8 @@ session; LongMemEval: a session when a served excerpt holds one of its `has_answ
 variants: recall-config overrides (`--variants name=key:value,key:value;...`, `fill_*` keys for the fill) recalled
 from one index build per corpus with `MemoryService.recall_detailed`, the section filled with
 `memclaw.context.memory_section.fill_hits` at 128 / 256 / 512 / 1024 tokens. Corpora: `locomo-sessions`,
-`locomo-full`, `locomo-all`, `locomo-facts`, `lme`.
+`locomo-full`, `locomo-all`, `locomo-facts`, `lme`. `--reach` (LoCoMo) also reports the evidence within reach of the
+ranking whatever the fill: in the matched turns of the top K hits and in their windows of +-3 turns, with their cost.
 
     PYTHONPATH=. .venv/bin/python benchmarks/excerpt_lab.py locomo-sessions \
         --data ../shared/data/locomo/locomo-dev.json --cache /tmp/emb.npz --workdir /tmp/lab \
@@ -27,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 BUDGETS = (128, 256, 512, 1024)
+HALF_A = {"conv-26", "conv-30", "conv-41"}
+"""LoCoMo dev's split-half check: tuned on one half, scored on the other (B: conv-42, conv-43)."""
 
 
 def write_locomo(conv, root: Path, corpus: str) -> dict[str, frozenset[str]]:
@@ -93,6 +96,30 @@ def served_covers(svc, query: str, cover, now, count, fill_opts) -> dict[int, tu
     return out
 
 
+REACH_K = (10, 20, 40)
+REACH = {"excerpt_before": 3, "excerpt_after": 3, "excerpt_wide": 200}
+"""`--reach`: every hit recalled with a window of 3 turns before and after (a wider one than any variant serves)."""
+
+
+def reach(svc, query: str, cover, now, count) -> dict[str, tuple[set[str], int]]:
+    """What the ranking puts within reach, whatever the fill: the evidence in the matched turns of the top K hits, and
+    in their windows of +-3 turns, with what serving all of it would cost (each hit its own item)."""
+    from memclaw.context.memory_section import candidates
+
+    hits = svc.recall_detailed(query, k=max(REACH_K), now=now).hits
+    alone = candidates([h.unit for h in hits], count)
+    wide = candidates([h.unit for h in hits], count, windows={h.unit.id: h.excerpt for h in hits})
+    out = {}
+    for k in REACH_K:
+        for name, cands in (("matched", alone), ("window3", wide)):
+            got: set[str] = set()
+            for c in cands[:k]:
+                for uid in c.serves:
+                    got |= cover.get(uid, frozenset())
+            out[f"{name}@{k}"] = (got, sum(c.tokens for c in cands[:k]))
+    return out
+
+
 def run_locomo(args, variants, embedder, count) -> dict[str, Any]:
     from memclaw.bench.locomo import load_locomo
 
@@ -104,13 +131,21 @@ def run_locomo(args, variants, embedder, count) -> dict[str, Any]:
         v: defaultdict(lambda: defaultdict(list)) for v in variants
     }
     by_cat: dict[str, dict[str, dict[int, list[float]]]] = {v: defaultdict(lambda: defaultdict(list)) for v in variants}
+    reached: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for conv in data.conversations:
         root = Path(args.workdir) / f"{args.corpus}-{conv.sample_id}"
         shutil.rmtree(root, ignore_errors=True)
         cover = write_locomo(conv, root, args.corpus)
-        main, svcs = services(root, variants, embedder)
+        main, svcs = services(root, variants | ({"_reach": REACH} if args.reach else {}), embedder)
+        reach_svc = svcs.pop("_reach", None)
         for q in conv.questions:
             ev = set(q.evidence)
+            if reach_svc is not None:
+                for key, (got, n) in reach(reach_svc, q.question, cover, conv.last_date, count).items():
+                    half = "A" if conv.sample_id in HALF_A else "B"
+                    for part in (half, "all"):
+                        reached[part][key].append(len(ev & got) / len(ev))
+                        reached[part][f"tok {key}"].append(n)
             for name, svc in svcs.items():
                 for b, (got, n) in served_covers(
                     svc, q.question, cover, conv.last_date, count, fill_opts[name]
@@ -119,9 +154,13 @@ def run_locomo(args, variants, embedder, count) -> dict[str, Any]:
                     by_conv[name][conv.sample_id][b].append(len(ev & got) / len(ev))
                     by_cat[name][q.category][b].append(len(ev & got) / len(ev))
                     used[name][b].append(n)
-        for s in [main, *svcs.values()]:
-            s.close()
+        for s in [main, reach_svc, *svcs.values()]:
+            if s is not None:
+                s.close()
         print(f"{conv.sample_id}: {len(conv.questions)} questions", file=sys.stderr, flush=True)
+    if reached:
+        print(json.dumps({p: {k: mean(x) for k, x in r.items()} for p, r in sorted(reached.items())}, indent=1),
+              file=sys.stderr)  # fmt: skip
     return {v: {f"R@{b}t": mean(scores[v][b]) for b in BUDGETS} | {f"used@{b}t": mean(used[v][b]) for b in BUDGETS}
             | {"n": len(scores[v][BUDGETS[0]])}
             | {"by_conversation": {c: [mean(x[b]) for b in BUDGETS] for c, x in sorted(by_conv[v].items())},
@@ -192,6 +231,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int)
     ap.add_argument("--variants", default="")
     ap.add_argument("--out")
+    ap.add_argument("--reach", action="store_true", help="also report what the ranking puts within reach (LoCoMo)")
     args = ap.parse_args()
     from memclaw.bench.run_config import bench_config
     from memclaw.embedding.load import load_embedder
