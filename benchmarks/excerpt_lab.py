@@ -158,15 +158,13 @@ def run_locomo(args, variants, embedder, count) -> dict[str, Any]:
             if s is not None:
                 s.close()
         print(f"{conv.sample_id}: {len(conv.questions)} questions", file=sys.stderr, flush=True)
-    if reached:
-        print(json.dumps({p: {k: mean(x) for k, x in r.items()} for p, r in sorted(reached.items())}, indent=1),
-              file=sys.stderr)  # fmt: skip
     return {v: {f"R@{b}t": mean(scores[v][b]) for b in BUDGETS} | {f"used@{b}t": mean(used[v][b]) for b in BUDGETS}
             | {"n": len(scores[v][BUDGETS[0]])}
             | {"by_conversation": {c: [mean(x[b]) for b in BUDGETS] for c, x in sorted(by_conv[v].items())},
                "by_category": {c: [mean(x[b]) for b in BUDGETS] for c, x in sorted(by_cat[v].items())},
                "by_conversation_n": {c: len(x[BUDGETS[0]]) for c, x in sorted(by_conv[v].items())}}
-            for v in variants}  # fmt: skip
+            for v in variants} | ({"reach": {p: {k: mean(x) for k, x in r.items()} for p, r in sorted(reached.items())}}
+                                  if reached else {})  # fmt: skip
 
 
 def run_lme(args, variants, embedder, count) -> dict[str, Any]:
