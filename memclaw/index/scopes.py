@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from memclaw.errors import IndexError_
 from memclaw.index import layout as ix
-from memclaw.markdown.formats import without_cid
+from memclaw.markdown.formats import NAMED_DAY_KINDS, named_days, without_cid
 from memclaw.markdown.units import MemoryUnit
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ class Scope:
         self.lexical = lexical
         self.state_sig = state_sig
         self.lexical_unsaved = False  # rebuilt from the unit table on load (the saved one was damaged)
-        self._dated: tuple[list[datetime], list[str]] | None = None
+        self._dated: tuple[list[datetime], list[str], list[tuple[datetime, datetime, str]]] | None = None
         self._entries_by_cid: dict[str, list[str]] | None = None
 
     def entries_by_cid(self) -> dict[str, list[str]]:
@@ -63,20 +63,32 @@ class Scope:
         return self._entries_by_cid
 
     def dated_in(self, ranges: Sequence[Span], limit: int) -> list[str]:
-        """Up to `limit` ids of units stamped inside any of the ranges, newest first (a sorted date index,
+        """Up to `limit` ids of units stamped inside any of the ranges, newest first, then of facts and summaries whose
+        text names a day inside one (memclaw.recall.ranking.stamp_in; a sorted date index and a list of named days,
         built on first use)."""
         if self._dated is None:
-            table = self.state.units
-            ids = table.ids
-            rows = table.dated_rows()
-            pairs = sorted((datetime.fromisoformat(ts).replace(tzinfo=None), ids[row]) for row, _, ts in rows)
-            self._dated = ([t for t, _ in pairs], [i for _, i in pairs])
-        stamps, ids = self._dated
+            self._dated = self._date_index()
+        stamps, ids, named = self._dated
         out: list[str] = []
         for r in ranges:
             lo, hi = bisect.bisect_left(stamps, r.start), bisect.bisect_left(stamps, r.end)
             out += reversed(ids[max(lo, hi - limit) : hi])
+        out += [i for start, end, i in named if any(max(start, r.start) < min(end, r.end) for r in ranges)]
         return list(dict.fromkeys(out))[:limit]
+
+    def _date_index(self) -> tuple[list[datetime], list[str], list[tuple[datetime, datetime, str]]]:
+        table = self.state.units
+        ids, texts = table.ids, table.texts
+        pairs = sorted((datetime.fromisoformat(ts).replace(tzinfo=None), ids[row]) for row, _, ts in table.dated_rows())
+        named = [
+            (start, end, ids[row])
+            for kind in NAMED_DAY_KINDS
+            for row in table.rows_of(kind)  # type: ignore[arg-type]
+            if "(" in texts[row]
+            for start, end in named_days(texts[row])
+        ]
+        named.sort(key=lambda x: x[0], reverse=True)
+        return [t for t, _ in pairs], [i for _, i in pairs], named
 
 
 class ScopeCache:

@@ -2,7 +2,8 @@
 
 MEMORY.md (facts) is parsed and rendered by memclaw.markdown.memory_md, line syntax in memclaw.markdown.syntax; what
 both formats
-share is here: clean text, section paths, a fact's trailing date, history stamps.
+share is here: clean text, section paths, a fact's trailing date, the days a text names in memclaw's written form,
+history stamps.
 
 HISTORY.md (history entries)
     An entry starts at a line beginning `[YYYY-MM-DD HH:MM]` (also `[YYYY-MM-DD]`, `[YYYY-MM-DD HH:MM:SS]`)
@@ -17,13 +18,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 from memclaw.markdown.units import MemoryUnit, unit_id
 
 _TRAILING_DATE = re.compile(
     r"(?:\(([0-9]{4}-[0-9]{2}-[0-9]{2})(?: #(c[0-9a-f]{8,16}))?\)|\[([0-9]{4}-[0-9]{2}-[0-9]{2})\])\s*\Z"
 )
+_NAMED_DAYS = re.compile(
+    r"\(([0-9]{4}-[0-9]{2}-[0-9]{2})(?: to ([0-9]{4}-[0-9]{2}-[0-9]{2}))?\)|\(([0-9]{4})-([0-9]{2})\)|\(([0-9]{4})\)"
+)
+NAMED_DAY_KINDS = frozenset({"fact", "history"})
+"""The kinds whose text is read for the days it names (an archived turn is about when it was said)."""
 _LEADING_DATE = re.compile(r"\[([0-9]{4}-[0-9]{2}-[0-9]{2})\]")
 _STAMP = re.compile(
     r"\[([0-9]{4})-([0-9]{2})-([0-9]{2})(?: ([0-9]{2}):([0-9]{2})(?::([0-9]{2}))?)?(?: #(c[0-9a-f]{8,16}))?\]"
@@ -64,6 +70,31 @@ def without_cid(text: str) -> str:
     if m is None or m.group(2) is None:
         return text
     return text[: m.start(2)].rstrip().removesuffix("#").rstrip() + text[m.end(2) :]
+
+
+def named_days(text: str) -> list[tuple[datetime, datetime]]:
+    """The [start, end) spans of whole days `text` names the way memclaw writes a resolved relative date
+    (memclaw.recall.written_dates.format_span, in parentheses: `(2026-11-26)`, `(2026-11-16 to 2026-11-22)`,
+    `(2026-12)`, `(2027)`), whoever wrote them; an impossible date names nothing."""
+    out = []
+    for m in _NAMED_DAYS.finditer(text):
+        try:
+            if m.group(1):
+                first = date.fromisoformat(m.group(1))
+                last = date.fromisoformat(m.group(2)) if m.group(2) else first
+                start, end = datetime(first.year, first.month, first.day), datetime(last.year, last.month, last.day)
+                end += timedelta(days=1)
+            elif m.group(3):
+                y, mo = int(m.group(3)), int(m.group(4))
+                start, end = datetime(y, mo, 1), datetime(y + (mo == 12), mo % 12 + 1, 1)
+            else:
+                y = int(m.group(5))
+                start, end = datetime(y, 1, 1), datetime(y + 1, 1, 1)
+        except (ValueError, OverflowError):
+            continue
+        if start < end:
+            out.append((start, end))
+    return out
 
 
 def fact_mark(learned: date, cid: str | None = None) -> str:

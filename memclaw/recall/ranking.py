@@ -1,6 +1,7 @@
 """The ranking stage of recall (pure): one query's signal lists in, its ranked hits out.
 
-BM25 and vector candidates are floored per signal, fused, lifted by the date ranges the query names, by the session
+BM25 and vector candidates are floored per signal, fused, lifted by the date ranges the query names (a unit stamped
+inside one, or a fact or summary whose text names a day inside one: `stamp_in`), by the session
 links and by the consolidation ids of archived turns, optionally by recency; then one hit per text (and only the kind
 asked for), and last the placement that keeps what one signal alone ranks r-th within the first `keep_factor * r`
 (memclaw.recall.keep). The recall pipeline (memclaw.recall.search) and the fusion lab (benchmarks/fusion_lab.py) both
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
 
+from memclaw.markdown.formats import NAMED_DAY_KINDS, named_days
 from memclaw.recall.archive import cid_boost
 from memclaw.recall.dates import DateRange
 from memclaw.recall.fusion import (
@@ -31,6 +33,20 @@ from memclaw.recall.keep import keep_signal_ranks
 DATE_ONLY_MAX_DAYS = 31
 """A query naming a range up to this long ("last week", "on 8 May") also recalls units stamped inside it that
 match no word of the query; a wider range ("in 2023") only lifts units that match on their own."""
+
+
+def stamp_in(u: RankUnit, ranges: Sequence[DateRange]) -> datetime | None:
+    """The date the date lift reads for `u`: its stamp, unless that is outside every range and its text (a fact or a
+    summary) names a day or span inside one ("dentist tomorrow (2026-11-26)", written the day before): then the first
+    day of that overlap. None: undated and naming no day inside a range."""
+    ts = u.timestamp
+    if (ts is not None and any(ts in r for r in ranges)) or u.kind not in NAMED_DAY_KINDS or "(" not in u.text:
+        return ts
+    for start, end in named_days(u.text):
+        for r in ranges:
+            if max(start, r.start) < min(end, r.end):
+                return max(start, r.start)
+    return ts
 
 
 class RankUnit(Protocol):
@@ -67,7 +83,8 @@ class RankSettings:
 @dataclass
 class RankInput:
     """One query's evidence. `bm25` and `vector`: (unit id, score) best first, before the floors; `dated_in(ranges,
-    n)`: up to n ids of units stamped inside the ranges, newest first."""
+    n)`: up to n ids of units stamped inside the ranges (or, facts and summaries, naming a day inside them: `stamp_in`),
+    newest first."""
 
     bm25: Sequence[tuple[str, float]]
     vector: Sequence[tuple[str, float]]
@@ -93,7 +110,7 @@ def rank(inp: RankInput, s: RankSettings, *, k: int, n_cand: int, kind: str | No
         narrow = [r for r in inp.ranges if r.days <= s.date_only_max_days]
         extra = inp.dated_in(narrow, n_cand) if narrow and inp.dated_in is not None else []
         extra = [i for i in extra if not kind or units[i].kind == kind]
-        stamps = {i: units[i].timestamp for i in [*(f.id for f in fused), *extra]}
+        stamps = {i: stamp_in(units[i], inp.ranges) for i in [*(f.id for f in fused), *extra]}
         scale = fusion_scale(s.fusion) if s.date_scale == "full" else None
         fused = date_boost(
             fused, stamps, inp.ranges, weight=s.date_weight, extra=extra, scale=scale, after=s.date_after
@@ -151,7 +168,7 @@ def _outside(inp: RankInput, units: Mapping[str, RankUnit]) -> Callable[[str], b
     outside it (such a unit holds its signal rank with no place of its own; the guarantee holds inside)."""
     if not inp.ranges:
         return lambda _i: False
-    return lambda i: not any((ts := units[i].timestamp) is not None and ts in r for r in inp.ranges)
+    return lambda i: not ((ts := stamp_in(units[i], inp.ranges)) is not None and any(ts in r for r in inp.ranges))
 
 
 class _Distinct:

@@ -13,6 +13,10 @@ day after tomorrow", "next week / month / year", "this / next weekend" (Saturday
 months" (that month), "in a year" (that year). Left as written: what is ambiguous ("on Friday", past or future),
 vague ("in a few days", "soon"), not a day ("in 2 hours", "next time", "next door", "last name"), absolute already
 ("8 May 2023"), or already followed by its date (a text resolved once is not resolved again).
+
+Recall reads those dates back (memclaw.markdown.formats.named_days): a fact written on 2026-11-25 as "dentist
+tomorrow (2026-11-26)" is about the 26th, so a query naming the 26th lifts it as it lifts what was stamped that day
+(memclaw.recall.ranking.stamp_in).
 """
 
 from __future__ import annotations
