@@ -288,6 +288,30 @@ def run_longmemeval(
 
 
 SIGNAL_VIEW_KEYS = ("recall_any@5", "recall_all@5", "recall_any@10", "recall_all@10", "recall_all@1024t")
+SESSION_KEYS = ("sessions_any@5", "sessions_all@5", "sessions_any@10", "sessions_all@10")
+"""The archive's count view at session level: sessions ranked by their best turn (the official protocol's unit)."""
+
+
+def sessions_md(res: dict[str, Any]) -> list[str]:
+    """The archive's session-level count view, overall and per type; empty for other corpora (there a unit is a
+    session and these equal recall_any/all@k) and for runs made before it existed."""
+    from memclaw.bench.report import md_table
+
+    systems = res["systems"]
+    if res.get("corpus") != "archive" or not all(SESSION_KEYS[0] in s for s in systems.values()):
+        return []
+    types = sorted({t for s in systems.values() for t in s["by_question_type"]})
+    rows = [[n, "all", *[s[k] for k in SESSION_KEYS]] for n, s in systems.items()]
+    rows += [[n, t, *[s["by_question_type"][t][k] for k in SESSION_KEYS]]
+             for t in types for n, s in systems.items() if t in s["by_question_type"]]  # fmt: skip
+    return [
+        "## Sessions by their best turn",
+        "",
+        "The count view at session level: the first k distinct sessions the turn ranking reaches (the official "
+        "protocol ranks sessions; recall_any/all@k above rank turns, so their top 5 is at most five sessions).",
+        "",
+        *md_table(["system", "type", *SESSION_KEYS], rows),
+    ]
 
 
 def longmemeval_markdown(res: dict[str, Any]) -> str:
@@ -312,7 +336,10 @@ def longmemeval_markdown(res: dict[str, Any]) -> str:
         [[n, *[s[k] for k in keys], s["p50_ms"], s["p95_ms"]] for n, s in res["systems"].items()],
     )
     lines += ["", *budget_md(res, ["recall_any", "recall_all"])]
-    view = signal_view_md(res, by="by_question_type", keys=SIGNAL_VIEW_KEYS)
+    by_session = sessions_md(res)
+    lines += ["", *by_session] if by_session else []
+    view_keys = (*SIGNAL_VIEW_KEYS, *SESSION_KEYS) if by_session else SIGNAL_VIEW_KEYS
+    view = signal_view_md(res, by="by_question_type", keys=view_keys)
     lines += ["", *view] if view else []
     bkeys = [f"{m}@{b}t" for m in ("recall_any", "recall_all") for b in res.get("budgets", ())]
     types = sorted({t for s in res["systems"].values() for t in s["by_question_type"]})

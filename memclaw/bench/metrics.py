@@ -40,6 +40,15 @@ def evidence_recall(ranked: Sequence[str], cover: Cover, evidence: Iterable[str]
     return len(covered(ranked, cover, k) & ev) / len(ev)
 
 
+def items_in_order(ranked: Sequence[str], cover: Cover) -> list[str]:
+    """The evidence items the ranking covers, each once, in the order of the first unit covering it (LongMemEval's
+    archive: sessions ranked by their best turn)."""
+    out: dict[str, None] = {}
+    for uid in ranked:
+        out.update(dict.fromkeys(sorted(cover.get(uid, frozenset()))))
+    return list(out)
+
+
 def is_relevant(uid: str, cover: Cover, evidence: Iterable[str]) -> bool:
     return bool(cover.get(uid, frozenset()) & set(evidence))
 
@@ -193,6 +202,8 @@ class LMEScore:
     budget_any: dict[int, float] = field(default_factory=dict)
     budget_all: dict[int, float] = field(default_factory=dict)
     tokens: dict[str, float] = field(default_factory=dict)
+    sessions_any: dict[int, float] = field(default_factory=dict)
+    sessions_all: dict[int, float] = field(default_factory=dict)
 
 
 def score_lme(
@@ -208,7 +219,9 @@ def score_lme(
     """recall_any@k: some answer session is covered by the top k; recall_all@k: every answer session is;
     ndcg_any@k: binary nDCG@k where a unit is relevant when it covers an answer session. `credit`: what a served
     unit earns in the budgeted view (default `cover`; an archived turn: its session when it is a `has_answer`
-    turn)."""
+    turn). sessions_any/all@k: the same over the first k distinct sessions the ranking covers, each ranked by its
+    best unit (the official session-level protocol when a unit is a turn; equal to recall_any/all@k when a unit is
+    a session)."""
     ans = frozenset(answer_sessions)
     if not ans:
         raise ValueError("a question without answer sessions cannot be scored; filter it out before scoring")
@@ -219,11 +232,15 @@ def score_lme(
         ra[k] = 1.0 if got else 0.0
         rl[k] = 1.0 if got == ans else 0.0
         nd[k] = ndcg_at_k(ranked, rel, k)
+    order = items_in_order(ranked, cover)
+    s_any = {k: 1.0 if set(order[:k]) & ans else 0.0 for k in LME_KS}
+    s_all = {k: 1.0 if ans <= set(order[:k]) else 0.0 for k in LME_KS}
     b_any, b_all = {}, {}
     for b, ids in budgeted.kept.items() if budgeted else ():
         got = covered(ids, cover if credit is None else credit, len(ids)) & ans
         b_any[b], b_all[b] = (1.0 if got else 0.0), (1.0 if got == ans else 0.0)
-    return LMEScore(question_type, ra, rl, nd, latency_ms, b_any, b_all, dict(budgeted.tokens) if budgeted else {})
+    tokens = dict(budgeted.tokens) if budgeted else {}
+    return LMEScore(question_type, ra, rl, nd, latency_ms, b_any, b_all, tokens, s_any, s_all)
 
 
 def aggregate_lme(scores: Sequence[LMEScore]) -> dict[str, float]:
@@ -232,6 +249,10 @@ def aggregate_lme(scores: Sequence[LMEScore]) -> dict[str, float]:
         out[f"recall_any@{k}"] = _mean([s.recall_any[k] for s in scores])
         out[f"recall_all@{k}"] = _mean([s.recall_all[k] for s in scores])
         out[f"ndcg_any@{k}"] = _mean([s.ndcg_any[k] for s in scores])
+    for k in LME_KS:
+        if all(k in s.sessions_any for s in scores):
+            out[f"sessions_any@{k}"] = _mean([s.sessions_any[k] for s in scores])
+            out[f"sessions_all@{k}"] = _mean([s.sessions_all[k] for s in scores])
     for b in BUDGETS:
         if all(b in s.budget_any for s in scores):
             out[f"recall_any@{b}t"] = _mean([s.budget_any[b] for s in scores])

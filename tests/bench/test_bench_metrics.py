@@ -89,3 +89,22 @@ def test_longmemeval_metrics():
     assert out["recall_all@5"] == 0.5
     assert out["recall_any@1"] == 0.5
     assert set(out["by_question_type"]) == {"multi-session", "temporal-reasoning"}
+
+
+def test_sessions_by_their_best_turn():
+    """The archive's count view at session level: turns of one session count once, at the rank of the first."""
+    cover = {"t1": frozenset({"s1"}), "t2": frozenset({"s1"}), "t3": frozenset({"s2"}), "t4": frozenset({"s3"}),
+             "t5": frozenset({"s1"}), "t6": frozenset({"s4"}), "x": frozenset()}  # fmt: skip
+    ranked = ["t1", "t2", "x", "t5", "t3", "t4", "t6"]
+    assert M.items_in_order(ranked, cover) == ["s1", "s2", "s3", "s4"]
+    s = M.score_lme(ranked, cover, {"s1", "s4"}, question_type="multi-session", latency_ms=1.0)
+    # five turns reach only s1 and s2: the turn view misses s4 at 5, the session view at 1 and 3 sessions...
+    assert s.recall_all[5] == 0.0 and s.recall_any[1] == 1.0
+    assert s.sessions_any == {1: 1.0, 5: 1.0, 10: 1.0}
+    assert s.sessions_all == {1: 0.0, 5: 1.0, 10: 1.0}  # ...and finds both within its first 5 sessions
+    out = M.summarize_lme([s])
+    assert out["sessions_all@5"] == 1.0 and out["recall_all@5"] == 0.0
+    # a unit that is a whole session (the `history` corpus): the two views agree
+    hist = {"h1": frozenset({"s1"}), "h2": frozenset({"s2"}), "h3": frozenset({"s3"})}
+    h = M.score_lme(["h2", "h3", "h1"], hist, {"s1"}, question_type="x", latency_ms=1.0)
+    assert h.sessions_any == h.recall_any and h.sessions_all == h.recall_all

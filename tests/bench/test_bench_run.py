@@ -168,6 +168,11 @@ def test_longmemeval_fixture_through_the_real_path(tmp_path, embedder, capsys):
     paths = write_longmemeval_results(res, tmp_path / "out")
     assert all(p.exists() for p in paths) and any(p.name == "longmemeval-budget.png" for p in paths)
     assert "multi-session" in paths[1].read_text()
+    # the archive (the default corpus) ranks turns; its session-level count view is at least the turn view
+    assert res["corpus"] == "archive" and "## Sessions by their best turn" in paths[1].read_text()
+    for s in res["systems"].values():
+        for k in M.LME_KS:
+            assert s[f"sessions_any@{k}"] >= s[f"recall_any@{k}"] and s[f"sessions_all@{k}"] >= s[f"recall_all@{k}"]
 
 
 def test_temp_workspaces_release_only_their_own_chroma_systems(tmp_path, embedder):
