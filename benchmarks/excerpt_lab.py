@@ -176,6 +176,7 @@ def run_lme(args, variants, embedder, count) -> dict[str, Any]:
     any_: dict[str, dict[int, list[float]]] = {v: defaultdict(list) for v in variants}
     all_: dict[str, dict[int, list[float]]] = {v: defaultdict(list) for v in variants}
     by_type: dict[str, dict[str, list[float]]] = {v: defaultdict(list) for v in variants}
+    by_q: dict[str, dict[str, dict[str, Any]]] = {v: {} for v in variants}  # the split-half check reads it
     t0 = time.time()
     for n, rq in enumerate(raw, 1):
         root = Path(args.workdir) / f"lme-{rq['question_id']}"
@@ -187,8 +188,13 @@ def run_lme(args, variants, embedder, count) -> dict[str, Any]:
         main, svcs = services(root, variants, embedder)
         now = parse_lme_date(rq["question_date"]) if rq.get("question_date") else None
         for name, svc in svcs.items():
-            for b, (got, _n) in served_covers(svc, str(rq["question"]), cover, now, count, fill_opts[name]).items():
+            qid, qtype = str(rq["question_id"]), str(rq.get("question_type"))
+            rec = by_q[name][qid] = {"type": qtype, "any": [], "all": [], "tokens": []}
+            for b, (got, used) in served_covers(svc, str(rq["question"]), cover, now, count, fill_opts[name]).items():
                 hit = got & relevant
+                rec["any"].append(float(bool(hit)))
+                rec["all"].append(float(hit == relevant))
+                rec["tokens"].append(used)
                 any_[name][b].append(float(bool(hit)))
                 all_[name][b].append(float(hit == relevant))
                 if b == 1024:
@@ -199,7 +205,8 @@ def run_lme(args, variants, embedder, count) -> dict[str, Any]:
         print(f"{n}/{len(raw)} {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
     return {
         v: {f"any@{b}t": mean(any_[v][b]) for b in BUDGETS} | {f"all@{b}t": mean(all_[v][b]) for b in BUDGETS}
-        | {"n": len(any_[v][BUDGETS[0]]), "all@1024t_by_type": {t: mean(x) for t, x in sorted(by_type[v].items())}}
+        | {"n": len(any_[v][BUDGETS[0]]), "all@1024t_by_type": {t: mean(x) for t, x in sorted(by_type[v].items())},
+           "by_question": by_q[v]}
         for v in variants
     }  # fmt: skip
 
