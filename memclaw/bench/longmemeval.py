@@ -171,12 +171,16 @@ def write_question(q: LMEQuestion, root: Path, corpus: str = "archive") -> list[
 def _write_archive(q: LMEQuestion, root: Path) -> list[dict[str, Any]]:
     from memclaw.bench.locomo import coverage_path
     from memclaw.bench.record import BenchSession, bench_cid, write_sessions
+    from memclaw.bench.run_config import BENCH_AGENT
     from memclaw.markdown.archive import ArchivedTurn
 
     sessions, entries = [], []
     for s in q.sessions:
         b = BenchSession(s.session_id, s.when, cid=bench_cid("longmemeval", q.qid, s.session_id))
-        b.turns = tuple(ArchivedTurn(role, text, s.when.time()) for role, text, _a in s.turns)
+        b.turns = tuple(
+            ArchivedTurn(BENCH_AGENT if role == "assistant" else role, text, s.when.time())
+            for role, text, _a in s.turns
+        )  # the AI's turns are the agent's own
         for i, (_r, _t, answer) in enumerate(s.turns):
             credit = [s.session_id] if answer else []
             entries.append({"kind": "archive", "cid": b.cid, "turn": i, "covers": [s.session_id], "credit": credit})

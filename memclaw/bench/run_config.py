@@ -17,14 +17,21 @@ if TYPE_CHECKING:
 K_MAX = max(M.RECALL_KS)
 
 
+BENCH_AGENT = "assistant"
+"""The benchmarks' agent name: LongMemEval's haystacks name the AI's turns `assistant`, and the converters archive
+them under that speaker, so they are the agent's own turns as memclaw archives them (under `agent.name`)."""
+
+
 def bench_config() -> Config:
     """memclaw's default configuration (environment overrides of recall/embeddings apply, so a variant can be
-    tried without code), with the index forced to an embedded Chroma under each temp workspace."""
+    tried without code), with the index forced to an embedded Chroma under each temp workspace and the agent named
+    BENCH_AGENT."""
     from memclaw.config import Config
 
     cfg = Config()
     memory = cfg.memory.model_copy(update={"chroma_url": None, "index_dir": None, "auto_sync": True})
-    return cfg.model_copy(update={"memory": memory, "workspace": None})
+    agent = cfg.agent.model_copy(update={"name": BENCH_AGENT})
+    return cfg.model_copy(update={"memory": memory, "agent": agent, "workspace": None})
 
 
 def fill_k(base: Config) -> int:

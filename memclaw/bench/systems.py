@@ -45,20 +45,27 @@ SYSTEMS: dict[str, SystemSpec] = {
         SystemSpec(
             "bm25-raw",
             "memclaw",
-            "BM25 signal alone: no session links, dates or diversity",
-            {"mode": "bm25", "link_sessions": False, "date_weight": 0.0},
+            "BM25 signal alone: no session links, dates, agent's-turn weight or diversity",
+            {"mode": "bm25", "link_sessions": False, "date_weight": 0.0, "agent_turn_weight": 1.0},
         ),
         SystemSpec(
             "vector-raw",
             "memclaw",
-            "vector signal alone: no session links, dates or diversity",
-            {"mode": "vector", "link_sessions": False, "date_weight": 0.0},
+            "vector signal alone: no session links, dates, agent's-turn weight or diversity",
+            {"mode": "vector", "link_sessions": False, "date_weight": 0.0, "agent_turn_weight": 1.0},
         ),
         SystemSpec(
             "vector-head",
             "memclaw",
-            "one vector per unit from its first 256 word pieces (a plain MiniLM index): no passages, links or dates",
-            {"mode": "vector", "vector_signal": "head", "link_sessions": False, "date_weight": 0.0},
+            "one vector per unit from its first 256 word pieces (a plain MiniLM index): no passages, links, dates or "
+            "agent's-turn weight",
+            {
+                "mode": "vector",
+                "vector_signal": "head",
+                "link_sessions": False,
+                "date_weight": 0.0,
+                "agent_turn_weight": 1.0,
+            },  # fmt: skip
         ),
         SystemSpec("hybrid", "memclaw", "memclaw default configuration", {}),
         SystemSpec(
@@ -76,7 +83,7 @@ SYSTEMS: dict[str, SystemSpec] = {
         SystemSpec(
             "hybrid-rrf-plain",
             "memclaw",
-            "plain reciprocal-rank fusion, no session links or dates (the reference hybrid)",
+            "plain reciprocal-rank fusion, no session links, dates or agent's-turn weight (the reference hybrid)",
             {
                 "mode": "hybrid",
                 "fusion": "rrf",
@@ -85,6 +92,7 @@ SYSTEMS: dict[str, SystemSpec] = {
                 "bm25_weight": 1.0,
                 "vector_weight": 1.0,
                 "keep_factor": 0,
+                "agent_turn_weight": 1.0,
             },
         ),
         SystemSpec(
@@ -107,6 +115,12 @@ SYSTEMS: dict[str, SystemSpec] = {
             "hybrid-nolink", "memclaw", "default fusion without session links/diversity", {"link_sessions": False}
         ),
         SystemSpec("hybrid-nodate", "memclaw", "default without date-range handling", {"date_weight": 0.0}),
+        SystemSpec(
+            "hybrid-noagent",
+            "memclaw",
+            "default with the agent's own archived turns weighed as any turn (agent_turn_weight 1)",
+            {"agent_turn_weight": 1.0},
+        ),
         SystemSpec(
             "hybrid-recency",
             "memclaw",

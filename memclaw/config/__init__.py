@@ -134,6 +134,11 @@ class RecallConfig(_Section):
     """An archived turn that matches is served as an excerpt of its conversation: the best `excerpt_wide` of them with
     up to `excerpt_before` turns of the same chunk before them and `excerpt_after` after (fewer when the memory
     section's budget is short), the others alone (measured: benchmarks/README.md, "The archive")."""
+    agent_turn_weight: float = Field(0.4, ge=0, le=1)
+    """An archived turn the agent said itself (its speaker is `agent.name`) ranks with this share of its fused
+    score: the owner's words are the memory, and the agent's long replies, which restate the question's topic, would
+    crowd out the turn that holds the answer (measured: benchmarks/README.md, "The agent's own words"); 1: as any
+    turn."""
     date_weight: float = Field(0.5, ge=0)
     """A query naming a date range ("in August 2023", "last week") lifts memories stamped inside it by this share
     of the fusion's full scale (bm25_weight + vector_weight; of the best score with `weighted` or `rrf`), and the

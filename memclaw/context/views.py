@@ -133,7 +133,7 @@ def recall_table(
         if ids:
             cols[2].cells.append(lit(r.id))
         b = f"{r.bm25_rank}/{_fmt(r.bm25_score, 2)}" if r.bm25_rank else "-"
-        bm25.cells.append(lit(b + "".join(f" +{k}" for k in r.boosts)))
+        bm25.cells.append(lit(b + "".join(f" {k}" for k in r.boosts)))
         vector.cells.append(Text(f"{r.vector_rank}/{_fmt(r.vector_score)}" if r.vector_rank else "-"))
         kind.cells.append(lit(r.kind))
         stamp = "%Y-%m-%d %H:%M" if r.kind == "excerpt" else "%Y-%m-%d"

@@ -11,6 +11,9 @@ and the history entry. Recall ties them by that id alone (memclaw.index.links ti
   `benchmarks/README.md`), any such lift (the link weight, or a tenth of it) put turns above the facts and summaries
   that served the question better (recall in a 256-token section 0.666 with the link weight, 0.762 without).
 
+The agent's own turns (its replies, archived under its name) rank with a share of their score
+(`weigh_agent_turns`): the owner's words are the memory, the agent's restate the question's topic.
+
 `window` gives an archive hit its excerpt: the turns of the same chunk around it, up to `before` and `after` of them
 (the chunk's turns are consecutive rows of the unit table, in file order). A long turn (more than one passage:
 memclaw.index.passages) is cut there, marked `…`: the matched turn to the passage that matched, a neighbour to its
@@ -66,6 +69,35 @@ def cid_boost(
             t.score += g
             t.boosts["cid"] = g
     return sorted(by_id.values(), key=lambda h: (-h.score, h.id))
+
+
+def agent_turns(table: UnitTable, agent: str) -> Callable[[str], bool]:
+    """Whether a unit is an archived turn the agent said itself: its speaker is the agent's name (`agent.name`, the
+    name consolidation archives its turns under; compared without case or surrounding blanks)."""
+    name = agent.strip().casefold()
+
+    def said_by_agent(uid: str) -> bool:
+        row = table.row_of(uid)
+        if not name or row is None or table.kind_of(uid) != "archive":
+            return False
+        return table.extra_at(row).get("speaker", "").strip().casefold() == name
+
+    return said_by_agent
+
+
+def weigh_agent_turns(hits: list[Fused], said_by_agent: Callable[[str], bool], *, weight: float) -> list[Fused]:
+    """The agent's own archived turns keep `weight` of their fused score (the difference shows as the boost
+    `agent`, negative). What the owner said is the memory; the agent's replies restate the topic of the question at
+    length and, matched by it, crowd out the turn that holds the answer (measured: benchmarks/README.md, "The
+    agent's own words")."""
+    if weight >= 1 or not hits:
+        return hits
+    for h in hits:
+        if said_by_agent(h.id):
+            cut = h.score * (1 - weight)
+            h.score -= cut
+            h.boosts["agent"] = -cut
+    return sorted(hits, key=lambda h: (-h.score, h.id))
 
 
 def best_passages(hits: Iterable[Any]) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """The ranking stage of recall (pure): one query's signal lists in, its ranked hits out.
 
-BM25 and vector candidates are floored per signal, fused, lifted by the date ranges the query names (a unit stamped
+BM25 and vector candidates are floored per signal, fused (the agent's own archived turns with a share of their
+score), lifted by the date ranges the query names (a unit stamped
 inside one, or a fact or summary whose text names a day inside one: `stamp_in`), by the session
 links and by the consolidation ids of archived turns, optionally by recency; then one hit per text (and only the kind
 asked for), and last the placement that keeps what one signal alone ranks r-th within the first `keep_factor * r`
@@ -16,7 +17,7 @@ from datetime import datetime
 from typing import Literal, Protocol
 
 from memclaw.markdown.formats import NAMED_DAY_KINDS, named_days
-from memclaw.recall.archive import cid_boost
+from memclaw.recall.archive import cid_boost, weigh_agent_turns
 from memclaw.recall.dates import DateRange
 from memclaw.recall.fusion import (
     Fused,
@@ -78,6 +79,8 @@ class RankSettings:
     recency_weight: float = 0.3
     keep_factor: int = 0
     """> 0: what a signal ranks r-th stays within the first keep_factor * r (itself or a unit covering it)."""
+    agent_weight: float = 1.0
+    """The agent's own archived turns (`RankInput.agent_turns`) keep this share of their fused score."""
 
 
 @dataclass
@@ -98,6 +101,8 @@ class RankInput:
     entries_of: Mapping[str, Sequence[str]] = field(default_factory=dict)
     """Consolidation id -> its history entries: an archived turn that matches lifts them (memclaw.recall.archive;
     `units` is then the scope's unit table)."""
+    agent_turns: Callable[[str], bool] | None = None
+    """Whether a unit is an archived turn the agent said itself (memclaw.recall.archive.agent_turns)."""
 
 
 def rank(inp: RankInput, s: RankSettings, *, k: int, n_cand: int, kind: str | None = None) -> list[Fused]:
@@ -106,6 +111,8 @@ def rank(inp: RankInput, s: RankSettings, *, k: int, n_cand: int, kind: str | No
     units = inp.units
     bm25, vector = apply_floors(inp.bm25, inp.vector, s.fusion)
     fused = fuse(bm25, vector, s.fusion, bm25_bound=inp.bm25_bound)
+    if inp.agent_turns is not None:
+        fused = weigh_agent_turns(fused, inp.agent_turns, weight=s.agent_weight)
     if inp.ranges and s.date_weight > 0:
         narrow = [r for r in inp.ranges if r.days <= s.date_only_max_days]
         extra = inp.dated_in(narrow, n_cand) if narrow and inp.dated_in is not None else []

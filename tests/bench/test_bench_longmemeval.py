@@ -63,6 +63,15 @@ def test_write_question_archive_goes_through_the_writer(tmp_path):
     assert "- 18:40 **assistant**: Congrats!" in day
     assert "ans_dog" not in day
     corpus = load_corpus(root, coverage_path(root))
+    # The AI's turns are the agent's own, as memclaw archives them (under the bench config's `agent.name`): recall
+    # weighs them with `recall.agent_turn_weight`.
+    from memclaw.bench.run_config import bench_config
+    from memclaw.index.unittable import UnitTable
+    from memclaw.recall.archive import agent_turns
+
+    said = agent_turns(UnitTable.from_units(corpus.units), bench_config().agent.name)
+    assert {u.extra["speaker"] for u in corpus.units if said(u.id)} == {"assistant"}
+    assert {u.extra["speaker"] for u in corpus.units if not said(u.id)} == {"user"}
     assert corpus.unmatched == [] and len(corpus.units) == 8
     # The count view: a turn counts for its session; the budgeted view: only the has_answer turn earns it.
     assert [sorted(corpus.cover[u.id]) for u in corpus.units if u.timestamp.day == 3] == [["ans_dog"], ["ans_dog"]]
