@@ -9,6 +9,7 @@ import random
 from datetime import date, datetime, time, timedelta
 from pathlib import Path
 
+from memclaw.bench.run_config import BENCH_AGENT
 from memclaw.bench.synthetic import fill_template
 from memclaw.markdown.archive import ArchiveChunk, ArchiveDay, ArchivedTurn, consolidation_id, render_day
 
@@ -53,7 +54,7 @@ def synthetic_archive(
             if i % 2 == 0:
                 turns.append(ArchivedTurn("Maya", fill_template(rng, rng.choice(OWNER_TURNS)), at))
             else:
-                turns.append(ArchivedTurn("memclaw", fill_template(rng, rng.choice(ASSISTANT_TURNS)), at))
+                turns.append(ArchivedTurn(BENCH_AGENT, fill_template(rng, rng.choice(ASSISTANT_TURNS)), at))
         cid = consolidation_id(hashlib.sha1(f"{seed}:{n_chunk}".encode()).hexdigest())
         days.setdefault(day, ArchiveDay(day)).chunks.append(ArchiveChunk(cid, start, tuple(turns)))
         made += len(turns)
