@@ -85,6 +85,12 @@ def test_a_turn_is_the_agents_only_by_its_speaker_in_the_archive():
     said = agent_turns(table, "memclaw")
     assert [said(u) for u in ("a1", "a2", "a3", "a4", "f1", "missing")] == [True, True, False, False, False, False]
     assert not any(agent_turns(table, "  ")(u) for u in ("a1", "a2", "a3"))  # no name, no agent's turn
+    # a name the archive cannot carry as is ("*" and ":" delimit a turn line) matches as the writer wrote it
+    from memclaw.markdown.archive import clean_speaker
+
+    odd = "Dr:  Who*"
+    written = UnitTable.from_units([unit("a5", "archive", clean_speaker(odd)), unit("a6", "archive", "?")])
+    assert agent_turns(written, odd)("a5") and not agent_turns(written, odd)("a6")
 
 
 def test_the_weight_scales_only_the_agents_turns_and_reorders():
