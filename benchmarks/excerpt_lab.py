@@ -187,8 +187,8 @@ def run_lme(args, variants, embedder, count) -> dict[str, Any]:
         cover, relevant = made
         main, svcs = services(root, variants, embedder)
         now = parse_lme_date(rq["question_date"]) if rq.get("question_date") else None
+        qid, qtype = str(rq["question_id"]), str(rq.get("question_type"))
         for name, svc in svcs.items():
-            qid, qtype = str(rq["question_id"]), str(rq.get("question_type"))
             rec = by_q[name][qid] = {"type": qtype, "any": [], "all": [], "tokens": []}
             for b, (got, used) in served_covers(svc, str(rq["question"]), cover, now, count, fill_opts[name]).items():
                 hit = got & relevant
@@ -198,7 +198,7 @@ def run_lme(args, variants, embedder, count) -> dict[str, Any]:
                 any_[name][b].append(float(bool(hit)))
                 all_[name][b].append(float(hit == relevant))
                 if b == 1024:
-                    by_type[name][str(rq.get("question_type"))].append(float(hit == relevant))
+                    by_type[name][qtype].append(float(hit == relevant))
         for s in [main, *svcs.values()]:
             s.close()
         shutil.rmtree(root, ignore_errors=True)
