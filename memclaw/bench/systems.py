@@ -122,6 +122,13 @@ SYSTEMS: dict[str, SystemSpec] = {
             {"agent_turn_weight": 1.0},
         ),
         SystemSpec(
+            "hybrid-replies",
+            "memclaw",
+            "default with the agent's own turns kept in place like any unit and its replies beside an excerpt's match "
+            "shown as any turn (keep_agent_turns, excerpt_agent_words None: the default before they were elided)",
+            {"keep_agent_turns": True, "excerpt_agent_words": None},
+        ),
+        SystemSpec(
             "hybrid-recency",
             "memclaw",
             "default plus recency for history (half-life 30 days)",

@@ -112,6 +112,10 @@ class RecallConfig(_Section):
     keep_factor: int = Field(3, ge=0, le=10)
     """A unit that BM25 or the vector alone ranks in its top k is kept within the first keep_factor * k hits
     (itself or the history entry that covers it); 0 turns the guarantee off, else at least 2."""
+    keep_agent_turns: bool = False
+    """True: the guarantee holds for the agent's own archived turns too. By default (with `agent_turn_weight` < 1)
+    it does not: they hold their signal rank with no place of their own and rank as the weight puts them (measured:
+    benchmarks/README.md, "The agent's replies in an excerpt")."""
 
     candidates: int = Field(50, ge=1, le=2000)
     vector_signal: Literal["max", "passages", "head"] = "max"
@@ -134,6 +138,11 @@ class RecallConfig(_Section):
     """An archived turn that matches is served as an excerpt of its conversation: the best `excerpt_wide` of them with
     up to `excerpt_before` turns of the same chunk before them and `excerpt_after` after (fewer when the memory
     section's budget is short), the others alone (measured: benchmarks/README.md, "The archive")."""
+    excerpt_agent_words: int | None = Field(25, ge=0, le=400)
+    """In an excerpt, a reply of the agent beside the matched turn (its speaker is `agent.name`) of more than this
+    many words is shown as said, not what (`memclaw: …`, not served: the owner's words are the memory, measured:
+    benchmarks/README.md, "The agent's replies in an excerpt"); None: as any turn (a long one as its 40 words nearest
+    to the match). A reply that matches is served as itself."""
     agent_turn_weight: float = Field(0.4, ge=0, le=1)
     """An archived turn the agent said itself (its speaker is `agent.name`) ranks with this share of its fused
     score: the owner's words are the memory, and the agent's long replies, which restate the question's topic, would

@@ -5,7 +5,10 @@ An archived turn that recall returns comes with its window (memclaw.recall.archi
 around it. It is served as one item, dated with its first turn's time and marked as conversation, the turns in
 order, each as `speaker: text`, separated by ` / ` (a turn's own further lines are indented, as every item's are):
 
-    - (2026-11-25 14:02, conversation) Maya: Did Lena say which restaurant? / memclaw: Taberna da Ribeira ...
+    - (2026-11-25 14:02, conversation) Maya: Lena booked Taberna da Ribeira for Friday / memclaw: … / Maya: ...
+
+(a reply of the agent beside the matched turn is shown as said, not what: memclaw.recall.archive.elided; such a
+turn is not served by the excerpt, memclaw.context.memory_section).
 
 When the whole window does not fit, the turns farthest from the one that matched go first, those before it
 before those after it (an answer follows its question); when the matched turn alone does not fit, its text is cut

@@ -19,7 +19,8 @@ fits, else the largest part of it that does). A memory that does not fit in what
 shorter, lower-ranked one may still fit), a memory whose consolidation's summary is already in the section and says
 the same is skipped as redundant (the summary covers it), and so is a turn already inside a kept excerpt (an
 excerpt's window leaves out the turns others serve). Every skip is reported with its reason, and every kept item
-with the units it serves (`served`: a fact or entry itself, an excerpt's turns): what the benchmarks credit.
+with the units it serves (`served`: a fact or entry itself, an excerpt's turns but those shown as said, not what,
+memclaw.recall.archive.elided, which can still come on their own): what the benchmarks credit.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from memclaw.context.excerpts import escape, excerpt_item, fit_excerpt
 from memclaw.markdown.formats import split_trailing_date
 from memclaw.markdown.units import MemoryUnit
+from memclaw.recall.archive import ELIDED
 from memclaw.recall.results import RecallHit
 
 ITEM_JOIN = 1
@@ -78,7 +80,7 @@ class Candidate:
     @property
     def serves(self) -> tuple[str, ...]:
         """The ids of the units whose words the item holds: an excerpt's turns, else the memory itself."""
-        return tuple(t.id for t in self.window) if self.window else (self.id,)
+        return tuple(t.id for t in self.window if ELIDED not in t.extra) if self.window else (self.id,)
 
     @property
     def focus(self) -> int:
@@ -177,7 +179,8 @@ def fill(cands: Sequence[Candidate], budget: int, count: Callable[[str], int] | 
         res.used += c.tokens
         kept_ids.add(c.id)
         for t in c.window:
-            served_by[t.id] = c.id
+            if ELIDED not in t.extra:  # (a turn shown as its speaker alone is not served: it can come on its own)
+                served_by[t.id] = c.id
     return res
 
 

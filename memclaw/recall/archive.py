@@ -12,7 +12,9 @@ and the history entry. Recall ties them by that id alone (memclaw.index.links ti
   that served the question better (recall in a 256-token section 0.666 with the link weight, 0.762 without).
 
 The agent's own turns (its replies, archived under its name) rank with a share of their score
-(`weigh_agent_turns`): the owner's words are the memory, the agent's restate the question's topic.
+(`weigh_agent_turns`): the owner's words are the memory, the agent's restate the question's topic. For the same
+reason an excerpt shows a reply of the agent beside the matched turn as said, not what (`elided`: `memclaw: …`, by
+default; `ArchiveHits`); a reply that matches is served as itself.
 
 `window` gives an archive hit its excerpt: the turns of the same chunk around it, up to `before` and `after` of them
 (the chunk's turns are consecutive rows of the unit table, in file order). A long turn (more than one passage:
@@ -41,6 +43,8 @@ Tokenize = Callable[[str], list[str]]
 NEIGHBOUR_WORDS = 40
 """A long turn next to the matched one shows at most this many words, those nearest to it."""
 CUT = "…"
+ELIDED = "elided"
+"""The extra that marks a turn shown as its speaker alone (`elided`): it is in an excerpt, its words are not."""
 RESTATE_SHARE = 0.75
 """An entry covers a turn when it holds at least this share of the turn's content words (BM25 tokens)."""
 
@@ -76,15 +80,25 @@ def agent_turns(table: UnitTable, agent: str) -> Callable[[str], bool]:
     """Whether a unit is an archived turn the agent said itself: its speaker is the agent's name (`agent.name`, the
     name consolidation archives its turns under), both as a turn line carries a speaker (`clean_speaker`), without
     case. A blank name has no turns."""
-    name = clean_speaker(agent).casefold() if agent.strip() else ""
+    at = agent_rows(table, agent)
 
     def said_by_agent(uid: str) -> bool:
         row = table.row_of(uid)
-        if not name or row is None or table.kind_of(uid) != "archive":
+        return row is not None and at(row)
+
+    return said_by_agent
+
+
+def agent_rows(table: UnitTable, agent: str) -> Callable[[int], bool]:
+    """`agent_turns` by row of the table."""
+    name = clean_speaker(agent).casefold() if agent.strip() else ""
+
+    def at(row: int) -> bool:
+        if not name or table.kind_at(row) != "archive":
             return False
         return clean_speaker(table.extra_at(row).get("speaker", "")).casefold() == name
 
-    return said_by_agent
+    return at
 
 
 def weigh_agent_turns(hits: list[Fused], said_by_agent: Callable[[str], bool], *, weight: float) -> list[Fused]:
@@ -146,7 +160,9 @@ def covers(entry_tokens: set[str], turn_tokens: Sequence[str]) -> bool:
 
 
 class ArchiveHits:
-    """What an archive hit carries out of recall: its excerpt's window and the entries that cover it."""
+    """What an archive hit carries out of recall: its excerpt's window and the entries that cover it. `agent_at`: the
+    agent's own turns by row (`agent_rows`); a reply of the agent beside the matched turn of more than `agent_words`
+    words is shown as said, not what (`elided`); None: as any turn."""
 
     def __init__(
         self,
@@ -157,6 +173,9 @@ class ArchiveHits:
         n_wide: int,
         query: str = "",
         passages: Mapping[str, str] | None = None,
+        *,
+        agent_at: Callable[[int], bool] | None = None,
+        agent_words: int | None = None,
     ) -> None:
         self.query = set(tokenize(query)) if query else set()
         self.passages = passages or {}
@@ -164,6 +183,7 @@ class ArchiveHits:
         self.entries_of = entries_of
         self.tokenize = tokenize
         self.wide, self.n_wide = wide, n_wide
+        self.agent_at, self.agent_words = agent_at, agent_words
         self._n = 0
         self._entry_tokens: dict[str, set[str]] = {}
 
@@ -176,21 +196,29 @@ class ArchiveHits:
         before, after = self.wide if self._n <= self.n_wide else (0, 0)
         turns = window(self.table, u.id, before, after)
         at = next(n for n, t in enumerate(turns) if t.id == u.id)
-        return tuple(self._cut(t, n - at) for n, t in enumerate(turns))
+        return tuple(self._reply(t, n - at) if n != at and self._agent(t.id) else self._cut(t, n - at)
+                     for n, t in enumerate(turns))  # fmt: skip
+
+    def _reply(self, t: MemoryUnit, offset: int) -> MemoryUnit:
+        """The agent's reply beside the match (see the class docstring)."""
+        if self.agent_words is None:
+            return self._cut(t, offset)
+        return self._cut(t, offset) if len(t.text.partition(SPEAKER_SEP)[2].split()) <= self.agent_words else elided(t)
+
+    def _agent(self, uid: str) -> bool:
+        if self.agent_at is None or self.agent_words is None:
+            return False
+        row = self.table.row_of(uid)
+        return row is not None and self.agent_at(row)
 
     def _cut(self, t: MemoryUnit, offset: int) -> MemoryUnit:
         """A long turn as its excerpt shows it: the matched one as its best passage (the vector signal's, else the
         one sharing most words with the query), a neighbour as its NEIGHBOUR_WORDS words nearest to the match."""
         if not is_long(t.text):
             return t
-        speaker, _, body = t.text.partition(SPEAKER_SEP)
         if offset:
-            words = body.split()
-            if len(words) <= NEIGHBOUR_WORDS:
-                return t
-            near = words[-NEIGHBOUR_WORDS:] if offset < 0 else words[:NEIGHBOUR_WORDS]
-            cut = f"{CUT} {' '.join(near)}" if offset < 0 else f"{' '.join(near)} {CUT}"
-            return dataclasses.replace(t, text=f"{speaker}{SPEAKER_SEP}{cut}")
+            return _near_words(t, offset, NEIGHBOUR_WORDS)
+        speaker, _, body = t.text.partition(SPEAKER_SEP)
         parts = split_passages(t.text)
         ids = passage_ids(t.id, len(parts))
         best = self.passages.get(t.id)
@@ -215,3 +243,20 @@ class ArchiveHits:
             if covers(toks, turn):
                 out.append(eid)
         return tuple(out)
+
+
+def _near_words(t: MemoryUnit, offset: int, n: int) -> MemoryUnit:
+    """A neighbour turn (`offset` from the match, non-zero) as its n words nearest to the match, marked `…`."""
+    speaker, _, body = t.text.partition(SPEAKER_SEP)
+    words = body.split()
+    if len(words) <= n:
+        return t
+    near = words[-n:] if offset < 0 else words[:n]
+    cut = f"{CUT} {' '.join(near)}" if offset < 0 else f"{' '.join(near)} {CUT}"
+    return dataclasses.replace(t, text=f"{speaker}{SPEAKER_SEP}{cut}")
+
+
+def elided(t: MemoryUnit) -> MemoryUnit:
+    """The turn as `speaker: …`: an excerpt shows that it was said, not what."""
+    text = f"{t.text.partition(SPEAKER_SEP)[0]}{SPEAKER_SEP}{CUT}"
+    return dataclasses.replace(t, text=text, extra={**t.extra, ELIDED: "1"})

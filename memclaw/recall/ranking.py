@@ -5,7 +5,8 @@ score), lifted by the date ranges the query names (a unit stamped
 inside one, or a fact or summary whose text names a day inside one: `stamp_in`), by the session
 links and by the consolidation ids of archived turns, optionally by recency; then one hit per text (and only the kind
 asked for), and last the placement that keeps what one signal alone ranks r-th within the first `keep_factor * r`
-(memclaw.recall.keep). The recall pipeline (memclaw.recall.search) and the fusion lab (benchmarks/fusion_lab.py) both
+(memclaw.recall.keep; not for the agent's own turns, which their weight ranks, `RankSettings.keep_agent_turns`).
+The recall pipeline (memclaw.recall.search) and the fusion lab (benchmarks/fusion_lab.py) both
 rank through `rank`, so the lab replays the product.
 """
 
@@ -81,6 +82,9 @@ class RankSettings:
     """> 0: what a signal ranks r-th stays within the first keep_factor * r (itself or a unit covering it)."""
     agent_weight: float = 1.0
     """The agent's own archived turns (`RankInput.agent_turns`) keep this share of their fused score."""
+    keep_agent_turns: bool = True
+    """False (and `agent_weight` < 1): the placement does not apply to the agent's own archived turns (they hold
+    their signal rank with no place of their own: the weight ranks them)."""
 
 
 @dataclass
@@ -164,10 +168,20 @@ def _placed(
         rep.setdefault(distinct.key(i), i)
     by_id = {f.id: f for f in fused}
     ranked = list(dict.fromkeys([*(f.id for f in order), *sorted(rep.values(), key=pos.__getitem__)]))
-    outside = _outside(inp, inp.units) if s.date_weight > 0 else (lambda _i: False)
-    signals = [[None if outside(i) else rep[distinct.key(i)] for i in lst] for lst in lists]
+    unplaced = _unplaced(inp, s)
+    signals = [[None if unplaced(i) else rep[distinct.key(i)] for i in lst] for lst in lists]
     kept = keep_signal_ranks(ranked, signals, factor=s.keep_factor, limit=k, covered_by=inp.links)
     return [by_id[i] for i in kept]
+
+
+def _unplaced(inp: RankInput, s: RankSettings) -> Callable[[str], bool]:
+    """The units the placement does not apply to: stamped outside the dates the query names (`_outside`), and the
+    agent's own turns when they are weighed down and `keep_agent_turns` is off (the weight ranks them)."""
+    outside = _outside(inp, inp.units) if s.date_weight > 0 else (lambda _i: False)
+    agent = inp.agent_turns
+    if agent is None or s.agent_weight >= 1 or s.keep_agent_turns:
+        return outside
+    return lambda i: outside(i) or agent(i)
 
 
 def _outside(inp: RankInput, units: Mapping[str, RankUnit]) -> Callable[[str], bool]:

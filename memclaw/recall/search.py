@@ -22,7 +22,7 @@ from memclaw.errors import (
 from memclaw.index.identity import what_broke
 from memclaw.index.passages import is_head, is_long, unit_of
 from memclaw.markdown.units import KINDS
-from memclaw.recall.archive import ArchiveHits, agent_turns, best_passages
+from memclaw.recall.archive import ArchiveHits, agent_rows, agent_turns, best_passages
 from memclaw.recall.dates import find_date_ranges, without_dates
 from memclaw.recall.fusion import FusionParams
 from memclaw.recall.ranking import RankInput, RankSettings, rank
@@ -63,6 +63,7 @@ def rank_settings(rc: RecallConfig) -> RankSettings:
         recency_weight=RECENCY_WEIGHT,
         keep_factor=rc.keep_factor,
         agent_weight=rc.agent_turn_weight,
+        keep_agent_turns=rc.keep_agent_turns,
     )
 
 
@@ -175,7 +176,8 @@ class Recall:
         inp = RankInput(bm25_hits, vec_hits, units, links, ranges, sc.dated_in, now, bm25_bound, entries_of,
                         agent_turns(units, self.config.agent.name))  # fmt: skip
         turns = ArchiveHits(units, entries_of, self.tokenizer.tokenize, (rc.excerpt_before, rc.excerpt_after),
-                            rc.excerpt_wide, query, passages)  # fmt: skip
+                            rc.excerpt_wide, query, passages, agent_at=agent_rows(units, self.config.agent.name),
+                            agent_words=rc.excerpt_agent_words)  # fmt: skip
         for f in rank(inp, rank_settings(rc), k=k, n_cand=n_cand, kind=kind):
             u = units[f.id]
             result.hits.append(

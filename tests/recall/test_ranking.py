@@ -44,7 +44,10 @@ def cases(draw):
     hist = [i for i, u in units.items() if u.kind == "history"]
     links = {i: draw(st.lists(st.sampled_from(hist), max_size=2, unique=True)) for i in ids if hist and i < "u1"}
     ranges = draw(st.sampled_from([[], [DateRange(DAY[3], DAY[9], "that week")]]))
-    return RankInput(signal(0.01, 30.0), signal(0.15, 1.0), units, links, ranges, None, DAY[-1], 40.0)
+    turns = [i for i, u in units.items() if u.kind == "archive"]
+    agent = frozenset(draw(st.lists(st.sampled_from(turns), unique=True))) if turns else frozenset()
+    return RankInput(signal(0.01, 30.0), signal(0.15, 1.0), units, links, ranges, None, DAY[-1], 40.0,
+                     agent_turns=agent.__contains__)  # fmt: skip
 
 
 def _distinct_ranks(inp: RankInput, sig, kind: str | None) -> list[tuple[str, str]]:
@@ -65,9 +68,13 @@ def _distinct_ranks(inp: RankInput, sig, kind: str | None) -> list[tuple[str, st
     st.integers(1, 40),
     st.sampled_from([None, "fact", "history"]),
     st.sampled_from(["adaptive", "weighted", "rrf"]),
+    st.sampled_from([(1.0, True), (1.0, False), (0.4, True), (0.4, False)]),
 )
-def test_a_signals_top_k_stays_within_the_first_factor_k_for_every_k(inp, factor, k, kind, method):
-    s = RankSettings(fusion=FusionParams(method=method, min_similarity=0.15), keep_factor=factor)
+def test_a_signals_top_k_stays_within_the_first_factor_k_for_every_k(inp, factor, k, kind, method, agent):
+    """For every unit but, with `keep_agent_turns` off, the agent's own turns (weighed down by design)."""
+    weight, keep_agent = agent
+    s = RankSettings(fusion=FusionParams(method=method, min_similarity=0.15), keep_factor=factor,
+                     agent_weight=weight, keep_agent_turns=keep_agent)  # fmt: skip
     out = rank(inp, s, k=k, n_cand=50, kind=kind)
     texts = [inp.units[h.id].text for h in out]
     assert len(texts) == len(set(texts))  # one hit per text
@@ -82,6 +89,8 @@ def test_a_signals_top_k_stays_within_the_first_factor_k_for_every_k(inp, factor
             ts = inp.units[own].timestamp
             if inp.ranges and not (ts and any(ts in rg for rg in inp.ranges)):
                 continue  # the query names dates and this unit is stamped outside them: the date outranks it
+            if not keep_agent and weight < 1 and inp.agent_turns(own):
+                continue  # the agent's own turn, not kept in place: its weight ranks it
             covered = {c for i in ids for c in inp.links.get(i, ())}
             assert any(inp.units[i].text == text for i in head) or covered & set(head), (text, r, factor)
 
@@ -106,3 +115,24 @@ def test_a_named_date_outranks_what_a_signal_found_outside_it():
     inp = RankInput([], [("week", 0.35), ("in", 0.16)], units, {}, [last_week], lambda rs, n: ["in"])
     s = RankSettings(fusion=FusionParams(method="adaptive", min_similarity=0.15), date_scale="full", keep_factor=3)
     assert [h.id for h in rank(inp, s, k=2, n_cand=50)] == ["in", "week"]
+
+
+def test_the_agents_own_turns_rank_by_their_weight_not_by_the_placement():
+    """The agent's reply both signals rank first, weighed down: with `keep_agent_turns` it is placed within the first
+    3 (its signal rank 1 times the factor); by default it ranks where the weight puts it, below the owner's turns,
+    and the owner's turns keep their guarantee."""
+    units = {"reply": U("archive", None, "the agent restates it")} | {
+        f"o{i}": U("archive", None, f"the owner said {i}") for i in range(6)
+    }
+    bm25 = [("reply", 12.0)] + [(f"o{i}", 10.0 - i) for i in range(6)]
+    vector = [("reply", 0.9)] + [(f"o{i}", 0.8 - 0.05 * i) for i in range(6)]
+    inp = RankInput(bm25, vector, units, agent_turns=lambda i: i == "reply")
+    fusion = FusionParams(method="adaptive", min_similarity=0.15)
+
+    def order(keep: bool, weight: float = 0.1) -> list[str]:
+        s = RankSettings(fusion=fusion, keep_factor=3, agent_weight=weight, keep_agent_turns=keep)
+        return [h.id for h in rank(inp, s, k=7, n_cand=50)]
+
+    assert order(True).index("reply") == 2
+    assert order(False) == ["o0", "o1", "o2", "o3", "o4", "o5", "reply"]
+    assert order(False, weight=1.0)[0] == "reply"  # not weighed: as any unit
