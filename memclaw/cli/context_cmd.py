@@ -110,7 +110,8 @@ def memory_section_table(built: BuiltContext) -> Table:
     skips = {s.index: s.reason for s in f.skipped}
     for i, c in enumerate(f.candidates):
         reason = skips.get(i)
-        what = f"excerpt of {len(c.window)} turn{'s' if len(c.window) > 1 else ''}: " if c.window else ""
+        n = len(c.serves)  # (the turns whose words it holds: a reply shown as said, not what, is not one)
+        what = f"excerpt of {n} turn{'s' if n != 1 else ''}: " if c.window else ""
         t.add_row(
             str(i + 1),
             str(c.tokens),

@@ -5,10 +5,13 @@ files, the real model, a real embedded Chroma and BM25; the agent is whoever `ag
 from __future__ import annotations
 
 from datetime import datetime
+from types import SimpleNamespace
 
 import pytest
 from pydantic import ValidationError
+from rich.console import Console
 
+from memclaw.cli.context_cmd import memory_section_table
 from memclaw.config import Config
 from memclaw.context.memory_section import candidates, fill, fill_hits
 from memclaw.index.unittable import UnitTable
@@ -67,6 +70,9 @@ def test_an_excerpt_shows_the_owners_words_and_elides_the_agents_long_replies(tm
         by_id = {t.id: t.text for t in hit.excerpt}
         assert [by_id[i] for i in section.served(0)] == [f"Maya: {OWNER[2]}", f"Maya: {OWNER[3]}"]
         assert f"{agent}: … / Maya: {OWNER[2]} / {agent}: … / Maya: {OWNER[3]}" in section.candidates[0].item
+        console = Console(record=True, width=400)
+        console.print(memory_section_table(SimpleNamespace(memory_fill=section)))  # type: ignore[arg-type]
+        assert "excerpt of 2 turns: " in console.export_text()  # `memclaw context`: the turns whose words it holds
     finally:
         svc.close()
     for name, words in (("long", 400), ("all", None)):
