@@ -178,9 +178,8 @@ def fill(cands: Sequence[Candidate], budget: int, count: Callable[[str], int] | 
         res.kept.append(i)
         res.used += c.tokens
         kept_ids.add(c.id)
-        for t in c.window:
-            if ELIDED not in t.extra:  # (a turn shown as its speaker alone is not served: it can come on its own)
-                served_by[t.id] = c.id
+        for uid in c.serves if c.window else ():  # (an elided turn is not served: it can still come on its own)
+            served_by[uid] = c.id
     return res
 
 

@@ -229,9 +229,6 @@ class UnitTable(Mapping[str, MemoryUnit]):
     def kind_of(self, uid: str) -> Kind:
         return KINDS[self._c["kinds"][self._rows()[uid]]]
 
-    def kind_at(self, row: int) -> Kind:
-        return KINDS[self._c["kinds"][row]]
-
     def day_of(self, row: int) -> str | None:
         """The row's timestamp date as YYYY-MM-DD (what session links group by), None if undated."""
         ts = self._c["timestamps"][row]

@@ -80,25 +80,15 @@ def agent_turns(table: UnitTable, agent: str) -> Callable[[str], bool]:
     """Whether a unit is an archived turn the agent said itself: its speaker is the agent's name (`agent.name`, the
     name consolidation archives its turns under), both as a turn line carries a speaker (`clean_speaker`), without
     case. A blank name has no turns."""
-    at = agent_rows(table, agent)
+    name = clean_speaker(agent).casefold() if agent.strip() else ""
 
     def said_by_agent(uid: str) -> bool:
         row = table.row_of(uid)
-        return row is not None and at(row)
-
-    return said_by_agent
-
-
-def agent_rows(table: UnitTable, agent: str) -> Callable[[int], bool]:
-    """`agent_turns` by row of the table."""
-    name = clean_speaker(agent).casefold() if agent.strip() else ""
-
-    def at(row: int) -> bool:
-        if not name or table.kind_at(row) != "archive":
+        if not name or row is None or table.kind_of(uid) != "archive":
             return False
         return clean_speaker(table.extra_at(row).get("speaker", "")).casefold() == name
 
-    return at
+    return said_by_agent
 
 
 def weigh_agent_turns(hits: list[Fused], said_by_agent: Callable[[str], bool], *, weight: float) -> list[Fused]:
@@ -160,9 +150,9 @@ def covers(entry_tokens: set[str], turn_tokens: Sequence[str]) -> bool:
 
 
 class ArchiveHits:
-    """What an archive hit carries out of recall: its excerpt's window and the entries that cover it. `agent_at`: the
-    agent's own turns by row (`agent_rows`); a reply of the agent beside the matched turn of more than `agent_words`
-    words is shown as said, not what (`elided`); None: as any turn."""
+    """What an archive hit carries out of recall: its excerpt's window and the entries that cover it. A reply of the
+    agent (`said_by_agent`: `agent_turns`) beside the matched turn of more than `agent_words` words is shown as said,
+    not what (`elided`); None: as any turn."""
 
     def __init__(
         self,
@@ -174,7 +164,7 @@ class ArchiveHits:
         query: str = "",
         passages: Mapping[str, str] | None = None,
         *,
-        agent_at: Callable[[int], bool] | None = None,
+        said_by_agent: Callable[[str], bool] | None = None,
         agent_words: int | None = None,
     ) -> None:
         self.query = set(tokenize(query)) if query else set()
@@ -183,7 +173,7 @@ class ArchiveHits:
         self.entries_of = entries_of
         self.tokenize = tokenize
         self.wide, self.n_wide = wide, n_wide
-        self.agent_at, self.agent_words = agent_at, agent_words
+        self.said_by_agent, self.agent_words = said_by_agent, agent_words
         self._n = 0
         self._entry_tokens: dict[str, set[str]] = {}
 
@@ -196,20 +186,13 @@ class ArchiveHits:
         before, after = self.wide if self._n <= self.n_wide else (0, 0)
         turns = window(self.table, u.id, before, after)
         at = next(n for n, t in enumerate(turns) if t.id == u.id)
-        return tuple(self._reply(t, n - at) if n != at and self._agent(t.id) else self._cut(t, n - at)
-                     for n, t in enumerate(turns))  # fmt: skip
+        return tuple(elided(t) if n != at and self._elides(t) else self._cut(t, n - at) for n, t in enumerate(turns))
 
-    def _reply(self, t: MemoryUnit, offset: int) -> MemoryUnit:
-        """The agent's reply beside the match (see the class docstring)."""
-        if self.agent_words is None:
-            return self._cut(t, offset)
-        return self._cut(t, offset) if len(t.text.partition(SPEAKER_SEP)[2].split()) <= self.agent_words else elided(t)
-
-    def _agent(self, uid: str) -> bool:
-        if self.agent_at is None or self.agent_words is None:
+    def _elides(self, t: MemoryUnit) -> bool:
+        """Whether a turn beside the match is a reply of the agent too long to show (see the class docstring)."""
+        if self.said_by_agent is None or self.agent_words is None:
             return False
-        row = self.table.row_of(uid)
-        return row is not None and self.agent_at(row)
+        return len(t.text.partition(SPEAKER_SEP)[2].split()) > self.agent_words and self.said_by_agent(t.id)
 
     def _cut(self, t: MemoryUnit, offset: int) -> MemoryUnit:
         """A long turn as its excerpt shows it: the matched one as its best passage (the vector signal's, else the

@@ -22,7 +22,7 @@ from memclaw.errors import (
 from memclaw.index.identity import what_broke
 from memclaw.index.passages import is_head, is_long, unit_of
 from memclaw.markdown.units import KINDS
-from memclaw.recall.archive import ArchiveHits, agent_rows, agent_turns, best_passages
+from memclaw.recall.archive import ArchiveHits, agent_turns, best_passages
 from memclaw.recall.dates import find_date_ranges, without_dates
 from memclaw.recall.fusion import FusionParams
 from memclaw.recall.ranking import RankInput, RankSettings, rank
@@ -173,10 +173,11 @@ class Recall:
         result.date_ranges = ranges
         links = sc.state.links if rc.link_sessions else {}
         entries_of = sc.entries_by_cid() if rc.link_sessions else {}
+        said_by_agent = agent_turns(units, self.config.agent.name)
         inp = RankInput(bm25_hits, vec_hits, units, links, ranges, sc.dated_in, now, bm25_bound, entries_of,
-                        agent_turns(units, self.config.agent.name))  # fmt: skip
+                        said_by_agent)  # fmt: skip
         turns = ArchiveHits(units, entries_of, self.tokenizer.tokenize, (rc.excerpt_before, rc.excerpt_after),
-                            rc.excerpt_wide, query, passages, agent_at=agent_rows(units, self.config.agent.name),
+                            rc.excerpt_wide, query, passages, said_by_agent=said_by_agent,
                             agent_words=rc.excerpt_agent_words)  # fmt: skip
         for f in rank(inp, rank_settings(rc), k=k, n_cand=n_cand, kind=kind):
             u = units[f.id]
