@@ -115,7 +115,7 @@ def memory_section_table(built: BuiltContext) -> Table:
         t.add_row(
             str(i + 1),
             str(c.tokens),
-            lit(reason, "red") if reason else Text("in", style="green"),
+            lit(reason, "red") if reason else Text(f.status(i) or "in", style="green"),
             Text.assemble((what, "dim"), lit(shorten(c.item, MEMORY_CHARS))),
         )
     return t

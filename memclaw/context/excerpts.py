@@ -8,7 +8,11 @@ order, each as `speaker: text`, separated by ` / ` (a turn's own further lines a
     - (2026-11-25 14:02, conversation) Maya: Lena booked Taberna da Ribeira for Friday / memclaw: … / Maya: ...
 
 (a reply of the agent beside the matched turn is shown as said, not what: memclaw.recall.archive.elided; such a
-turn is not served by the excerpt, memclaw.context.memory_section).
+turn is not served by the excerpt, memclaw.context.memory_section). Two excerpts of one chunk are one item (the
+memory section joins them: one date label, the conversation in order), a run of turns left out between them marked
+with `…` in their place:
+
+    - (2026-11-25 14:02, conversation) Maya: ... / memclaw: ... / … / Maya: ...
 
 When the whole window does not fit, the turns farthest from the one that matched go first, those before it
 before those after it (an answer follows its question); when the matched turn alone does not fit, its text is cut
@@ -20,8 +24,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 
 from memclaw.markdown.units import MemoryUnit
+from memclaw.recall.archive import ELIDED
 
 TURN_SEP = " / "
+GAP = "…"
+"""Stands for the turns of the chunk left out between two runs of one item."""
 CUT_MARK = " …"
 MIN_CUT_WORDS = 8
 """A matched turn cut shorter than this many words is not served (a few words out of context tell little)."""
@@ -33,11 +40,38 @@ def escape(text: str) -> str:
 
 
 def excerpt_item(turns: Sequence[MemoryUnit]) -> str:
-    """The memory-section item of these consecutive turns of one chunk (see the module docstring)."""
+    """The memory-section item of these turns of one chunk, in order (see the module docstring): a gap in their
+    positions (`extra["turn"]`) is shown as GAP."""
     first = turns[0]
     label = f"{first.timestamp:%Y-%m-%d %H:%M}, conversation" if first.timestamp else "conversation"
-    body = TURN_SEP.join(t.text.strip() for t in turns)
-    return f"- ({label}) {escape(body).replace(chr(10), chr(10) + '  ')}"
+    parts: list[str] = []
+    for prev, t in zip((None, *turns), turns, strict=False):
+        if prev is not None and turn_position(t) - turn_position(prev) > 1:
+            parts.append(GAP)
+        parts.append(escape(t.text.strip()))
+    return f"- ({label}) {TURN_SEP.join(parts).replace(chr(10), chr(10) + '  ')}"
+
+
+def turn_position(turn: MemoryUnit) -> int:
+    """An archived turn's 0-based position in its chunk (memclaw.markdown.archive_units); -1 when it has none."""
+    pos = turn.extra.get("turn", "")
+    return int(pos) if pos.isdigit() else -1
+
+
+def chunk_key(turn: MemoryUnit) -> tuple[str, str, str] | None:
+    """Which chunk an archived turn belongs to (its file, consolidation id and the chunk's line), or None."""
+    cid, line = turn.extra.get("cid"), turn.extra.get("chunk_line")
+    return (turn.source, cid, line) if cid and line and turn_position(turn) >= 0 else None
+
+
+def joined_turns(kept: Sequence[MemoryUnit], more: Sequence[MemoryUnit]) -> tuple[MemoryUnit, ...]:
+    """The turns of two excerpts of one chunk as one, in chunk order; a turn in both is shown once, as its words
+    when either shows them (an elided reply beside one excerpt may be what the other matched)."""
+    by_id: dict[str, MemoryUnit] = {}
+    for t in (*kept, *more):
+        if t.id not in by_id or ELIDED in by_id[t.id].extra:
+            by_id[t.id] = t
+    return tuple(sorted(by_id.values(), key=turn_position))
 
 
 def sub_windows(n: int, focus: int) -> Iterator[tuple[int, int]]:
@@ -54,21 +88,26 @@ def sub_windows(n: int, focus: int) -> Iterator[tuple[int, int]]:
 
 
 def fit_excerpt(
-    turns: Sequence[MemoryUnit], focus: int, room: int, count: Callable[[str], int]
+    turns: Sequence[MemoryUnit],
+    focus: int,
+    room: int,
+    count: Callable[[str], int],
+    around: Sequence[MemoryUnit] = (),
 ) -> tuple[tuple[MemoryUnit, ...], str, int] | None:
     """The largest part of the window whose item costs at most `room` tokens: its turns, its item and its cost;
-    None when not even a cut of the matched turn fits."""
+    None when not even a cut of the matched turn fits. `around`: the turns of a kept excerpt of the same chunk it
+    joins (the item and its cost are then those of the joined item: `joined_turns`)."""
     for lo, hi in sub_windows(len(turns), focus):
         part = tuple(turns[lo:hi])
-        item = excerpt_item(part)
+        item = excerpt_item(joined_turns(around, part))
         cost = count(item)
         if cost <= room:
             return part, item, cost
-    return _cut_turn(turns[focus], room, count)
+    return _cut_turn(turns[focus], room, count, around)
 
 
 def _cut_turn(
-    turn: MemoryUnit, room: int, count: Callable[[str], int]
+    turn: MemoryUnit, room: int, count: Callable[[str], int], around: Sequence[MemoryUnit]
 ) -> tuple[tuple[MemoryUnit, ...], str, int] | None:
     """The matched turn cut at a word so that its item fits `room` (the longest such cut), or None."""
     import dataclasses
@@ -79,7 +118,7 @@ def _cut_turn(
     while lo <= hi:
         mid = (lo + hi) // 2
         cut = dataclasses.replace(turn, text=" ".join(words[:mid]).rstrip() + CUT_MARK)
-        item = excerpt_item((cut,))
+        item = excerpt_item(joined_turns(around, (cut,)))
         cost = count(item)
         if cost <= room:
             best, lo = ((cut,), item, cost), mid + 1

@@ -14,12 +14,14 @@ reads.
 An archived turn is served as an excerpt of its conversation (memclaw.context.excerpts): the window of turns
 around it that recall gave it, cut to what the budget leaves.
 
-Filling: the recalled memories are taken in rank order, each at its full text (an excerpt: its whole window if it
-fits, else the largest part of it that does). A memory that does not fit in what is left of the budget is skipped (a
-shorter, lower-ranked one may still fit), a memory whose consolidation's summary is already in the section and says
-the same is skipped as redundant (the summary covers it), and so is a turn already inside a kept excerpt (an
-excerpt's window leaves out the turns others serve). Every skip is reported with its reason, and every kept item
-with the units it serves (`served`: a fact or entry itself, an excerpt's turns but those shown as said, not what,
+Filling: the recalled memories are taken in rank order, each at its full text (an excerpt: its whole window if it fits,
+else the largest part of it that does). A memory that does not fit in what is left of the budget is skipped (a shorter,
+lower-ranked one may still fit), a memory whose consolidation's summary is already in the section and says the same is
+skipped as redundant (the summary covers it), and so is a turn already inside a kept excerpt (an excerpt's window leaves
+out the turns others serve). An excerpt of a chunk another kept excerpt comes from joins that item (`joined`: one date
+label, the turns in conversation order, a gap marked; memclaw.context.excerpts), at what the item grows by: a
+conversation read in one piece, each label paid once. Every skip is reported with its reason, and every kept item with
+the units it serves (`served`: a fact or entry itself, an excerpt's turns but those shown as said, not what,
 memclaw.recall.archive.elided, which can still come on their own): what the benchmarks credit.
 """
 
@@ -28,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from memclaw.context.excerpts import escape, excerpt_item, fit_excerpt
+from memclaw.context.excerpts import chunk_key, escape, excerpt_item, fit_excerpt, joined_turns
 from memclaw.markdown.formats import split_trailing_date
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.archive import ELIDED
@@ -101,19 +103,30 @@ class SectionFill:
     budget: int
     candidates: list[Candidate] = field(default_factory=list)
     kept: list[int] = field(default_factory=list)  # indices into the candidates, in rank order
+    joined: dict[int, int] = field(default_factory=dict)  # an excerpt in the item of a kept one: index -> its index
     skipped: list[Skip] = field(default_factory=list)
     used: int = 0
 
     def served(self, index: int) -> tuple[str, ...]:
-        """The ids of the units kept item `index` serves (() if it was skipped)."""
+        """The ids of the units kept item `index` serves (() if it was skipped; a joined excerpt's turns are served
+        by the item it joined)."""
         return self.candidates[index].serves if index in self.kept else ()
+
+    def status(self, index: int) -> str | None:
+        """Why candidate `index` is not an item of its own (None: it is one): its skip reason, or whose item it
+        joined."""
+        if index in self.joined:
+            return f"joined #{self.joined[index] + 1}"
+        return next((s.reason for s in self.skipped if s.index == index), None)
 
     def hit_json(self, index: int) -> dict[str, object]:
         """What became of candidate `index`, for `recall --tokens --json`."""
         skip = next((s for s in self.skipped if s.index == index), None)
-        tokens = self.candidates[index].tokens
-        return {"memory_section": {"kept": skip is None, "tokens": tokens, "reason": skip.reason if skip else None,
-                                   "serves": list(self.served(index))}}  # fmt: skip
+        c, into = self.candidates[index], self.joined.get(index)
+        serves = c.serves if into is not None else self.served(index)
+        return {"memory_section": {"kept": skip is None, "tokens": c.tokens, "reason": skip.reason if skip else None,
+                                   "joined": self.candidates[into].id if into is not None else None,
+                                   "serves": list(serves)}}  # fmt: skip
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -143,17 +156,20 @@ def candidates(
     return out
 
 
-def fill_hits(hits: Sequence[RecallHit], budget: int, count: Callable[[str], int]) -> SectionFill:
+def fill_hits(hits: Sequence[RecallHit], budget: int, count: Callable[[str], int], *, join: bool = True) -> SectionFill:
     """The memory section that recalled `hits` (best first) fill within `budget` tokens."""
     cands = candidates([h.unit for h in hits], count, {h.unit.id: h.covered_by for h in hits},
                        {h.unit.id: h.excerpt for h in hits})  # fmt: skip
-    return fill(cands, budget, count)
+    return fill(cands, budget, count, join=join)
 
 
-def fill(cands: Sequence[Candidate], budget: int, count: Callable[[str], int] | None = None) -> SectionFill:
+def fill(
+    cands: Sequence[Candidate], budget: int, count: Callable[[str], int] | None = None, *, join: bool = True
+) -> SectionFill:
     """Which candidates (best first) go into a memory section of `budget` tokens (see the module docstring). An
     excerpt that does not fit whole is cut with `count` (without it, it is skipped as any memory that does not fit);
-    the section's candidates then hold the excerpt as served."""
+    the section's candidates then hold the excerpt as served. `join`: an excerpt of a kept excerpt's chunk joins
+    its item (measured: benchmarks/README.md, "One item per conversation"); without it, each is an item."""
     res = SectionFill(budget, list(cands))
     kept_ids: set[str] = set()
     served_by: dict[str, str] = {}  # a turn -> the kept excerpt it is in
@@ -167,6 +183,15 @@ def fill(cands: Sequence[Candidate], budget: int, count: Callable[[str], int] | 
             continue
         if c.window:
             c = res.candidates[i] = _unserved_part(c, served_by, count)
+        into = _same_chunk(res, c) if join and count is not None else None
+        if into is not None and count is not None:
+            if not _join(res, i, into, count):
+                res.skipped.append(Skip(i, c.id, c.tokens, f"no room: {budget - res.used} tokens left"))
+                continue
+            kept_ids.add(c.id)
+            for uid in res.candidates[i].serves:
+                served_by[uid] = res.candidates[into].id
+            continue
         if c.window and count is not None and res.used + c.tokens > budget:
             cut = fit_excerpt(c.window, c.focus, budget - res.used - ITEM_JOIN, count)
             if cut is not None:
@@ -195,3 +220,29 @@ def _unserved_part(c: Candidate, served_by: Mapping[str, str], count: Callable[[
     part = c.window[lo : hi + 1]
     item = excerpt_item(part)
     return Candidate(c.id, item, count(item) + ITEM_JOIN, c.covered_by, part)
+
+
+def _same_chunk(res: SectionFill, c: Candidate) -> int | None:
+    """The kept excerpt (its index) of the chunk excerpt `c` comes from, if any."""
+    key = chunk_key(c.window[c.focus]) if c.window else None
+    if key is None:
+        return None
+    return next((k for k in res.kept if res.candidates[k].window and chunk_key(res.candidates[k].window[0]) == key),
+                None)  # fmt: skip
+
+
+def _join(res: SectionFill, i: int, into: int, count: Callable[[str], int]) -> bool:
+    """Join excerpt `i` to the kept item `into` of its chunk: its largest part that the budget leaves room for
+    (memclaw.context.excerpts.fit_excerpt). The item grows; `i` records what it added. False when not even a cut of
+    its matched turn fits."""
+    c, k = res.candidates[i], res.candidates[into]
+    cut = fit_excerpt(c.window, c.focus, res.budget - res.used + k.tokens - ITEM_JOIN, count, around=k.window)
+    if cut is None:
+        return False
+    part, item, cost = cut
+    grows = cost + ITEM_JOIN - k.tokens
+    res.candidates[into] = Candidate(k.id, item, cost + ITEM_JOIN, k.covered_by, joined_turns(k.window, part))
+    res.candidates[i] = Candidate(c.id, excerpt_item(part), grows, c.covered_by, part)
+    res.joined[i] = into
+    res.used += grows
+    return True

@@ -142,7 +142,7 @@ def recall_table(
         if section is not None:
             reason = skips.get(r.n - 1)
             tok.cells.append(Text(str(section.candidates[r.n - 1].tokens)))
-            cut.cells.append(lit(reason, "red") if reason else Text("in", style="green"))
+            cut.cells.append(lit(reason, "red") if reason else Text(section.status(r.n - 1) or "in", style="green"))
         texts.append(lit(r.text))
     shown = _layout(cols, width)
     caption = ["bm25: rank/score · vector: rank/cosine similarity · +link: lifted by a linked memory"]
@@ -154,7 +154,8 @@ def recall_table(
     if section is not None:
         caption.append(
             f"memory section: {len(section.kept)} of {len(section.candidates)} hits, {section.used} of "
-            f"{section.budget} tokens (tok: what each costs in the prompt; cut: why it is left out)"
+            f"{section.budget} tokens (tok: what each costs in the prompt; cut: why it is left out; joined #n: "
+            "in the item of hit n, one piece of their conversation)"
         )
     title = lit(recall_title(result))
     return _table(title, lit("\n".join(caption)) if caption else None, shown, texts, cols, width=width)

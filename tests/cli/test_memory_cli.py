@@ -274,3 +274,26 @@ def test_recall_shows_an_archive_hit_as_an_excerpt(cli, ws):
     assert cut["memory_section"]["kept"] and cut["memory_section"]["serves"] == [t["id"] for t in hit["excerpt"]]
     r = cli("recall", "Rua dos Douradores", "-k", "1", "--kind", "archive", "--tokens", "512")
     assert r.code == 0 and "excerpt" in r.out and "»memclaw: She said Taberna" in r.out
+
+
+def test_recall_tokens_joins_two_excerpts_of_one_conversation_into_one_item(cli, ws):
+    """Two matches far apart in one conversation are one item of the memory section (one date label, the turns in
+    order, the turns between them left out as `…`); `--json` says which hit the second one joined."""
+    from datetime import datetime
+
+    from memclaw.workspace import Workspace
+    from tests.archive_days import append_day, chunk
+
+    filler = ["My cello lesson moved to Thursday.", "Ines lent me her drip hose.", "The tomatoes need mulch.",
+              "Lena booked the dentist for Monday.", "I finished the pottery bowl."]  # fmt: skip
+    said = [("Maya", "The ferry to Cacilhas leaves at 7:40 on weekdays.")]
+    said += [("Maya", s) for s in filler] + [("Maya", "The last ferry back from Cacilhas is at 23:10.")]
+    append_day(Workspace(ws), "owner", chunk("c4444dddd", datetime(2026, 11, 24, 9, 0), *said))
+    args = ("recall", "ferry Cacilhas", "-k", "2", "--kind", "archive", "--tokens", "512")
+    first, second = json.loads(cli(*args, "--json").out)
+    assert {first["text"], second["text"]} == {f"Maya: {said[0][1]}", f"Maya: {said[-1][1]}"}
+    one, other = first["memory_section"], second["memory_section"]
+    assert one["kept"] and one["joined"] is None and other["kept"] and other["joined"] == first["id"]
+    assert set(t["id"] for t in second["excerpt"]) <= set(one["serves"]) and len(one["serves"]) < len(said)
+    out = cli(*args).out
+    assert "joined #1" in out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from hypothesis import given, settings
@@ -11,6 +12,7 @@ from memclaw.context.excerpts import excerpt_item
 from memclaw.context.memory_section import Candidate, candidates, fill, fill_hits, memory_item
 from memclaw.llm.tokens import counter_for
 from memclaw.markdown.units import MemoryUnit
+from memclaw.recall.archive import ELIDED
 from memclaw.recall.results import RecallHit, Signal
 from tests.context.test_context_support import fact_unit, history_unit
 
@@ -69,7 +71,9 @@ def test_fill_hits_counts_the_rendered_items_with_the_prompt_counter():
     one = COUNT(memory_item(units[0])) + 1
     f = fill_hits(hits, 3 * one, COUNT)
     assert len(f.kept) == 3 and f.used == 3 * one
-    assert f.hit_json(0) == {"memory_section": {"kept": True, "tokens": one, "reason": None, "serves": [units[0].id]}}
+    assert f.hit_json(0) == {
+        "memory_section": {"kept": True, "tokens": one, "reason": None, "joined": None, "serves": [units[0].id]}
+    }
     assert f.hit_json(4)["memory_section"]["kept"] is False
 
 
@@ -119,6 +123,10 @@ def turn_units(*said: str, cid: str = "c7f3a9b21", day: str = "2026-11-25") -> l
     return out
 
 
+def ts_text(turns: list[MemoryUnit]) -> list[str]:
+    return [t.text for t in turns]
+
+
 WORDS = lambda t: len(t.split())  # noqa: E731 - a token counter that is easy to reason about
 
 
@@ -159,10 +167,55 @@ def test_an_excerpt_is_cut_to_what_the_budget_leaves_never_more_than_its_window(
 def test_no_turn_is_served_twice_and_an_excerpt_leaves_out_what_another_serves():
     ts = turn_units("A: alpha", "B: beta", "A: gamma", "B: delta", "A: epsilon")
     hits = [hit(ts[1], ts[0:3]), hit(ts[2], ts[1:4]), hit(ts[4], ts[3:5])]
-    f = fill_hits(hits, 1000, WORDS)
+    f = fill_hits(hits, 1000, WORDS, join=False)
     assert f.kept == [0, 2]
     assert f.skipped[0].reason == f"in the excerpt of {ts[1].id}"
     assert f.served(0) == (ts[0].id, ts[1].id, ts[2].id) and f.served(2) == (ts[3].id, ts[4].id)
+    f = fill_hits(hits, 1000, WORDS)  # (by default the second excerpt of the chunk joins the first one's item)
+    assert f.kept == [0] and f.joined == {2: 0} and f.served(0) == tuple(t.id for t in ts)
+
+
+def test_excerpts_of_one_chunk_are_one_item_in_conversation_order_and_cost_what_the_item_grows_by():
+    ts = turn_units(*(f"{'AB'[i % 2]}: turn number {i} of the talk" for i in range(9)))
+    other = turn_units("A: another day entirely", "B: yes", cid="c0d1e2f3a", day="2026-11-26")
+    hits = [hit(ts[6], ts[5:8]), hit(other[0], other), hit(ts[1], ts[0:3])]
+    apart = fill_hits(hits, 1000, COUNT, join=False)
+    f = fill_hits(hits, 1000, COUNT)
+    assert apart.kept == [0, 1, 2] and f.kept == [0, 1] and f.joined == {2: 0}
+    item = f.candidates[0].item
+    assert item == excerpt_item([*ts[0:3], *ts[5:8]])
+    assert item.startswith("- (2026-11-25 14:00, conversation) A: turn number 0") and " / … / B: turn number 5" in item
+    assert f.served(0) == tuple(t.id for t in [*ts[0:3], *ts[5:8]]) and f.served(2) == ()
+    assert f.used == sum(f.candidates[i].tokens for i in f.kept) < apart.used  # one date label instead of two
+    assert f.candidates[2].tokens == f.candidates[0].tokens - apart.candidates[0].tokens
+    assert f.status(2) == "joined #1" and f.status(1) is None
+    js = f.hit_json(2)["memory_section"]
+    assert js["kept"] and js["joined"] == ts[6].id and js["serves"] == [t.id for t in ts[0:3]]
+    contiguous = fill_hits([hit(ts[2], ts[1:4]), hit(ts[5], ts[4:7])], 1000, COUNT)
+    assert contiguous.candidates[0].item == excerpt_item(ts[1:7]) and "…" not in contiguous.candidates[0].item
+
+
+def test_a_joined_excerpt_is_cut_to_what_the_budget_leaves():
+    ts = turn_units(*(f"{'AB'[i % 2]}: turn number {i} of the talk" for i in range(9)))
+    first = fill_hits([hit(ts[6], ts[5:8])], 1000, WORDS)
+    just = WORDS(excerpt_item([ts[1], *ts[5:8]])) + 1  # room for the matched turn of the second one alone
+    f = fill_hits([hit(ts[6], ts[5:8]), hit(ts[1], ts[0:3])], just, WORDS)
+    assert f.joined == {1: 0} and f.served(0) == (ts[1].id, ts[5].id, ts[6].id, ts[7].id) and f.used == just
+    f = fill_hits([hit(ts[6], ts[5:8]), hit(ts[1], ts[0:3])], first.used + 1, WORDS)
+    assert f.kept == [0] and not f.joined and f.skipped[0].reason.startswith("no room")
+    long = turn_units(*ts_text(ts[:1]), "B: " + " ".join(f"w{i}" for i in range(60)))
+    one = fill_hits([hit(long[0], long[:1])], 1000, WORDS).used
+    f = fill_hits([hit(long[0], long[:1]), hit(long[1], long[1:])], one + 20, WORDS)
+    item = f.candidates[0].item  # (the matched turn cut at a word, as a first excerpt's would be)
+    assert f.joined == {1: 0} and f.used <= one + 20 and item.endswith("…") and "w10" in item and "w50" not in item
+
+
+def test_a_reply_elided_beside_one_excerpt_is_shown_whole_when_another_of_its_chunk_matched_it():
+    ts = turn_units("Maya: where did we eat", "memclaw: a long reply about the restaurant and more", "Maya: ok")
+    elided = replace(ts[1], text="memclaw: …", extra={**ts[1].extra, ELIDED: ELIDED})
+    f = fill_hits([hit(ts[0], [ts[0], elided]), hit(ts[1], ts[1:3])], 1000, WORDS)
+    assert f.joined == {1: 0} and f.candidates[0].item == excerpt_item(ts)
+    assert f.served(0) == tuple(t.id for t in ts)
 
 
 def test_an_excerpt_covered_by_its_summary_is_not_served():
@@ -185,14 +238,21 @@ def test_fill_with_excerpts_never_exceeds_the_budget_nor_serves_a_turn_twice(spe
     for at, before, after, covered in {at: (at, b, a, c) for at, b, a, c in spec}.values():  # (a unit hits once)
         window = ts[max(0, at - before) : at + after + 1]
         hits.append(hit(ts[at], window, covered_by=(summary.id,) if covered else ()))
-    f = fill_hits(hits, budget, WORDS)
-    assert f.used == sum(f.candidates[i].tokens for i in f.kept) <= budget
-    assert sorted(f.kept + [s.index for s in f.skipped]) == list(range(len(hits)))
-    served = [u for i in f.kept for u in f.served(i)]
-    assert len(served) == len(set(served))
-    for i in f.kept:
-        c = f.candidates[i]
-        if c.window:  # consecutive turns around the matched one, inside the window recall gave
-            assert c.id in c.serves and set(c.serves) <= {t.id for t in hits[i].excerpt}
+    for join in (False, True):
+        f = fill_hits(hits, budget, WORDS, join=join)
+        assert f.used == sum(f.candidates[i].tokens for i in f.kept) <= budget
+        assert sorted(f.kept + [s.index for s in f.skipped] + list(f.joined)) == list(range(len(hits)))
+        served = [u for i in f.kept for u in f.served(i)]
+        assert len(served) == len(set(served))
+        for i in f.kept:
+            c = f.candidates[i]
+            if not c.window:
+                continue
+            parts = [i, *(j for j, k in f.joined.items() if k == i)]
+            assert c.id in c.serves and set(c.serves) <= {t.id for j in parts for t in hits[j].excerpt}
             rows = [int(t.extra["turn"]) for t in c.window]
-            assert rows == list(range(rows[0], rows[0] + len(rows)))
+            assert rows == sorted(set(rows))  # the chunk's turns in order, each once
+            if not join:  # consecutive turns around the matched one, inside the window recall gave
+                assert rows == list(range(rows[0], rows[0] + len(rows)))
+        for j, k in f.joined.items():
+            assert k in f.kept and k < j and set(f.candidates[j].serves) <= set(f.served(k))

@@ -112,10 +112,13 @@ def test_an_elided_reply_that_matches_on_its_own_is_still_served():
     the excerpt it was elided from still holds the owner's words only once."""
     owner, reply = _unit(0, "Maya"), _unit(1, "memclaw")
     cands = candidates([owner, reply], _words, windows={owner.id: (owner, elided(reply)), reply.id: (reply,)})
-    section = fill(cands, 1000, _words)
+    section = fill(cands, 1000, _words, join=False)
     assert section.kept == [0, 1] and section.served(0) == ("a0",) and section.served(1) == ("a1",)
     assert section.candidates[0].item.endswith("Maya: turn 0 said at length / memclaw: …")
     assert section.candidates[1].item.endswith("memclaw: turn 1 said at length")
+    section = fill(cands, 1000, _words)  # (by default it joins the item of its conversation: shown there whole)
+    assert section.kept == [0] and section.joined == {1: 0} and section.served(0) == ("a0", "a1")
+    assert section.candidates[0].item.endswith("Maya: turn 0 said at length / memclaw: turn 1 said at length")
 
 
 @pytest.mark.parametrize("bad", [{"excerpt_agent_words": -1}, {"excerpt_agent_words": "few"},
