@@ -93,6 +93,7 @@ def memory_section_table(built: BuiltContext) -> Table:
     from rich.table import Table
     from rich.text import Text
 
+    from memclaw.context.views import section_status
     from memclaw.util.richtext import lit
     from memclaw.util.text import MEMORY_CHARS, shorten
 
@@ -107,15 +108,13 @@ def memory_section_table(built: BuiltContext) -> Table:
     )
     for col, kw in (("#", {"justify": "right"}), ("tokens", {"justify": "right"}), ("status", {}), ("memory", {})):
         t.add_column(col, overflow="fold", **kw)
-    skips = {s.index: s.reason for s in f.skipped}
     for i, c in enumerate(f.candidates):
-        reason = skips.get(i)
         n = len(c.serves)  # (the turns whose words it holds: a reply shown as said, not what, is not one)
         what = f"excerpt of {n} turn{'s' if n != 1 else ''}: " if c.window else ""
         t.add_row(
             str(i + 1),
             str(c.tokens),
-            lit(reason, "red") if reason else Text(f.status(i) or "in", style="green"),
+            section_status(f, i),
             Text.assemble((what, "dim"), lit(shorten(c.item, MEMORY_CHARS))),
         )
     return t

@@ -21,7 +21,9 @@ at a word, marked with `…`, down to MIN_CUT_WORDS. Nothing but the window is e
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.archive import ELIDED
@@ -58,12 +60,6 @@ def turn_position(turn: MemoryUnit) -> int:
     return int(pos) if pos.isdigit() else -1
 
 
-def chunk_key(turn: MemoryUnit) -> tuple[str, str, str] | None:
-    """Which chunk an archived turn belongs to (its file, consolidation id and the chunk's line), or None."""
-    cid, line = turn.extra.get("cid"), turn.extra.get("chunk_line")
-    return (turn.source, cid, line) if cid and line and turn_position(turn) >= 0 else None
-
-
 def joined_turns(kept: Sequence[MemoryUnit], more: Sequence[MemoryUnit]) -> tuple[MemoryUnit, ...]:
     """The turns of two excerpts of one chunk as one, in chunk order; a turn in both is shown once, as its words
     when either shows them (an elided reply beside one excerpt may be what the other matched)."""
@@ -87,41 +83,50 @@ def sub_windows(n: int, focus: int) -> Iterator[tuple[int, int]]:
         yield lo, hi
 
 
+@dataclass(frozen=True)
+class Fit:
+    """A part of an excerpt's window that fits: its turns, the turns its item shows (with those of the excerpt it
+    joins, if any), that item and its tokens."""
+
+    part: tuple[MemoryUnit, ...]
+    shown: tuple[MemoryUnit, ...]
+    item: str
+    tokens: int
+
+
 def fit_excerpt(
     turns: Sequence[MemoryUnit],
     focus: int,
     room: int,
     count: Callable[[str], int],
     around: Sequence[MemoryUnit] = (),
-) -> tuple[tuple[MemoryUnit, ...], str, int] | None:
-    """The largest part of the window whose item costs at most `room` tokens: its turns, its item and its cost;
-    None when not even a cut of the matched turn fits. `around`: the turns of a kept excerpt of the same chunk it
-    joins (the item and its cost are then those of the joined item: `joined_turns`)."""
+) -> Fit | None:
+    """The largest part of the window whose item costs at most `room` tokens; None when not even a cut of the
+    matched turn fits. `around`: the turns of a kept excerpt of the same chunk it joins (the item and its cost are
+    then those of the joined item: `joined_turns`)."""
     for lo, hi in sub_windows(len(turns), focus):
-        part = tuple(turns[lo:hi])
-        item = excerpt_item(joined_turns(around, part))
-        cost = count(item)
-        if cost <= room:
-            return part, item, cost
+        fit = _fit(tuple(turns[lo:hi]), around, count)
+        if fit.tokens <= room:
+            return fit
     return _cut_turn(turns[focus], room, count, around)
 
 
-def _cut_turn(
-    turn: MemoryUnit, room: int, count: Callable[[str], int], around: Sequence[MemoryUnit]
-) -> tuple[tuple[MemoryUnit, ...], str, int] | None:
-    """The matched turn cut at a word so that its item fits `room` (the longest such cut), or None."""
-    import dataclasses
+def _fit(part: tuple[MemoryUnit, ...], around: Sequence[MemoryUnit], count: Callable[[str], int]) -> Fit:
+    shown = joined_turns(around, part)
+    item = excerpt_item(shown)
+    return Fit(part, shown, item, count(item))
 
+
+def _cut_turn(turn: MemoryUnit, room: int, count: Callable[[str], int], around: Sequence[MemoryUnit]) -> Fit | None:
+    """The matched turn cut at a word so that its item fits `room` (the longest such cut), or None."""
     words = turn.text.split(" ")
     best = None
     lo, hi = MIN_CUT_WORDS, len(words) - 1
     while lo <= hi:
         mid = (lo + hi) // 2
-        cut = dataclasses.replace(turn, text=" ".join(words[:mid]).rstrip() + CUT_MARK)
-        item = excerpt_item(joined_turns(around, (cut,)))
-        cost = count(item)
-        if cost <= room:
-            best, lo = ((cut,), item, cost), mid + 1
+        fit = _fit((dataclasses.replace(turn, text=" ".join(words[:mid]).rstrip() + CUT_MARK),), around, count)
+        if fit.tokens <= room:
+            best, lo = fit, mid + 1
         else:
             hi = mid - 1
     return best

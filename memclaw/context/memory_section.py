@@ -30,7 +30,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from memclaw.context.excerpts import chunk_key, escape, excerpt_item, fit_excerpt, joined_turns
+from memclaw.context.excerpts import escape, excerpt_item, fit_excerpt
+from memclaw.markdown.archive_units import chunk_of
 from memclaw.markdown.formats import split_trailing_date
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.archive import ELIDED
@@ -112,19 +113,23 @@ class SectionFill:
         by the item it joined)."""
         return self.candidates[index].serves if index in self.kept else ()
 
+    def skip_reason(self, index: int) -> str | None:
+        """Why candidate `index` was left out, or None (it is in: an item, or joined to one)."""
+        return next((s.reason for s in self.skipped if s.index == index), None)
+
     def status(self, index: int) -> str | None:
         """Why candidate `index` is not an item of its own (None: it is one): its skip reason, or whose item it
         joined."""
         if index in self.joined:
             return f"joined #{self.joined[index] + 1}"
-        return next((s.reason for s in self.skipped if s.index == index), None)
+        return self.skip_reason(index)
 
     def hit_json(self, index: int) -> dict[str, object]:
         """What became of candidate `index`, for `recall --tokens --json`."""
-        skip = next((s for s in self.skipped if s.index == index), None)
+        reason = self.skip_reason(index)
         c, into = self.candidates[index], self.joined.get(index)
         serves = c.serves if into is not None else self.served(index)
-        return {"memory_section": {"kept": skip is None, "tokens": c.tokens, "reason": skip.reason if skip else None,
+        return {"memory_section": {"kept": reason is None, "tokens": c.tokens, "reason": reason,
                                    "joined": self.candidates[into].id if into is not None else None,
                                    "serves": list(serves)}}  # fmt: skip
 
@@ -195,8 +200,7 @@ def fill(
         if c.window and count is not None and res.used + c.tokens > budget:
             cut = fit_excerpt(c.window, c.focus, budget - res.used - ITEM_JOIN, count)
             if cut is not None:
-                part, item, tokens = cut
-                c = res.candidates[i] = Candidate(c.id, item, tokens + ITEM_JOIN, c.covered_by, part)
+                c = res.candidates[i] = Candidate(c.id, cut.item, cut.tokens + ITEM_JOIN, c.covered_by, cut.part)
         if res.used + c.tokens > budget:
             res.skipped.append(Skip(i, c.id, c.tokens, f"no room: {c.tokens} > {budget - res.used} tokens left"))
             continue
@@ -224,11 +228,15 @@ def _unserved_part(c: Candidate, served_by: Mapping[str, str], count: Callable[[
 
 def _same_chunk(res: SectionFill, c: Candidate) -> int | None:
     """The kept excerpt (its index) of the chunk excerpt `c` comes from, if any."""
-    key = chunk_key(c.window[c.focus]) if c.window else None
+    key = _chunk(c.window[c.focus]) if c.window else None
     if key is None:
         return None
-    return next((k for k in res.kept if res.candidates[k].window and chunk_key(res.candidates[k].window[0]) == key),
+    return next((k for k in res.kept if res.candidates[k].window and _chunk(res.candidates[k].window[0]) == key),
                 None)  # fmt: skip
+
+
+def _chunk(turn: MemoryUnit) -> tuple[str, str, str] | None:
+    return chunk_of(turn.source, turn.extra)
 
 
 def _join(res: SectionFill, i: int, into: int, count: Callable[[str], int]) -> bool:
@@ -239,10 +247,9 @@ def _join(res: SectionFill, i: int, into: int, count: Callable[[str], int]) -> b
     cut = fit_excerpt(c.window, c.focus, res.budget - res.used + k.tokens - ITEM_JOIN, count, around=k.window)
     if cut is None:
         return False
-    part, item, cost = cut
-    grows = cost + ITEM_JOIN - k.tokens
-    res.candidates[into] = Candidate(k.id, item, cost + ITEM_JOIN, k.covered_by, joined_turns(k.window, part))
-    res.candidates[i] = Candidate(c.id, excerpt_item(part), grows, c.covered_by, part)
+    grows = cut.tokens + ITEM_JOIN - k.tokens
+    res.candidates[into] = Candidate(k.id, cut.item, cut.tokens + ITEM_JOIN, k.covered_by, cut.shown)
+    res.candidates[i] = Candidate(c.id, excerpt_item(cut.part), grows, c.covered_by, cut.part)
     res.joined[i] = into
     res.used += grows
     return True

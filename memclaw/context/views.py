@@ -112,13 +112,19 @@ def _table(
     return t
 
 
+def section_status(section: SectionFill, index: int) -> Text:
+    """What the memory section did with candidate `index`: its skip reason in red, else "in" or "joined #n" in
+    green."""
+    reason = section.skip_reason(index)
+    return lit(reason, "red") if reason else Text(section.status(index) or "in", style="green")
+
+
 def recall_table(
     result: RecallResult, *, width: int = 140, section: SectionFill | None = None, ids: bool = False
 ) -> Table:
     """The recall hits with each signal's rank and score. The scope is in the title (one scope per recall).
     `ids`: a column with each memory's id (what /forget takes). On a narrow terminal the date and source columns
     go first, then the per-signal ones. Long queries and texts are shortened."""
-    skips = {s.index: s.reason for s in section.skipped} if section is not None else {}
     cols = [_Col("#", justify="right"), _Col("fused", justify="right")]
     if ids:
         cols.append(_Col("id"))
@@ -140,9 +146,8 @@ def recall_table(
         date.cells.append(Text(r.timestamp.strftime(stamp) if r.timestamp else ""))
         source.cells.append(lit(r.source))
         if section is not None:
-            reason = skips.get(r.n - 1)
             tok.cells.append(Text(str(section.candidates[r.n - 1].tokens)))
-            cut.cells.append(lit(reason, "red") if reason else Text(section.status(r.n - 1) or "in", style="green"))
+            cut.cells.append(section_status(section, r.n - 1))
         texts.append(lit(r.text))
     shown = _layout(cols, width)
     caption = ["bm25: rank/score · vector: rank/cosine similarity · +link: lifted by a linked memory"]

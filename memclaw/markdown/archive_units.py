@@ -13,6 +13,7 @@ not the text), so an edit re-embeds that turn only; `content_hash` sees the new 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import PurePosixPath
@@ -30,6 +31,13 @@ def day_of_source(source: str) -> date | None:
         return date.fromisoformat(PurePosixPath(source).stem)
     except ValueError:
         return None
+
+
+def chunk_of(source: str, extra: Mapping[str, str]) -> tuple[str, str, str] | None:
+    """Which chunk an archived turn belongs to, from its source and `extra` (see the module docstring): its file,
+    consolidation id and the chunk header's line; None for a unit that is not an archived turn."""
+    cid, line = extra.get("cid"), extra.get("chunk_line")
+    return (source, cid, line) if cid and line and extra.get("turn", "").isdigit() else None
 
 
 def archive_turn_id(scope: str, source: str, cid: str, occurrence: int, turn: int) -> str:

@@ -166,3 +166,19 @@ def test_archive_units_one_per_turn_with_stable_ids_across_a_hand_edit():
     assert edited[1].text.endswith("Taberna do Mar.")
     other = archive_units(text, scope="people/discord%3A1", source=src)
     assert not {u.id for u in other} & {u.id for u in units}  # scopes never share ids
+
+
+def test_chunk_of_tells_two_chunks_of_one_day_apart_and_nothing_else_is_a_chunk():
+    from memclaw.markdown.archive_units import archive_units, chunk_of
+
+    first = ArchiveChunk(
+        CID, datetime.combine(DAY, time(9, 0)), turns(("Maya", "Lena booked a table."), ("Maya", "Friday."))
+    )
+    again = ArchiveChunk(CID, datetime.combine(DAY, time(18, 0)), turns(("Maya", "And Sunday lunch?")))
+    src = "memory/archive/2026-11-25.md"
+    units = archive_units(render_day(ArchiveDay(DAY, [first, again])), scope="owner", source=src)
+    keys = [chunk_of(u.source, u.extra) for u in units]
+    assert keys[0] == keys[1] == (src, CID, units[0].extra["chunk_line"])
+    assert keys[2] is not None and keys[2] != keys[0]  # the same id twice in a day: two chunks, by their line
+    assert chunk_of(src, {"cid": CID}) is None  # a fact or entry of the consolidation is no turn of its chunk
+    assert chunk_of(src, {"cid": CID, "chunk_line": "3", "turn": "x"}) is None
