@@ -1,7 +1,7 @@
 """The archive in the index (issue 22): day files are units of kind `archive` (one per turn), in Chroma and BM25 per
 scope, incremental (an append parses only the appended chunk; a new day is a new file), rebuildable from the
-Markdown, hand edits re-embed the edited turn and the turns beside it only (tests/index/test_turn_context.py), deleted chunks and days leave both stores. Real files, the real
-model, a real embedded Chroma."""
+Markdown, hand edits re-embed the edited turn and the turns beside it only (tests/index/test_turn_context.py),
+deleted chunks and days leave both stores. Real files, the real model, a real embedded Chroma."""
 
 from __future__ import annotations
 
