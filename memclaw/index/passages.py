@@ -69,6 +69,8 @@ def unit_vectors(unit_id: str, text: str) -> list[tuple[str, str]]:
 def turn_context(before: str | None, text: str, after: str | None, words: int = CONTEXT_WORDS) -> str | None:
     """What a short archived turn is embedded with besides itself: the last `words` words of the turn before it, the
     turn, the first `words` of the turn after it, separated as in an excerpt; None for a long turn or one alone."""
+    before = None if before is None or is_long(before) else before
+    after = None if after is None or is_long(after) else after
     if is_long(text) or (before is None and after is None):
         return None
     parts = [" ".join(before.split()[-words:])] if before is not None else []
