@@ -9,9 +9,10 @@ similarity is the recall setting `recall.vector_signal`.
 
 A short archived turn means little alone ("Yes, last Friday!", "How'd the kids like it?"), so its one vector is
 blended with its context's (memclaw.index.vector_writer): `turn_context`, the end of the turn before it, itself and
-the start of the turn after it. Measured on LoCoMo's raw sessions (benchmarks/README.md, "A turn embedded with the
-turns beside it"): the evidence among the vector signal's top 40 turns 0.692 -> 0.730, recall within 1,024 tokens
-0.836 -> 0.848. A long turn's passages carry their own context and are embedded as before.
+the start of the turn after it (short neighbours only). Measured (benchmarks/README.md, "A turn embedded with the turns
+beside it"): on LoCoMo's raw sessions the evidence among the vector signal's top 40 turns 0.692 -> 0.730, recall
+within 1,024 tokens 0.836 -> 0.847; not adopted on main (LoCoMo facts + summaries + archive loses a half at 256
+tokens). A long turn's passages carry their own context and are embedded as before.
 """
 
 from __future__ import annotations
@@ -68,7 +69,9 @@ def unit_vectors(unit_id: str, text: str) -> list[tuple[str, str]]:
 
 def turn_context(before: str | None, text: str, after: str | None, words: int = CONTEXT_WORDS) -> str | None:
     """What a short archived turn is embedded with besides itself: the last `words` words of the turn before it, the
-    turn, the first `words` of the turn after it, separated as in an excerpt; None for a long turn or one alone."""
+    turn, the first `words` of the turn after it, separated as in an excerpt; a long neighbour (an essay of a reply)
+    is left out, it would drown the turn (measured on LongMemEval); None for a long turn or one with no short
+    neighbour."""
     before = None if before is None or is_long(before) else before
     after = None if after is None or is_long(after) else after
     if is_long(text) or (before is None and after is None):

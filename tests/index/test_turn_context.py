@@ -58,6 +58,8 @@ def test_the_context_is_the_end_of_the_turn_before_the_turn_and_the_start_of_the
     assert turn_context(None, "Maya: alone", None) is None  # a turn alone is its own context
     long = " ".join(["word"] * (MAX_WORDS + 1))
     assert turn_context("Maya: hi", long, "Maya: bye") is None  # a long turn's passages carry their own
+    assert turn_context(long, "Maya: thanks!", "Maya: bye") == "Maya: thanks! / Maya: bye"  # a long reply is left out
+    assert turn_context(long, "Maya: thanks!", None) is None
 
 
 def test_blend_is_the_unit_length_sum_of_both_unit_vectors_and_leaves_other_rows_alone():
