@@ -5,7 +5,8 @@ next command started again from zero. Written a chunk at a time, what was stored
 (which reconciles with the store after an interruption, memclaw.index.sync) embeds only the rest.
 
 A passage with a context (a short archived turn, memclaw.index.passages.turn_context) is stored as the normalised sum
-of its own vector and its context's: one vector per turn, which matches what the turn says and what it answers.
+of its own vector and CONTEXT_WEIGHT of its context's: one vector per turn, which matches what the turn says first and
+what it answers too.
 
 The passages are embedded longest first, in chunks that are whole batches: exactly the batches one call over all
 of them makes (memclaw.embedding.onnx sorts by length too), so the vectors do not depend on the chunking. The chunks
@@ -29,6 +30,9 @@ from memclaw.markdown.formats import clean_text
 from memclaw.util.batches import even_chunk
 
 CHUNK_PASSAGES = 4096
+CONTEXT_WEIGHT = 0.5
+"""How much of a short turn's stored vector its context makes: own + 0.5 context, made unit length (chosen on one
+half of the LoCoMo dev conversations among 0.5 / 0.7 / 1.0 and held on the other, benchmarks/README.md)."""
 
 
 @dataclass(frozen=True)
@@ -77,10 +81,10 @@ def write_vectors(
 
 
 def blend(vectors: np.ndarray, rows: list[int], context: np.ndarray) -> np.ndarray:
-    """`vectors` with each of `rows` replaced by the unit-length sum of it and its context's vector (both made unit
-    length first: neither outweighs the other)."""
+    """`vectors` with each of `rows` replaced by the unit-length sum of it and CONTEXT_WEIGHT times its context's
+    vector (both made unit length first)."""
     out = np.array(vectors, dtype=np.float32, copy=True)
-    mixed = _unit(out[rows]) + _unit(np.asarray(context, dtype=np.float32))
+    mixed = _unit(out[rows]) + CONTEXT_WEIGHT * _unit(np.asarray(context, dtype=np.float32))
     out[rows] = _unit(mixed)
     return out
 

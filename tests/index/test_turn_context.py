@@ -12,7 +12,7 @@ import pytest
 
 from memclaw.config import Config
 from memclaw.index.passages import CONTEXT_WORDS, MAX_WORDS, turn_context
-from memclaw.index.vector_writer import blend
+from memclaw.index.vector_writer import CONTEXT_WEIGHT, blend
 from memclaw.service.facade import MemoryService
 from memclaw.workspace import Workspace
 from tests.archive_days import append_day, chunk
@@ -62,11 +62,11 @@ def test_the_context_is_the_end_of_the_turn_before_the_turn_and_the_start_of_the
     assert turn_context(long, "Maya: thanks!", None) is None
 
 
-def test_blend_is_the_unit_length_sum_of_both_unit_vectors_and_leaves_other_rows_alone():
+def test_blend_is_the_unit_length_weighted_sum_of_both_unit_vectors_and_leaves_other_rows_alone():
     v = np.array([[3.0, 0.0], [0.0, 2.0], [1.0, 1.0]], dtype=np.float32)
     c = np.array([[0.0, 5.0]], dtype=np.float32)
     out = blend(v, [0], c)
-    assert np.allclose(out[0], unit(np.array([1.0, 1.0])))
+    assert np.allclose(out[0], unit(np.array([1.0, CONTEXT_WEIGHT])))
     assert np.allclose(out[1:], v[1:]) and np.allclose(v[0], [3.0, 0.0])  # (the input is not changed)
 
 
@@ -80,7 +80,9 @@ def test_chroma_holds_the_blend_and_an_answer_is_found_by_what_it_answers(svc, e
     q, own, ctx = (unit(v) for v in embedder.encode([query, answer.unit.text, turn_context(
         MUSEUM.turns[0].speaker + ": " + MUSEUM.turns[0].text, answer.unit.text,
         MUSEUM.turns[2].speaker + ": " + MUSEUM.turns[2].text)]))  # fmt: skip
-    assert answer.vector.score == pytest.approx(float(q @ unit(own + ctx)), abs=1e-4)  # what Chroma holds
+    assert answer.vector.score == pytest.approx(
+        float(q @ unit(own + CONTEXT_WEIGHT * ctx)), abs=1e-4
+    )  # what Chroma holds
     assert answer.vector.score > float(q @ own) + 0.1  # the question it answers lifts it
     assert texts.index(answer.unit.text) < min(texts.index(t) for t in texts if "pottery" in t or "camping" in t)
     [alone] = [h for h in svc.recall("pottery class", kind="archive", mode="vector", k=5) if "pottery" in h.unit.text]
