@@ -39,7 +39,8 @@ from memclaw.util.files import replace_atomically
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 3  # 2: a long unit also has a head vector (memclaw.index.passages); 3: facts read without their cid
+FORMAT_VERSION = 4  # 2: a long unit also has a head vector (memclaw.index.passages); 3: facts read without their cid;
+# 4: a short archived turn embedded with the turns beside it
 STATE_FILE = "state.sqlite3"  # a scope's state (memclaw.index.scope_state)
 LEGACY_STATE_FILES = ("state.pkl", "lexical.bm25")
 """What a scope's state was kept in before memclaw.index.scope_state: never read (a pickle can run code), removed

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 from memclaw.errors import EmbeddingUnavailable, IndexError_, VectorStoreCorrupted
 from memclaw.index import layout as ix
 from memclaw.index.links import changes_links, session_links
-from memclaw.index.passages import unit_of, unit_vectors
+from memclaw.index.passages import turn_context, unit_of, unit_vectors
 from memclaw.index.scopes import Scope, ScopeCache, index_text
+from memclaw.markdown.archive_units import chunk_of
 from memclaw.markdown.units import MemoryUnit
 
 if TYPE_CHECKING:
@@ -189,9 +190,11 @@ class ScopeSync:
             queued = {u.id for u in to_embed}
             to_embed += [table[i] for i in sorted(old.state.pending) if i in table and i not in queued]
 
-        # Passages: a long unit is embedded as several vectors (see memclaw.index.passages).
+        # Passages: a long unit is embedded as several vectors, a short turn with its context (memclaw.index.passages).
         passages = [
-            Passage(pid, text, _metadata(u), u.id) for u in to_embed for pid, text in unit_vectors(u.id, index_text(u))
+            Passage(pid, text, _metadata(u), u.id, _context(table, u))
+            for u in to_embed
+            for pid, text in unit_vectors(u.id, index_text(u))
         ]
         new_pids = {p.id for p in passages}
         stale_passages: set[str] = set()
@@ -283,6 +286,20 @@ class ScopeSync:
         if report.changed:
             log.info("synced %s: +%d ~%d -%d", scope, report.added, report.updated, report.removed)
         return report
+
+
+def _context(table: UnitTable, u: MemoryUnit) -> str | None:
+    """A short archived turn's context (memclaw.index.passages.turn_context): the turns beside it in its chunk, as
+    the table holds them."""
+    row = table.row_of(u.id) if u.kind == "archive" else None
+    if row is None or (key := chunk_of(u.source, u.extra)) is None:
+        return None
+
+    def text_at(r: int) -> str | None:
+        inside = 0 <= r < len(table) and chunk_of(table.source_at(r), table.extra_at(r)) == key
+        return table.texts[r] if inside else None
+
+    return turn_context(text_at(row - 1), u.text, text_at(row + 1))
 
 
 def _passages_of(u: MemoryUnit) -> list[str]:

@@ -4,6 +4,10 @@ A rebuild of 5,000 memories used to embed everything, then write it: interrupted
 next command started again from zero. Written a chunk at a time, what was stored stays stored: the next sync
 (which reconciles with the store after an interruption, memclaw.index.sync) embeds only the rest.
 
+A passage with a context (a short archived turn, memclaw.index.passages.turn_context) is stored as the normalised sum
+of its own vector and CONTEXT_WEIGHT of its context's: one vector per turn, which matches what the turn says first and
+what it answers too.
+
 The passages are embedded longest first, in chunks that are whole batches: exactly the batches one call over all
 of them makes (memclaw.embedding.onnx sorts by length too), so the vectors do not depend on the chunking. The chunks
 are
@@ -18,12 +22,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from memclaw.errors import EmbeddingUnavailable
 from memclaw.index.layout import Progress, embed_texts
 from memclaw.markdown.formats import clean_text
 from memclaw.util.batches import even_chunk
 
 CHUNK_PASSAGES = 4096
+CONTEXT_WEIGHT = 0.5
+"""How much of a short turn's stored vector its context makes: own + 0.5 context, made unit length (chosen on one
+half of the LoCoMo dev conversations among 0.5 / 0.7 / 1.0 and held on the other, benchmarks/README.md)."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +41,7 @@ class Passage:
     text: str
     meta: dict[str, Any]
     unit: str  # the id of the unit it belongs to
+    context: str | None = None  # embedded too, the stored vector blends both (see the module docstring)
 
 
 def write_vectors(
@@ -55,6 +65,11 @@ def write_vectors(
         for start in range(0, len(order), chunk):
             part = [passages[i] for i in order[start : start + chunk]]
             vectors = embed_texts(embedder, [p.text for p in part], batch_size, progress)
+            rows = [n for n, p in enumerate(part) if p.context]
+            if rows:
+                vectors = blend(
+                    vectors, rows, embed_texts(embedder, [part[n].context or "" for n in rows], batch_size, None)
+                )
             if start == 0:
                 on_dimensions(int(vectors.shape[1]))
                 before_write()
@@ -63,3 +78,17 @@ def write_vectors(
     except EmbeddingUnavailable as e:
         return {passages[i].unit for i in order[stored:]}, e
     return set(), None
+
+
+def blend(vectors: np.ndarray, rows: list[int], context: np.ndarray) -> np.ndarray:
+    """`vectors` with each of `rows` replaced by the unit-length sum of it and CONTEXT_WEIGHT times its context's
+    vector (both made unit length first)."""
+    out = np.array(vectors, dtype=np.float32, copy=True)
+    mixed = _unit(out[rows]) + CONTEXT_WEIGHT * _unit(np.asarray(context, dtype=np.float32))
+    out[rows] = _unit(mixed)
+    return out
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(v, axis=1, keepdims=True)
+    return v / np.where(n == 0, 1.0, n)

@@ -4,7 +4,8 @@ A turn is the passage recall ranks (measured in the issue-22 lab against windows
 served as excerpts keep the most answers per token, `benchmarks/README.md`). Each unit's text is `speaker: text`,
 what BM25 and the embedding model read; its timestamp is the turn's time on the file's day (the chunk's time when
 the turn has none); `extra` ties it to its chunk: `cid` (the consolidation id), `turn` (its 0-based position in the
-chunk), `turns` (the chunk's length), `chunk_line` (the chunk header's line) and `speaker`.
+chunk), `turns` (the chunk's length), `chunk_line` (the chunk header's line), `speaker`, and `near` (a digest of the
+texts of the turns before and after it: the index embeds a short turn with them, so an edit of one re-embeds them).
 
 Ids are stable when a turn's text is edited by hand (they hash scope, file, consolidation id and turn position,
 not the text), so an edit re-embeds that turn only; `content_hash` sees the new text.
@@ -20,7 +21,7 @@ from pathlib import PurePosixPath
 
 from memclaw.markdown.archive import parse_day
 from memclaw.markdown.formats import clean_text
-from memclaw.markdown.units import MemoryUnit
+from memclaw.markdown.units import NEAR, MemoryUnit
 
 SPEAKER_SEP = ": "
 
@@ -83,13 +84,13 @@ def scan_archive(
         when = datetime.combine(base, chunk.when.time())
         n = len(chunk.turns)
         chunk_line = chunk.line + line_offset
-        for i, t in enumerate(chunk.turns):
+        said = [(i, t, clean_text(t.text.strip())) for i, t in enumerate(chunk.turns)]
+        said = [(i, t, f"{clean_text(t.speaker)}{SPEAKER_SEP}{body}") for i, t, body in said if body]
+        for j, (i, t, text) in enumerate(said):
             ts = datetime.combine(base, t.at) if t.at is not None else when
-            body = clean_text(t.text.strip())
-            if not body:
-                continue
+            near = _digest(said[j - 1][2] if j else "", said[j + 1][2] if j + 1 < len(said) else "")
             extra = {"cid": chunk.cid, "turn": str(i), "turns": str(n), "chunk_line": str(chunk_line),
-                     "speaker": t.speaker}  # fmt: skip
+                     "speaker": t.speaker, NEAR: near}  # fmt: skip
             out.append(
                 MemoryUnit(
                     id=archive_turn_id(scope, source, chunk.cid, occ, i),
@@ -97,9 +98,13 @@ def scan_archive(
                     scope=scope,
                     source=source,
                     line=(t.line + line_offset) if t.line else chunk_line,
-                    text=f"{clean_text(t.speaker)}{SPEAKER_SEP}{body}",
+                    text=text,
                     timestamp=ts,
                     extra=extra,
                 )
             )
     return ArchiveScan(out, seen)
+
+
+def _digest(before: str, after: str) -> str:
+    return hashlib.sha256(f"{before}\x00{after}".encode()).hexdigest()[:12]

@@ -37,14 +37,23 @@ class MemoryUnit:
 
     @property
     def content_hash(self) -> str:
-        return content_hash(self.text, self.timestamp, self.section)
+        """What the index embeds for the unit changed when this did (an archived turn's neighbours too:
+        memclaw.markdown.archive_units)."""
+        return content_hash(self.text, self.timestamp, self.section, self.extra.get(NEAR, ""))
 
 
-def content_hash(text: str, timestamp: datetime | None, section: str | None) -> str:
+NEAR = "near"
+"""`extra` key of an archived turn: a digest of the turns beside it in its chunk (the index embeds a short turn with
+them, memclaw.index.passages.turn_context)."""
+
+
+def content_hash(text: str, timestamp: datetime | None, section: str | None, near: str = "") -> str:
     h = hashlib.sha256()
     h.update(text.encode("utf-8"))
     h.update(b"\x00" + (timestamp.isoformat() if timestamp else "").encode())
     h.update(b"\x00" + (section or "").encode("utf-8"))
+    if near:
+        h.update(b"\x00" + near.encode())
     return h.hexdigest()[:16]
 
 

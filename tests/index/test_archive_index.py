@@ -1,7 +1,7 @@
 """The archive in the index (issue 22): day files are units of kind `archive` (one per turn), in Chroma and BM25 per
 scope, incremental (an append parses only the appended chunk; a new day is a new file), rebuildable from the
-Markdown, hand edits re-embed the edited turn only, deleted chunks and days leave both stores. Real files, the real
-model, a real embedded Chroma."""
+Markdown, hand edits re-embed the edited turn and the turns beside it only (tests/index/test_turn_context.py),
+deleted chunks and days leave both stores. Real files, the real model, a real embedded Chroma."""
 
 from __future__ import annotations
 
@@ -84,13 +84,13 @@ def test_an_appended_chunk_and_a_new_day_parse_only_what_is_new(svc, monkeypatch
     assert stored(svc) == want_vectors(svc)
 
 
-def test_a_hand_edited_turn_re_embeds_that_turn_only(svc):
+def test_a_hand_edited_turn_re_embeds_that_turn_and_the_turns_beside_it_only(svc):
     path = append_day(svc.workspace, "owner", RESTAURANT, CELLO)
     svc.sync()
     before = stored(svc)
     path.write_text(path.read_text("utf-8").replace("Taberna da Ribeira", "Taberna do Mar"), "utf-8")
     [report] = svc.sync()
-    assert (report.added, report.updated, report.removed) == (0, 1, 0)
+    assert (report.added, report.updated, report.removed) == (0, 3, 0)  # its neighbours are embedded with it
     after = stored(svc)
     assert set(after) == set(before)
     assert [k for k in after if after[k] != before[k]] == [svc.recall("Taberna do Mar", kind="archive")[0].unit.id]
