@@ -8,7 +8,7 @@ chunk), `turns` (the chunk's length), `chunk_line` (the chunk header's line), `s
 texts of the turns before and after it: the index embeds a short turn with them, so an edit of one re-embeds them).
 
 Ids are stable when a turn's text is edited by hand (they hash scope, file, consolidation id and turn position,
-not the text), so an edit re-embeds that turn only; `content_hash` sees the new text.
+not the text), so an edit re-embeds that turn and the turns beside it (`near`); `content_hash` sees the new text.
 """
 
 from __future__ import annotations
