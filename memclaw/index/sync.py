@@ -13,7 +13,6 @@ from memclaw.index import layout as ix
 from memclaw.index.links import changes_links, session_links
 from memclaw.index.passages import turn_context, unit_of, unit_vectors
 from memclaw.index.scopes import Scope, ScopeCache, index_text
-from memclaw.markdown.archive_units import chunk_of
 from memclaw.markdown.units import MemoryUnit
 
 if TYPE_CHECKING:
@@ -292,14 +291,12 @@ def _context(table: UnitTable, u: MemoryUnit) -> str | None:
     """A short archived turn's context (memclaw.index.passages.turn_context): the turns beside it in its chunk, as
     the table holds them."""
     row = table.row_of(u.id) if u.kind == "archive" else None
-    if row is None or (key := chunk_of(u.source, u.extra)) is None:
+    if row is None:
         return None
-
-    def text_at(r: int) -> str | None:
-        inside = 0 <= r < len(table) and chunk_of(table.source_at(r), table.extra_at(r)) == key
-        return table.texts[r] if inside else None
-
-    return turn_context(text_at(row - 1), u.text, text_at(row + 1))
+    span = table.chunk_span(row, 1, 1)
+    before = table.texts[row - 1] if span.start < row else None
+    after = table.texts[row + 1] if span.stop > row + 1 else None
+    return turn_context(before, u.text, after)
 
 
 def _passages_of(u: MemoryUnit) -> list[str]:

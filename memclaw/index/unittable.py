@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from memclaw.index.unit_columns import ROW_COLUMNS, Interner, least, most
+from memclaw.markdown.archive_units import chunk_of
 from memclaw.markdown.units import KINDS, Kind, MemoryUnit
 
 
@@ -289,6 +290,21 @@ class UnitTable(Mapping[str, MemoryUnit]):
 
     def row_of(self, uid: str) -> int | None:
         return self._rows().get(uid)
+
+    def chunk_span(self, row: int, before: int, after: int) -> range:
+        """The rows of the archive chunk `row` is a turn of (memclaw.markdown.archive_units.chunk_of), from `before`
+        turns before it to `after` after it, fewer at the chunk's edges; the row alone when it is no chunk's turn."""
+        key = self._chunk_at(row)
+        first = last = row
+        if key is not None:
+            while first > 0 and row - first < before and self._chunk_at(first - 1) == key:
+                first -= 1
+            while last + 1 < len(self) and last - row < after and self._chunk_at(last + 1) == key:
+                last += 1
+        return range(first, last + 1)
+
+    def _chunk_at(self, row: int) -> tuple[str, str, str] | None:
+        return chunk_of(self.source_at(row), self.extra_at(row))
 
     def dated_rows(self) -> Iterator[tuple[int, Kind, str]]:
         """(row, kind, iso timestamp) of every dated unit."""

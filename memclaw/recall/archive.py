@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from memclaw.index.passages import is_head, is_long, passage_ids, split_passages, unit_of
 from memclaw.markdown.archive import clean_speaker
-from memclaw.markdown.archive_units import SPEAKER_SEP, chunk_of
+from memclaw.markdown.archive_units import SPEAKER_SEP
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.fusion import Fused
 
@@ -127,20 +127,7 @@ def window(table: UnitTable, uid: str, before: int, after: int) -> tuple[MemoryU
     row = table.row_of(uid)
     if row is None or table.kind_of(uid) != "archive":
         return ()
-    key = _chunk_at(table, row)
-    if key is None:
-        return (table.unit(row),)
-    first = row
-    while first > 0 and row - first < before and _chunk_at(table, first - 1) == key:
-        first -= 1
-    last = row
-    while last + 1 < len(table) and last - row < after and _chunk_at(table, last + 1) == key:
-        last += 1
-    return tuple(table.unit(r) for r in range(first, last + 1))
-
-
-def _chunk_at(table: UnitTable, row: int) -> tuple[str, str, str] | None:
-    return chunk_of(table.source_at(row), table.extra_at(row))
+    return tuple(table.unit(r) for r in table.chunk_span(row, before, after))
 
 
 def covers(entry_tokens: set[str], turn_tokens: Sequence[str]) -> bool:
