@@ -3,11 +3,16 @@ append to the day's file), with the facts' learned-marks and HISTORY stamps that
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import date, datetime, time
 from pathlib import Path
 
+from memclaw.config import Config
+from memclaw.embedding.base import Embedder
 from memclaw.markdown.archive import ArchiveChunk, ArchivedTurn, append_chunk
 from memclaw.markdown.formats import fact_mark, format_history_entry
+from memclaw.service.facade import MemoryService
 from memclaw.workspace import Workspace
 
 
@@ -45,6 +50,31 @@ def consolidation(ws: Workspace, scope: str, c: ArchiveChunk, summary: str, fact
     sep = "\n" if old and not old.endswith("\n\n") else ""
     with open(hist, "a", encoding="utf-8") as f:
         f.write(sep + format_history_entry(c.when, summary, cid=c.cid) + "\n")
+
+
+@contextmanager
+def archive_service(
+    root: Path,
+    embedder: Embedder,
+    write: Callable[[Workspace], object] | None = None,
+    *,
+    config: Config | None = None,
+    sync: bool = False,
+) -> Iterator[MemoryService]:
+    """A MemoryService over a fresh workspace under `root` (what `write` puts there first; `config`'s settings, else
+    the defaults), synced first if `sync`, closed after."""
+    ws = Workspace(root / "ws")
+    ws.memory_root.mkdir(parents=True)
+    if write is not None:
+        write(ws)
+    cfg = (config or Config()).model_copy(update={"workspace": ws.root})
+    svc = MemoryService(ws, cfg, embedder=embedder)
+    try:
+        if sync:
+            svc.sync()
+        yield svc
+    finally:
+        svc.close()
 
 
 DAY = date(2026, 11, 25)

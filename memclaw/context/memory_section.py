@@ -228,15 +228,11 @@ def _unserved_part(c: Candidate, served_by: Mapping[str, str], count: Callable[[
 
 def _same_chunk(res: SectionFill, c: Candidate) -> int | None:
     """The kept excerpt (its index) of the chunk excerpt `c` comes from, if any."""
-    key = _chunk(c.window[c.focus]) if c.window else None
+    key = chunk_of(c.window[c.focus].source, c.window[c.focus].extra) if c.window else None
     if key is None:
         return None
-    return next((k for k in res.kept if res.candidates[k].window and _chunk(res.candidates[k].window[0]) == key),
-                None)  # fmt: skip
-
-
-def _chunk(turn: MemoryUnit) -> tuple[str, str, str] | None:
-    return chunk_of(turn.source, turn.extra)
+    firsts = ((k, res.candidates[k].window[0]) for k in res.kept if res.candidates[k].window)
+    return next((k for k, t in firsts if chunk_of(t.source, t.extra) == key), None)
 
 
 def _join(res: SectionFill, i: int, into: int, count: Callable[[str], int]) -> bool:

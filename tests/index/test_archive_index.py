@@ -10,12 +10,10 @@ from datetime import datetime
 
 import pytest
 
-from memclaw.config import Config
 from memclaw.index.passages import is_long, unit_of, unit_vectors
 from memclaw.index.scopes import index_text
 from memclaw.service.facade import MemoryService
-from memclaw.workspace import Workspace
-from tests.archive_days import DAY, append_day, chunk
+from tests.archive_days import DAY, append_day, archive_service, chunk
 from tests.service.test_memory_service import count_full_parses
 
 RESTAURANT = chunk(
@@ -31,16 +29,13 @@ CELLO = chunk(
     ("Maya", "My cello teacher Mira is moving to Porto."),
     ("memclaw", "Will you keep taking lessons with her online?"),
 )
+ABOUT_ME = "# About me\n- I live in Lyon\n"
 
 
 @pytest.fixture
 def svc(tmp_path, embedder):
-    ws = Workspace(tmp_path / "ws")
-    ws.memory_root.mkdir(parents=True)
-    ws.memory_file().write_text("# About me\n- I live in Lyon\n", "utf-8")
-    s = MemoryService(ws, Config(workspace=ws.root), embedder=embedder)
-    yield s
-    s.close()
+    with archive_service(tmp_path, embedder, lambda ws: ws.memory_file().write_text(ABOUT_ME, "utf-8")) as s:
+        yield s
 
 
 def stored(svc: MemoryService, scope: str = "owner") -> dict[str, str]:

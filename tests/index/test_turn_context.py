@@ -10,12 +10,9 @@ from datetime import datetime
 import numpy as np
 import pytest
 
-from memclaw.config import Config
 from memclaw.index.passages import CONTEXT_WORDS, MAX_WORDS, turn_context
 from memclaw.index.vector_writer import CONTEXT_WEIGHT, blend
-from memclaw.service.facade import MemoryService
-from memclaw.workspace import Workspace
-from tests.archive_days import append_day, chunk
+from tests.archive_days import append_day, archive_service, chunk
 
 MUSEUM = chunk(
     "c7f3a9b21",
@@ -34,11 +31,8 @@ OTHER = chunk(
 
 @pytest.fixture
 def svc(tmp_path, embedder):
-    ws = Workspace(tmp_path / "ws")
-    ws.memory_root.mkdir(parents=True)
-    s = MemoryService(ws, Config(workspace=ws.root), embedder=embedder)
-    yield s
-    s.close()
+    with archive_service(tmp_path, embedder) as s:
+        yield s
 
 
 def unit(v: np.ndarray) -> np.ndarray:

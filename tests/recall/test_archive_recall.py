@@ -11,7 +11,7 @@ from memclaw.config import Config
 from memclaw.context.memory_section import fill_hits
 from memclaw.service.facade import MemoryService
 from memclaw.workspace import Workspace
-from tests.archive_days import chunk, consolidation
+from tests.archive_days import archive_service, chunk, consolidation
 
 SAME_DAY = [
     (
@@ -35,16 +35,15 @@ SAME_DAY = [
 ]  # fmt: skip
 
 
-@pytest.fixture
-def svc(tmp_path, embedder):
-    ws = Workspace(tmp_path / "ws")
-    ws.memory_root.mkdir(parents=True)
+def same_day(ws: Workspace) -> None:
     for c, summary, facts in SAME_DAY:
         consolidation(ws, "owner", c, summary, facts)
-    s = MemoryService(ws, Config(workspace=ws.root), embedder=embedder)
-    s.sync()
-    yield s
-    s.close()
+
+
+@pytest.fixture
+def svc(tmp_path, embedder):
+    with archive_service(tmp_path, embedder, same_day, sync=True) as s:
+        yield s
 
 
 def by_text(svc: MemoryService, kind: str, start: str):
@@ -94,22 +93,15 @@ def test_a_turn_lifts_its_own_summary_and_nothing_else(svc):
 
 
 def test_an_archive_hit_carries_the_window_of_its_chunk_only(tmp_path, embedder):
-    ws = Workspace(tmp_path / "ws")
-    ws.memory_root.mkdir(parents=True)
-    for c, summary, facts in SAME_DAY:
-        consolidation(ws, "owner", c, summary, facts)
-    cfg = Config(workspace=ws.root)
+    cfg = Config()
     cfg.recall.excerpt_before, cfg.recall.excerpt_after = 2, 2
-    s = MemoryService(ws, cfg, embedder=embedder)
-    try:
+    with archive_service(tmp_path, embedder, same_day, config=cfg) as s:
         hits = s.recall("My cello teacher Mira is moving to Porto", kind="archive", k=3)
         first = hits[0]
         assert first.unit.extra == {**first.unit.extra, "cid": "c2222bbbb", "turn": "0"}
         assert [t.text for t in first.excerpt] == [f"{t.speaker}: {t.text}" for t in SAME_DAY[1][0].turns]
         assert {t.extra["cid"] for h in hits for t in h.excerpt} == {h.unit.extra["cid"] for h in hits}
         assert all(h.unit in h.excerpt for h in hits)
-    finally:
-        s.close()
 
 
 def test_only_the_best_archive_hits_get_a_wide_window(svc):

@@ -17,7 +17,7 @@ from memclaw.errors import MemoryFileError
 from memclaw.markdown.units import OWNER_SCOPE, sender_scope
 from memclaw.service.facade import MemoryService
 from memclaw.workspace import Workspace
-from tests.archive_days import append_day, chunk, consolidation
+from tests.archive_days import append_day, archive_service, chunk, consolidation
 from tests.context.test_context_support import all_text
 
 OWNER_ID = "424242424242"
@@ -46,13 +46,12 @@ def owner_units(svc: MemoryService) -> set[str]:
 
 @pytest.fixture
 def svc(tmp_path, embedder):
-    ws = Workspace(tmp_path / "ws")
-    ws.memory_root.mkdir(parents=True)
-    append_day(ws, OWNER_SCOPE, OWNER_TALK)
-    append_day(ws, scope_for(config(), EVE), EVE_TALK)
-    s = MemoryService(ws, Config(workspace=ws.root), embedder=embedder)
-    yield s
-    s.close()
+    def talks(ws: Workspace) -> None:
+        append_day(ws, OWNER_SCOPE, OWNER_TALK)
+        append_day(ws, scope_for(config(), EVE), EVE_TALK)
+
+    with archive_service(tmp_path, embedder, talks) as s:
+        yield s
 
 
 def config() -> Config:
