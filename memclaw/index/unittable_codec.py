@@ -1,35 +1,46 @@
 """A unit table in the index state's forms (memclaw.index.scope_state): `table_to_bytes` / `table_from_bytes` for a
 whole table (JSON strings and raw integer arrays, loaded in tens of ms for 100k rows), `table_json_rows` /
 `rows_from_json` for the few rows of the state's log. Everything read back is checked on the way in, so a hostile
-state file can be refused but never run code."""
+state file can be refused but never run code.
+
+A table's distinct extras (an archived turn's are its own: 100k turns, 100k extras of six pairs) are written by
+column: the distinct key lists, each extra's key list, and all values as one NUL-separated string. As JSON pairs
+they took most of a cold recall's load (1.3 s of JSON at 110k rows, measured: benchmarks/README.md, "Loading a
+large archive"). Tables written with the extras as JSON pairs are still read."""
 
 from __future__ import annotations
 
 import json
 import struct
 from datetime import datetime
-from itertools import chain
+from itertools import chain, islice
 from typing import Any
 
 from memclaw.index.unit_columns import COLUMNS, INT_COLUMNS, JOINED_COLUMNS, STR_COLUMNS, from_little, little
 from memclaw.index.unittable import UnitTable
 from memclaw.markdown.units import KINDS
 
+EXTRA_VALUES = "extra_values"
+"""The blob of every extra's values, in order (see the module docstring)."""
+
 
 def table_to_bytes(table: UnitTable) -> bytes:
-    """The table for the index state: a JSON header (the optional string columns, the small value tables, how the
-    rest is stored), then ids, texts and hashes each as one NUL-separated UTF-8 string (JSON if a value holds a
-    NUL), then the integer columns as raw little-endian arrays (int64; kinds int8). A 100k-row table loads in a
-    few tens of ms."""
+    """The table for the index state: a JSON header (the optional string columns, the small value tables, the
+    extras' key lists, how the rest is stored), then ids, texts, hashes and the extras' values each as one
+    NUL-separated UTF-8 string (JSON if a value holds a NUL), then the integer columns as raw little-endian arrays
+    (int64; kinds int8)."""
     c = table.columns
     head: dict[str, Any] = {k: c[k] for k in ("timestamps", "sections", "scopes", "sources")}
-    head["extras"] = [[list(kv) for kv in e] for e in c["extras"]]
     head["n"] = len(table)
+    shapes: dict[tuple[str, ...], int] = {}
+    head["extra_shapes"] = [shapes.setdefault(tuple(k for k, _v in e), len(shapes)) for e in c["extras"]]
+    head["extra_keys"] = [list(keys) for keys in shapes]
+    values = [v for e in c["extras"] for _k, v in e]
     blobs = []
-    for k in JOINED_COLUMNS:
-        joined = "\x00".join(c[k])
-        plain = joined.count("\x00") == max(len(table) - 1, 0)
-        blobs.append((joined if plain else json.dumps(c[k], ensure_ascii=False)).encode("utf-8", "surrogatepass"))
+    for k, col in (*((k, c[k]) for k in JOINED_COLUMNS), (EXTRA_VALUES, values)):
+        joined = "\x00".join(col)
+        plain = joined.count("\x00") == max(len(col) - 1, 0)
+        blobs.append((joined if plain else json.dumps(col, ensure_ascii=False)).encode("utf-8", "surrogatepass"))
         head[f"{k}_as"] = "joined" if plain else "json"
     head["sizes"] = [len(b) for b in blobs]
     text = json.dumps(head, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
@@ -44,13 +55,21 @@ def table_from_bytes(data: bytes, *, check_ids: bool = True) -> UnitTable:
     if not isinstance(head, dict) or type(head.get("n")) is not int or not isinstance(head.get("sizes"), list):
         raise ValueError("unexpected columns")
     n, off = head.pop("n"), 8 + n_text
-    modes = {k: head.pop(f"{k}_as", None) for k in JOINED_COLUMNS}
-    for k, size in zip(JOINED_COLUMNS, head.pop("sizes"), strict=True):
+    by_column = "extras" not in head  # (else: the extras as JSON pairs, as tables were written before)
+    blobs = (*JOINED_COLUMNS, EXTRA_VALUES) if by_column else JOINED_COLUMNS
+    modes = {k: head.pop(f"{k}_as", None) for k in blobs}
+    for k, size in zip(blobs, head.pop("sizes"), strict=True):
+        if type(size) is not int or size < 0:
+            raise ValueError("unexpected sizes")
         text = data[off : off + size].decode("utf-8", "surrogatepass")
         off += size
-        head[k] = json.loads(text) if modes[k] == "json" else (text.split("\x00") if n else [])
-        if not isinstance(head[k], list) or len(head[k]) != n:
-            raise ValueError(f"column {k} does not have {n} rows")
+        rows = n if k != EXTRA_VALUES else _n_values(head)
+        head[k] = json.loads(text) if modes[k] == "json" else (text.split("\x00") if rows else [])
+        if not isinstance(head[k], list) or len(head[k]) != rows:
+            raise ValueError(f"column {k} does not have {rows} rows")
+    if by_column:
+        head["extras"] = _extras(head.pop("extra_keys"), head.pop("extra_shapes"), head.pop(EXTRA_VALUES),
+                                 modes[EXTRA_VALUES] == "json")  # fmt: skip
     if len(data) != off + n * (8 * len(INT_COLUMNS) + 1):
         raise ValueError("the integer columns do not match the rows")
     for k in INT_COLUMNS:
@@ -58,7 +77,30 @@ def table_from_bytes(data: bytes, *, check_ids: bool = True) -> UnitTable:
         off += 8 * n
     head["kinds"] = from_little("b", data[off:])
     joined = tuple(k for k in JOINED_COLUMNS if modes[k] != "json")
-    return _checked(head, check_ids=check_ids, known_str=joined)
+    return _checked(head, check_ids=check_ids, known_str=joined, extras_checked=by_column)
+
+
+def _n_values(head: dict[str, Any]) -> int:
+    """How many values the extras' key lists call for (ValueError if they are not lists of key lists and indexes)."""
+    keys, shapes = head.get("extra_keys"), head.get("extra_shapes")
+    if not (type(keys) is list and type(shapes) is list and set(map(type, keys)) <= {list}):
+        raise ValueError("column extras is not a list of string pairs")
+    if not set(map(type, shapes)) <= {int} or (shapes and not 0 <= min(shapes) <= max(shapes) < len(keys)):
+        raise ValueError("column extras is not a list of string pairs")
+    if not set(map(type, chain.from_iterable(keys))) <= {str}:
+        raise ValueError("column extras is not a list of string pairs")
+    sizes = [len(k) for k in keys]
+    return sum(sizes[i] for i in shapes)
+
+
+def _extras(keys: list[list[str]], shapes: list[int], values: list[Any], check: bool) -> list[tuple]:
+    """The distinct extras from their columns (`_n_values` checked the keys and the count); `check`: the values
+    came from JSON, and must be strings."""
+    if check and not set(map(type, values)) <= {str}:
+        raise ValueError("column extras is not a list of string pairs")
+    key_tuples = [tuple(k) for k in keys]
+    it = iter(values)
+    return [tuple(zip(key_tuples[i], islice(it, len(key_tuples[i])), strict=True)) for i in shapes]
 
 
 def table_json_rows(table: UnitTable) -> list[list[Any]]:
@@ -96,15 +138,27 @@ def rows_from_json(rows: Any) -> list[tuple]:
     return out
 
 
-def _checked(cols: dict[str, Any], *, check_ids: bool, known_str: tuple[str, ...] = ()) -> UnitTable:
+def _checked(
+    cols: dict[str, Any], *, check_ids: bool, known_str: tuple[str, ...] = (), extras_checked: bool = False
+) -> UnitTable:
     """Check what JSON gave for the string columns (`known_str`: made by str.split, strings already) and the
-    extras (at C speed: a 100k-row table loads on every cold recall), then the columns' consistency."""
+    extras (at C speed: a 100k-row table loads on every cold recall; `extras_checked`: built from checked columns
+    already), then the columns' consistency."""
     if set(cols) != set(COLUMNS) or not all(type(cols[k]) is list for k in (*STR_COLUMNS, "extras")):
         raise ValueError("unexpected columns")
     for k in (k for k in STR_COLUMNS if k not in known_str):
         allowed = {str, type(None)} if k in ("timestamps", "sections") else {str}
         if not set(map(type, cols[k])) <= allowed:
             raise ValueError(f"column {k} is not a list of strings")
+    if not extras_checked:
+        _check_json_extras(cols)
+    for ts in filter(None, cols["timestamps"]):
+        datetime.fromisoformat(ts)
+    return UnitTable.from_columns(cols, check_ids=check_ids)
+
+
+def _check_json_extras(cols: dict[str, Any]) -> None:
+    """The extras as JSON pairs (tables written before the extras were by column): checked, as tuples."""
     raw = cols["extras"]  # (checked a level at a time at C speed: an archived turn's extras are its own, 100k of them)
     pairs = list(chain.from_iterable(raw)) if set(map(type, raw)) <= {list} else None
     if pairs is None or not set(map(type, pairs)) <= {list} or not set(map(len, pairs)) <= {2}:
@@ -112,6 +166,3 @@ def _checked(cols: dict[str, Any], *, check_ids: bool, known_str: tuple[str, ...
     if not set(map(type, chain.from_iterable(pairs))) <= {str}:
         raise ValueError("column extras is not a list of string pairs")
     cols["extras"] = [tuple(map(tuple, e)) for e in raw]
-    for ts in filter(None, cols["timestamps"]):
-        datetime.fromisoformat(ts)
-    return UnitTable.from_columns(cols, check_ids=check_ids)
