@@ -99,8 +99,12 @@ def _extras(keys: list[list[str]], shapes: list[int], values: list[Any], check: 
     if check and not set(map(type, values)) <= {str}:
         raise ValueError("column extras is not a list of string pairs")
     key_tuples = [tuple(k) for k in keys]
-    it = iter(values)
-    return [tuple(zip(key_tuples[i], islice(it, len(key_tuples[i])), strict=True)) for i in shapes]
+    lengths = [len(k) for k in key_tuples]
+    # one object per distinct pair: most repeat (a chunk's id, a speaker, a position), and the table stays loaded
+    one: dict[tuple[str, str], tuple[str, str]] = {}
+    pairs = zip(chain.from_iterable(key_tuples[i] for i in shapes), values, strict=True)
+    it = iter([one.setdefault(p, p) for p in pairs])
+    return [tuple(islice(it, lengths[i])) for i in shapes]
 
 
 def table_json_rows(table: UnitTable) -> list[list[Any]]:

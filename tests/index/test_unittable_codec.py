@@ -138,3 +138,11 @@ def _previous_form(table: UnitTable) -> bytes:
     text = json.dumps(head).encode("utf-8")
     ints = [little(c[k]) for k in INT_COLUMNS] + [little(c["kinds"])]
     return b"".join([struct.pack("<Q", len(text)), text, *blobs, *ints])
+
+
+def test_a_pair_that_repeats_across_extras_is_read_as_one_object():
+    """A loaded table stays in memory for the life of a chat or the Discord bot: 100k archived turns hold ~600k
+    pairs, most of them repeats (a chunk's id, a speaker), so each distinct pair is one object."""
+    back = table_from_bytes(table_to_bytes(UnitTable.from_units(UNITS)))
+    cids = [pair for e in back.columns["extras"] for pair in e if pair[0] == "cid"]
+    assert len(cids) == 6 and all(pair is cids[0] for pair in cids)
