@@ -130,10 +130,7 @@ def test_damaged_chroma_is_rebuilt_by_recall(tmp_path, embedder, caplog, damage)
         result = svc.recall_detailed(QUESTION, k=3)
     # The turn is answered, with the vector signal (the store was rebuilt, not merely skipped).
     assert result.hits and "Solaris Energy" in result.hits[0].unit.text
-    # the vectors answer again (not a BM25-only fallback). Not "the vector signal finds that fact": among 1,100
-    # near-identical hashed facts it is an outlier the approximate HNSW graph sometimes cannot reach (measured: 1 run
-    # in 15-30, before and after the rebuild alike), which is Chroma's search, not the repair
-    assert result.mode == "hybrid" and any(h.vector.rank is not None for h in result.hits)
+    assert result.hits[0].vector.rank is not None
     assert any("rebuilt the index from the Markdown" in w for w in result.warnings), result.warnings
     assert warned(caplog, "Chroma", "rebuilt the index from the Markdown")
     # Nothing the user wrote changed; the index equals the Markdown again.
