@@ -25,6 +25,13 @@ _T = TypeVar("_T")
 
 _GET_PAGE = 5000
 
+EF_SEARCH = 200
+"""The HNSW search breadth of memclaw's collections (Chroma's default is 100). Recall asks for 100 vectors
+(`recall.candidates` x 2); with a breadth of 100 the approximate graph returns 93.6 % of the true 100 nearest and
+98.9 % of the true 10 on 150k vectors of real conversation, at 200 97.7 % and 99.8 % for about 0.5-1 ms more per
+query (benchmarks/README.md, "What the approximate index misses"). Collections made with another breadth take this
+one the next time this process writes to them (`_collection`)."""
+
 
 class ChromaStore:
     """VectorStore over a chromadb client. Build it with `memclaw.store.clients.open_chroma_store`."""
@@ -120,9 +127,10 @@ class ChromaStore:
                 col = self._client.get_or_create_collection(
                     name,
                     embedding_function=None,
-                    configuration={"hnsw": {"space": SPACE}},
+                    configuration={"hnsw": {"space": SPACE, "ef_search": EF_SEARCH}},
                     metadata={"memclaw_scope": scope, "memclaw_namespace": self._namespace},
                 )
+                set_search_breadth(col)
             else:
                 col = self._client.get_collection(name, embedding_function=None)
         except Exception as e:  # chromadb raises NotFoundError / ValueError variants across versions
@@ -259,3 +267,20 @@ def _max_batch(client: Any) -> int:
         return max(1, min(int(client.get_max_batch_size()), 5000))
     except Exception:
         return 1000
+
+
+def search_breadth(col: Any) -> int | None:
+    """A collection's HNSW search breadth (`ef_search`) as Chroma records it, if it says."""
+    hnsw = (getattr(col, "configuration", None) or {}).get("hnsw") or {}
+    ef = hnsw.get("ef_search")
+    return int(ef) if ef is not None else None
+
+
+def set_search_breadth(col: Any) -> None:
+    """Give a collection made with another search breadth (before memclaw set one) EF_SEARCH. Chroma reads it when it
+    loads the collection's graph, so a process that already searched it keeps the old breadth until it restarts."""
+    ef = search_breadth(col)
+    if ef is None or ef == EF_SEARCH:
+        return
+    log.info("collection %s: HNSW search breadth %d -> %d", col.name, ef, EF_SEARCH)
+    col.modify(configuration={"hnsw": {"ef_search": EF_SEARCH}})
