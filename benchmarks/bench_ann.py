@@ -93,7 +93,7 @@ def child(path: Path, qfile: Path, k: int) -> None:
 
     from memclaw.store.clients import open_chroma_store
 
-    qs = np.load(qfile)
+    qs = np.load(qfile, allow_pickle=False)
     store = open_chroma_store(path=path, namespace=NS)
     store.warm(SCOPE)
     out: dict[str, Any] = {}
