@@ -282,5 +282,9 @@ def set_search_breadth(col: Any) -> None:
     ef = search_breadth(col)
     if ef is None or ef == EF_SEARCH:
         return
+    try:
+        col.modify(configuration={"hnsw": {"ef_search": EF_SEARCH}})
+    except Exception as e:  # e.g. a server that cannot change it: the collection is searched as it is
+        log.info("collection %s keeps its HNSW search breadth %d (%s: %s)", col.name, ef, type(e).__name__, e)
+        return
     log.info("collection %s: HNSW search breadth %d -> %d", col.name, ef, EF_SEARCH)
-    col.modify(configuration={"hnsw": {"ef_search": EF_SEARCH}})

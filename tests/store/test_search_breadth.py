@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memclaw.store.base import collection_name
-from memclaw.store.chroma import EF_SEARCH
+from memclaw.store.chroma import EF_SEARCH, set_search_breadth
 from memclaw.store.clients import open_chroma_store, release_embedded
 
 
@@ -97,3 +97,25 @@ def test_a_collection_made_with_chromas_default_takes_memclaws_breadth_at_its_ne
     cold = _open(store_backend, where, ns)
     assert cold.count("owner") == 60
     assert [cold.query("owner", v, 1)[0].id for v in vecs[::7]] == [f"u{i}" for i in range(0, 60, 7)]
+
+
+class _Refusing:
+    """A collection whose server cannot change its configuration (the one fake here: the boundary's refusal)."""
+
+    name = "memclaw-old"
+    configuration = {"hnsw": {"space": "cosine", "ef_search": 100}}
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def modify(self, **_kw) -> None:
+        self.asked += 1
+        raise RuntimeError("configuration cannot be modified")
+
+
+def test_a_store_that_cannot_change_the_breadth_is_searched_as_it_is(caplog):
+    col = _Refusing()
+    with caplog.at_level("INFO", logger="memclaw.store.chroma"):
+        set_search_breadth(col)  # no error: writing and recalling go on
+    assert col.asked == 1 and col.configuration["hnsw"]["ef_search"] == 100
+    assert "keeps its HNSW search breadth 100" in caplog.text
