@@ -89,7 +89,7 @@ def set_breadth(root: Path, ef: int) -> None:
     release_embedded(path)
 
 
-def child(root: Path, data: Path) -> None:
+def child(root: Path, data: Path, as_of: bool = False) -> None:
     """Recall every question over the one workspace; print per-question any / all per budget and times (JSON)."""
     from memclaw.bench.corpus import load_corpus
     from memclaw.bench.locomo import coverage_path
@@ -114,8 +114,11 @@ def child(root: Path, data: Path) -> None:
         relevant = set(q.relevant)
         now = q.question_date
         t = time.perf_counter()
-        res = svc.recall_detailed(q.question, k=cfg.context.recall_k, now=now)
+        res = svc.recall_detailed(q.question, k=cfg.context.recall_k * (3 if as_of else 1), now=now)
         ms = (time.perf_counter() - t) * 1000
+        if as_of and now is not None:  # the memory as it stood on the question's date (approximately: see --as-of)
+            res.hits[:] = [h for h in res.hits if h.unit.timestamp is None or h.unit.timestamp <= now]
+            del res.hits[cfg.context.recall_k :]
         rec: dict[str, Any] = {"type": q.question_type, "ms": ms, "any": [], "all": [], "tokens": []}
         for b in BUDGETS:
             f = fill_hits(res.hits, b, count)
@@ -160,10 +163,16 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path)
     ap.add_argument("--breadths", default="100,200")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "lme-scale")
+    ap.add_argument(
+        "--as-of",
+        action="store_true",
+        help="leave out of each question's hits the sessions dated after its date (a store could not hold them yet); "
+        "they still count in BM25's statistics and the fusion's scale, so this approximates a store as of that date",
+    )
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        return child(a.child, a.data)
+        return child(a.child, a.data, a.as_of)
     if a.cache is None or a.workdir is None:
         ap.error("--cache and --workdir are required")
     from memclaw.bench.embedcache import CachedEmbedder
@@ -180,13 +189,13 @@ def main() -> None:
     for ef in (int(b) for b in a.breadths.split(",")):
         set_breadth(root, ef)
         res = subprocess.run(
-            [sys.executable, __file__, "--data", str(a.data), "--child", str(root)],
+            [sys.executable, __file__, "--data", str(a.data), "--child", str(root), *(["--as-of"] if a.as_of else [])],
             capture_output=True, text=True, check=True, env={**os.environ},
         )  # fmt: skip
         per_q = json.loads(res.stdout.strip().splitlines()[-1])
         runs[str(ef)] = {"summary": summary(per_q), "by_question": per_q}
         print(ef, json.dumps(runs[str(ef)]["summary"]), flush=True)
-    doc = {"build": info, "runs": runs, "machine": machine_info(), "revision": revision(),
+    doc = {"build": info, "runs": runs, "as_of": a.as_of, "machine": machine_info(), "revision": revision(),
            "date": time.strftime("%Y-%m-%dT%H:%M%z")}  # fmt: skip
     a.out.with_suffix(".json").write_text(json.dumps(doc, indent=1))
 
