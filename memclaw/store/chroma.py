@@ -26,10 +26,12 @@ _T = TypeVar("_T")
 _GET_PAGE = 5000
 
 EF_SEARCH = 200
-"""The HNSW search breadth of memclaw's collections (Chroma's default is 100). Recall asks for 100 vectors
-(`recall.candidates` x 2); with a breadth of 100 the approximate graph returns 93.6 % of the true 100 nearest and
-98.9 % of the true 10 on 150k vectors of real conversation, at 200 97.7 % and 99.8 % for about 0.5-1 ms more per
-query (benchmarks/README.md, "What the approximate index misses"). Collections made with another breadth take this
+"""The HNSW search breadth of memclaw's collections (Chroma's default is 100). Chroma searches at least as wide as
+the number of vectors asked for: the memory section's auto-recall asks for 240 (`context.recall_k` 40 x 3 x 2) and
+was searched that wide already, but `memclaw recall` and the agent's `/recall` (`recall.k` 8) ask for 100
+(`recall.candidates` x 2), where a breadth of 100 returns 93.6 % of the true 100 nearest and 98.9 % of the true 10
+on 150k vectors of real conversation, and 200 returns 97.7 % and 99.8 % for about 0.5 ms more per query
+(benchmarks/README.md, "What the approximate index misses"). Collections made with another breadth take this
 one the next time this process writes to them (`_collection`)."""
 
 
