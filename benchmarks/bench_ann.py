@@ -74,16 +74,17 @@ def build(path: Path, x: Any) -> float:
 
 
 def set_breadth(path: Path, ef: int) -> None:
+    """Give every collection of the embedded store at `path` the search breadth `ef`, as a process of its own would
+    (this process's client released before and after: Chroma reads the breadth when it loads a graph)."""
     import chromadb
     from chromadb.config import Settings
 
-    from memclaw.store.base import collection_name
     from memclaw.store.clients import release_embedded
 
+    release_embedded(path)
     client = chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
-    client.get_collection(collection_name(NS, SCOPE), embedding_function=None).modify(
-        configuration={"hnsw": {"ef_search": ef}}
-    )
+    for col in client.list_collections():
+        col.modify(configuration={"hnsw": {"ef_search": ef}})
     release_embedded(path)
 
 

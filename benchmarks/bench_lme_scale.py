@@ -70,23 +70,10 @@ def build(root: Path, qs: list[Any], embedder: Any) -> dict[str, Any]:
     t = time.perf_counter()
     svc.sync()
     info["sync_s"] = round(time.perf_counter() - t, 1)
-    info["units"] = len(svc.scopes.get("owner").state.units) if svc.scopes.get("owner") else 0
+    owner = svc.scopes.get("owner")
+    info["units"] = len(owner.state.units) if owner else 0
     svc.close()
     return info
-
-
-def set_breadth(root: Path, ef: int) -> None:
-    import chromadb
-    from chromadb.config import Settings
-
-    from memclaw.store.clients import release_embedded
-
-    path = root / ".memclaw-index" / "chroma"
-    release_embedded(path)  # (this process's own client, from the build)
-    client = chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
-    for col in client.list_collections():
-        col.modify(configuration={"hnsw": {"ef_search": ef}})
-    release_embedded(path)
 
 
 def child(root: Path, data: Path, as_of: bool = False) -> None:
@@ -175,6 +162,9 @@ def main() -> None:
         return child(a.child, a.data, a.as_of)
     if a.cache is None or a.workdir is None:
         ap.error("--cache and --workdir are required")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_ann import set_breadth
+
     from memclaw.bench.embedcache import CachedEmbedder
     from memclaw.bench.machine import machine_info, revision
     from memclaw.bench.run_config import bench_config
@@ -187,7 +177,7 @@ def main() -> None:
     print(json.dumps(info), flush=True)
     runs: dict[str, Any] = {}
     for ef in (int(b) for b in a.breadths.split(",")):
-        set_breadth(root, ef)
+        set_breadth(root / ".memclaw-index" / "chroma", ef)
         res = subprocess.run(
             [sys.executable, __file__, "--data", str(a.data), "--child", str(root), *(["--as-of"] if a.as_of else [])],
             capture_output=True, text=True, check=True, env={**os.environ},
