@@ -215,6 +215,7 @@ def run_longmemeval(
     from memclaw.bench.record import DiskUse
     from memclaw.bench.report import run_provenance
     from memclaw.bench.run_config import bench_config, fill_k, load_embedder_once
+    from memclaw.bench.signal_view import run_paired
     from memclaw.bench.workspaces import bench_workspace
 
     raw = load_longmemeval(path)
@@ -287,6 +288,7 @@ def run_longmemeval(
         "disk": disk.report(),
         **run_provenance(base, index_s, started),
         "systems": {s.name: {**M.summarize_lme(scores[s.name]), "description": s.description} for s in specs},
+        "paired": run_paired(scores, group=lambda sc: sc.question_type, values=M.question_values),
         **({"rankings": ranked_by_q} if rankings else {}),
     }
 

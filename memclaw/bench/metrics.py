@@ -269,3 +269,10 @@ def summarize_lme(scores: Sequence[LMEScore]) -> dict:
     types = sorted({s.question_type for s in scores})
     out["by_question_type"] = {t: aggregate_lme([s for s in scores if s.question_type == t]) for t in types}
     return out
+
+
+def question_values(score: QuestionScore | LMEScore) -> dict[str, float]:
+    """One question's recall metrics by the keys of the run's summary (recall@k, recall_all@k, recall@Bt; for
+    LongMemEval recall_any/all@k, sessions_any/all@k, recall_any/all@Bt): what memclaw.bench.paired compares."""
+    agg = aggregate_lme([score]) if isinstance(score, LMEScore) else aggregate([score])
+    return {k: v for k, v in agg.items() if k.startswith(("recall", "sessions"))}

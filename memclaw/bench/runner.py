@@ -21,6 +21,7 @@ from memclaw.bench.rankings import ranking_record
 from memclaw.bench.record import DiskUse
 from memclaw.bench.report import run_provenance
 from memclaw.bench.run_config import K_MAX, bench_config, fill_k, load_embedder_once
+from memclaw.bench.signal_view import run_paired
 from memclaw.bench.systems import SystemSpec
 from memclaw.bench.workspaces import bench_workspace
 
@@ -146,6 +147,7 @@ def run_locomo(
         "k_ranked": fill_k(base),
         **run_provenance(base, index_s, started),
         "systems": {s.name: {**M.summarize(scores[s.name]), "description": s.description} for s in specs},
+        "paired": run_paired(scores, group=lambda sc: sc.category, values=M.question_values),
         **({"questions": per_question} if details else {}),
         **({"rankings": ranked_by_q} if rankings else {}),
     }

@@ -117,6 +117,24 @@ def test_locomo_json_shape_and_ranges(locomo_result):
     assert (out / "locomo-budget.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_a_real_runs_paired_counts_agree_with_its_means(locomo_result):
+    from memclaw.bench.paired import ALL
+
+    res, out = locomo_result
+    paired, systems = res["paired"], res["systems"]
+    assert set(paired) == {"bm25-raw", "vector-raw", "vector-head"}
+    for single, groups in paired.items():
+        for group, cells in groups.items():
+            hyb = systems["hybrid"] if group == ALL else systems["hybrid"]["by_category"][group]
+            sig = systems[single] if group == ALL else systems[single]["by_category"][group]
+            for k in ("recall_all@5", "recall_all@10"):  # one or zero per question: the counts are the means
+                won, lost = cells.get(k, [0, 0])
+                assert won - lost == round(hyb["n"] * (hyb[k] - sig[k])), (single, group, k)
+            for k, (won, lost) in cells.items():
+                assert won + lost <= hyb["n"] and (hyb[k] > sig[k]) <= (won > 0), (single, group, k)
+    assert json.loads((out / "locomo.json").read_text())["paired"] == paired
+
+
 def test_the_budgeted_view_is_the_prompt_memory_section(dev_slice, tmp_path, embedder):
     """The benchmark keeps exactly the memories the ContextBuilder puts in the prompt for the same ranking."""
     from memclaw.bench.budgeted import budgeted_view
