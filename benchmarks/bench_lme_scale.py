@@ -12,7 +12,8 @@ question is then recalled over the whole archive with its own date as now and it
 the per-question benchmark (a served turn earns its session only when it is a `has_answer` turn of that question's
 data): recall_any / recall_all within 128 / 256 / 512 / 1024 tokens of the memory section, and the warm recall
 time. Chroma reads the breadth when it loads the collection's graph, so each breadth is queried by a fresh process
-(`--child`).
+(`--child`). `--ranks`: instead, where each question's first answer turn ranks for BM25 alone and the vector alone
+(`bm25-raw`, `vector-raw`, their first `--depth`) and for the hybrid (its first 120), at the store's breadth.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 BUDGETS = (128, 256, 512, 1024)
+RANK_DEPTHS = (10, 40, 100, 200, 500, 1000)
+HYBRID_DEPTH = 120
 
 
 def questions(data: Path) -> list[Any]:
@@ -120,6 +123,42 @@ def child(root: Path, data: Path, as_of: bool = False) -> None:
     print(json.dumps(out))
 
 
+def ranks(root: Path, data: Path, depth: int) -> dict[str, Any]:
+    """Per question, the rank of the first answer turn (a `has_answer` turn of an answer session) in the first
+    `depth` hits of `bm25-raw` and `vector-raw` and the first HYBRID_DEPTH of `hybrid` (None: not there), and the
+    share of questions found within each of RANK_DEPTHS."""
+    from memclaw.bench.corpus import load_corpus
+    from memclaw.bench.locomo import coverage_path
+    from memclaw.bench.run_config import bench_config
+    from memclaw.bench.systems import parse_systems, system_config
+    from memclaw.embedding.load import load_embedder
+    from memclaw.service.facade import MemoryService
+    from memclaw.workspace import Workspace
+
+    base = bench_config()
+    base = base.model_copy(update={"memory": base.memory.model_copy(update={"auto_sync": False})})
+    cover = load_corpus(root, coverage_path(root)).cover
+    main = MemoryService(Workspace(root), base, embedder=load_embedder(base.embeddings))
+    systems = {s.name: MemoryService(Workspace(root), system_config(base, s), embedder=main.embedder, store=main.store)
+               for s in parse_systems("bm25-raw,vector-raw,hybrid")}  # fmt: skip
+    per_q: dict[str, Any] = {}
+    for q in questions(data):
+        answer = {f"{s.session_id}|{i}" for s in q.sessions if s.session_id in q.relevant
+                  for i, (_r, _t, a) in enumerate(s.turns) if a}  # fmt: skip
+        rec: dict[str, Any] = {"type": q.question_type}
+        for name, svc in systems.items():
+            n = HYBRID_DEPTH if name == "hybrid" else depth
+            hits = svc.recall_detailed(q.question, k=n, now=q.question_date).hits
+            rec[name] = next((i for i, h in enumerate(hits, 1) if set(cover.get(h.unit.id, ())) & answer), None)
+        per_q[q.qid] = rec
+    for svc in (*systems.values(), main):
+        svc.close()
+    found = {name: {str(d): round(sum(1 for r in per_q.values() if r[name] and r[name] <= d) / len(per_q), 3)
+                    for d in RANK_DEPTHS if d <= (HYBRID_DEPTH if name == "hybrid" else depth)}
+             for name in systems}  # fmt: skip
+    return {"depth": depth, "hybrid_depth": HYBRID_DEPTH, "found_within": found, "by_question": per_q}
+
+
 def summary(per_q: dict[str, Any]) -> dict[str, Any]:
     def mean(xs: list[float]) -> float:
         return round(statistics.fmean(xs), 4) if xs else 0.0
@@ -156,12 +195,22 @@ def main() -> None:
         help="leave out of each question's hits the sessions dated after its date (a store could not hold them yet); "
         "they still count in BM25's statistics and the fusion's scale, so this approximates a store as of that date",
     )
+    ap.add_argument("--ranks", action="store_true", help="where the answer turns rank (see above), on the built store")
+    ap.add_argument("--depth", type=int, default=1000, help="--ranks: how far down each single signal is read")
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         return child(a.child, a.data, a.as_of)
     if a.cache is None or a.workdir is None:
         ap.error("--cache and --workdir are required")
+    if a.ranks:
+        from memclaw.bench.machine import machine_info, revision
+
+        doc = {**ranks(a.workdir / "workspace", a.data, a.depth), "machine": machine_info(), "revision": revision(),
+               "date": time.strftime("%Y-%m-%dT%H:%M%z")}  # fmt: skip
+        a.out.with_name(a.out.name + "-ranks").with_suffix(".json").write_text(json.dumps(doc, indent=1))
+        print(json.dumps(doc["found_within"]))
+        return None
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_ann import set_breadth
 
