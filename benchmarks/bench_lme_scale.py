@@ -40,6 +40,21 @@ def questions(data: Path) -> list[Any]:
     return [q for q in map(convert_question, load_longmemeval(data)) if q is not None]
 
 
+def answer_turns(q: Any) -> set[str]:
+    """The coverage items (`session|turn`) of the question's answer turns: the `has_answer` turns of its answer
+    sessions."""
+    return {f"{s.session_id}|{i}" for s in q.sessions if s.session_id in q.relevant
+            for i, (_r, _t, a) in enumerate(s.turns) if a}  # fmt: skip
+
+
+def query_config() -> Any:
+    """The benchmark's configuration for querying the built store (no sync: the Markdown is not read again)."""
+    from memclaw.bench.run_config import bench_config
+
+    cfg = bench_config()
+    return cfg.model_copy(update={"memory": cfg.memory.model_copy(update={"auto_sync": False})})
+
+
 def build(root: Path, qs: list[Any], embedder: Any) -> dict[str, Any]:
     """The one workspace (written and synced once; kept for later runs)."""
     from memclaw.bench.locomo import coverage_path
@@ -83,15 +98,13 @@ def child(root: Path, data: Path, as_of: bool = False) -> None:
     """Recall every question over the one workspace; print per-question any / all per budget and times (JSON)."""
     from memclaw.bench.corpus import load_corpus
     from memclaw.bench.locomo import coverage_path
-    from memclaw.bench.run_config import bench_config
     from memclaw.context.memory_section import fill_hits
     from memclaw.embedding.load import load_embedder
     from memclaw.llm.tokens import counter_for
     from memclaw.service.facade import MemoryService
     from memclaw.workspace import Workspace
 
-    cfg = bench_config()
-    cfg = cfg.model_copy(update={"memory": cfg.memory.model_copy(update={"auto_sync": False})})
+    cfg = query_config()
     count = counter_for(cfg.agent.model)
     cover = load_corpus(root, coverage_path(root)).cover
     svc = MemoryService(Workspace(root), cfg, embedder=load_embedder(cfg.embeddings))
@@ -100,7 +113,7 @@ def child(root: Path, data: Path, as_of: bool = False) -> None:
         svc.recall_detailed(q.question, k=cfg.context.recall_k)
     out: dict[str, Any] = {}
     for q in qs:
-        answer_turns = {f"{s.session_id}|{i}" for s in q.sessions for i, (_r, _t, a) in enumerate(s.turns) if a}
+        answer = answer_turns(q)
         relevant = set(q.relevant)
         now = q.question_date
         t = time.perf_counter()
@@ -113,7 +126,7 @@ def child(root: Path, data: Path, as_of: bool = False) -> None:
         for b in BUDGETS:
             f = fill_hits(res.hits, b, count)
             got = {item.split("|")[0] for i in f.kept for uid in f.served(i) for item in cover.get(uid, ())
-                   if item in answer_turns}  # fmt: skip
+                   if item in answer}  # fmt: skip
             hit = got & relevant
             rec["any"].append(float(bool(hit)))
             rec["all"].append(float(hit == relevant))
@@ -129,22 +142,19 @@ def ranks(root: Path, data: Path, depth: int) -> dict[str, Any]:
     share of questions found within each of RANK_DEPTHS."""
     from memclaw.bench.corpus import load_corpus
     from memclaw.bench.locomo import coverage_path
-    from memclaw.bench.run_config import bench_config
     from memclaw.bench.systems import parse_systems, system_config
     from memclaw.embedding.load import load_embedder
     from memclaw.service.facade import MemoryService
     from memclaw.workspace import Workspace
 
-    base = bench_config()
-    base = base.model_copy(update={"memory": base.memory.model_copy(update={"auto_sync": False})})
+    base = query_config()
     cover = load_corpus(root, coverage_path(root)).cover
     main = MemoryService(Workspace(root), base, embedder=load_embedder(base.embeddings))
     systems = {s.name: MemoryService(Workspace(root), system_config(base, s), embedder=main.embedder, store=main.store)
                for s in parse_systems("bm25-raw,vector-raw,hybrid")}  # fmt: skip
     per_q: dict[str, Any] = {}
     for q in questions(data):
-        answer = {f"{s.session_id}|{i}" for s in q.sessions if s.session_id in q.relevant
-                  for i, (_r, _t, a) in enumerate(s.turns) if a}  # fmt: skip
+        answer = answer_turns(q)
         rec: dict[str, Any] = {"type": q.question_type}
         for name, svc in systems.items():
             n = HYBRID_DEPTH if name == "hybrid" else depth

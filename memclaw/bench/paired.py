@@ -40,13 +40,14 @@ def paired_counts(
     where the hybrid's value is above the signal's and below it. The score lists are in the same question order;
     `values(score)` gives a question's metric values by key (a key a question lacks is left out)."""
     out: dict[str, dict[str, dict[str, list[int]]]] = {}
+    hybrid_values = [(group(h), values(h)) for h in hybrid]  # once, not once per signal
     for name, other in singles.items():
         if len(other) != len(hybrid):
             raise ValueError(f"{name}: {len(other)} scores against the hybrid's {len(hybrid)}")
         per: dict[str, dict[str, list[int]]] = {}
-        for h, s in zip(hybrid, other, strict=True):
-            hv, sv = values(h), values(s)
-            for g in (ALL, group(h)):
+        for (hg, hv), s in zip(hybrid_values, other, strict=True):
+            sv = values(s)
+            for g in (ALL, hg):
                 cells = per.setdefault(g, {})
                 for k in keys:
                     if k not in hv or k not in sv or hv[k] == sv[k]:
