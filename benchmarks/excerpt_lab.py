@@ -162,7 +162,8 @@ def run_locomo(args, variants, embedder, count) -> dict[str, Any]:
             | {"n": len(scores[v][BUDGETS[0]])}
             | {"by_conversation": {c: [mean(x[b]) for b in BUDGETS] for c, x in sorted(by_conv[v].items())},
                "by_category": {c: [mean(x[b]) for b in BUDGETS] for c, x in sorted(by_cat[v].items())},
-               "by_conversation_n": {c: len(x[BUDGETS[0]]) for c, x in sorted(by_conv[v].items())}}
+               "by_conversation_n": {c: len(x[BUDGETS[0]]) for c, x in sorted(by_conv[v].items())},
+               "per_question": {str(b): scores[v][b] for b in BUDGETS}}
             for v in variants} | ({"reach": {p: {k: mean(x) for k, x in r.items()} for p, r in sorted(reached.items())}}
                                   if reached else {})  # fmt: skip
 

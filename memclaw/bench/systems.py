@@ -45,7 +45,8 @@ SYSTEMS: dict[str, SystemSpec] = {
         SystemSpec(
             "bm25-raw",
             "memclaw",
-            "BM25 signal alone: no session links, dates, agent's-turn weight or diversity",
+            "BM25 signal alone (a short turn's score with its context included): no session links, dates, agent's-turn "
+            "weight or diversity",
             {"mode": "bm25", "link_sessions": False, "date_weight": 0.0, "agent_turn_weight": 1.0},
         ),
         SystemSpec(
@@ -115,6 +116,12 @@ SYSTEMS: dict[str, SystemSpec] = {
             "hybrid-nolink", "memclaw", "default fusion without session links/diversity", {"link_sessions": False}
         ),
         SystemSpec("hybrid-nodate", "memclaw", "default without date-range handling", {"date_weight": 0.0}),
+        SystemSpec(
+            "hybrid-nocontext",
+            "memclaw",
+            "default without a short archived turn's BM25 score with the turns beside it (bm25_context_weight 0)",
+            {"bm25_context_weight": 0.0},
+        ),
         SystemSpec(
             "hybrid-noagent",
             "memclaw",

@@ -105,6 +105,9 @@ class RecallConfig(_Section):
     rrf_k: int = Field(60, ge=1)
     bm25_weight: float = Field(0.6, ge=0)
     vector_weight: float = Field(1.0, ge=0)
+    bm25_context_weight: float = Field(0.7, ge=0, le=2)
+    """A short archived turn's BM25 score is the better of its own and this times its score with the words of the
+    turns beside it (memclaw.index.bm25_context); 0 turns it off."""
     bm25_confidence: float = Field(0.25, ge=0, le=4)
     """adaptive: how much BM25's weight follows how much of the query its best hit matches (0: not at all)."""
     vector_confidence: float = Field(0.25, ge=0, le=4)

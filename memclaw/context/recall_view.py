@@ -23,7 +23,7 @@ class RecallRow:
     score: float
     bm25_rank: int | None
     bm25_score: float | None
-    boosts: tuple[str, ...]  # signed: "+date", "-agent"
+    boosts: tuple[str, ...]  # signed: "+date", "-agent"; "+context": BM25 matched the turns beside it
     vector_rank: int | None
     vector_score: float | None
     kind: str  # the unit's kind; "excerpt" for an archived turn shown with its neighbours
@@ -40,7 +40,8 @@ class RecallRow:
             score=hit.score,
             bm25_rank=hit.bm25.rank,
             bm25_score=hit.bm25.score,
-            boosts=tuple(("+" if v >= 0 else "-") + k for k, v in hit.boosts.items()),
+            boosts=tuple(("+" if v >= 0 else "-") + k for k, v in hit.boosts.items())
+            + (("+context",) if hit.bm25.context else ()),
             vector_rank=hit.vector.rank,
             vector_score=hit.vector.score,
             kind="excerpt" if hit.excerpt else u.kind,

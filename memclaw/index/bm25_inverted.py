@@ -214,6 +214,28 @@ class InvertedBM25:
             slots, tfs = slots[keep], tfs[keep]
         return (slots, tfs) if len(slots) else None
 
+    # ---- read access for scoring over the same postings (memclaw.index.bm25_context)
+
+    @property
+    def n_slots(self) -> int:
+        """Document slots, removed ones included (a slot's number changes when the index adds or compacts)."""
+        return len(self._ids)
+
+    def slot_of(self, doc_id: str) -> int | None:
+        return self._slot.get(doc_id)
+
+    def slot_ids(self) -> list[str | None]:
+        """Slot -> document id (None for a removed slot)."""
+        return self._ids
+
+    def doc_lengths(self) -> np.ndarray:
+        """Slot -> document length in tokens (0 for a removed slot)."""
+        return self._lens[: len(self._ids)]
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """The live documents that hold `term`: (slots, term frequencies), or None."""
+        return self._live_postings(term)
+
     def idf(self, term: str) -> float:
         """The term's idf now (0.0 if no live document has it)."""
         live = self._live_postings(term)

@@ -7,7 +7,7 @@ import bisect
 import logging
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -19,6 +19,7 @@ from memclaw.markdown.units import MemoryUnit
 
 if TYPE_CHECKING:
     from memclaw.config import Config
+    from memclaw.index.bm25_context import TurnContexts
     from memclaw.index.bm25_scoring import LexicalIndex
     from memclaw.index.tokenizer import Tokenizer
     from memclaw.util.dirwatch import DirWatch
@@ -53,6 +54,21 @@ class Scope:
         self.lexical_unsaved = False  # rebuilt from the unit table on load (the saved one was damaged)
         self._dated: tuple[list[datetime], list[str], list[tuple[datetime, datetime, str]]] | None = None
         self._entries_by_cid: dict[str, list[str]] | None = None
+        self._contexts: tuple[str, TurnContexts] | None = None  # (the agent's name, its turns left out)
+
+    def turn_contexts(self, agent: str, said_by_agent: Callable[[str], bool]) -> TurnContexts | None:
+        """The context documents of the scope's short archived turns for BM25, the turns `said_by_agent` (those of
+        the agent named `agent`) left out (memclaw.index.bm25_context; built on first use, again when the index's
+        slots changed); None for an index that can't score them."""
+        from memclaw.index.bm25_context import TurnContexts
+        from memclaw.index.bm25_inverted import InvertedBM25
+
+        lex = self.lexical
+        if not isinstance(lex, InvertedBM25):
+            return None
+        if self._contexts is None or self._contexts[0] != agent or not self._contexts[1].fits(lex):
+            self._contexts = (agent, TurnContexts(self.state.units, lex, said_by_agent))
+        return self._contexts[1]
 
     def entries_by_cid(self) -> dict[str, list[str]]:
         """Consolidation id -> the history entries that carry it (memclaw.index.links; built on first use)."""

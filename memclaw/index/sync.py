@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from memclaw.errors import EmbeddingUnavailable, IndexError_, VectorStoreCorrupted
 from memclaw.index import layout as ix
 from memclaw.index.links import changes_links, session_links
-from memclaw.index.passages import turn_context, unit_of, unit_vectors
+from memclaw.index.passages import context_rows, turn_context, unit_of, unit_vectors
 from memclaw.index.scopes import Scope, ScopeCache, index_text
 from memclaw.markdown.units import MemoryUnit
 
@@ -291,11 +291,10 @@ def _context(table: UnitTable, u: MemoryUnit) -> str | None:
     """A short archived turn's context (memclaw.index.passages.turn_context): the turns beside it in its chunk, as
     the table holds them."""
     row = table.row_of(u.id) if u.kind == "archive" else None
-    if row is None:
+    near = context_rows(table, row) if row is not None else None
+    if near is None:
         return None
-    span = table.chunk_span(row, 1, 1)
-    before = table.texts[row - 1] if span.start < row else None
-    after = table.texts[row + 1] if span.stop > row + 1 else None
+    before, after = (table.texts[r] if r is not None else None for r in near)
     return turn_context(before, u.text, after)
 
 

@@ -25,6 +25,7 @@ class Signal:
 
     rank: int | None  # 1-based rank in that signal's candidate list; None if it did not retrieve the unit
     score: float | None  # BM25 score, or cosine similarity for the vector signal
+    context: bool = False  # BM25: the score is the turn's with the turns beside it (memclaw.index.bm25_context)
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,8 @@ class RecallHit:
             "date": u.timestamp.isoformat(timespec="minutes") if u.timestamp else None,
             "section": u.section,
             "score": round(self.score, 6),
-            "bm25": {"rank": self.bm25.rank, "score": _r(self.bm25.score)},
+            "bm25": {"rank": self.bm25.rank, "score": _r(self.bm25.score)}
+            | ({"context": True} if self.bm25.context else {}),
             "vector": {"rank": self.vector.rank, "similarity": _r(self.vector.score)},
             "boosts": {k: round(v, 6) for k, v in self.boosts.items()},
             "covered_by": list(self.covered_by),

@@ -19,6 +19,7 @@ from memclaw.errors import (
     VectorStoreCorrupted,
     VectorStoreUnavailable,
 )
+from memclaw.index.bm25_context import with_context
 from memclaw.index.identity import what_broke
 from memclaw.index.passages import is_head, is_long, unit_of
 from memclaw.markdown.units import KINDS
@@ -128,6 +129,7 @@ class Recall:
         n_cand = max(rc.candidates, k * 3)
         bm25_hits: list[tuple[str, float]] = []
         bm25_bound = 0.0
+        by_context: set[str] = set()  # turns whose BM25 score is their context's
         vec_hits: list[tuple[str, float]] = []
         passages: dict[str, str] = {}  # a unit -> its best passage (memclaw.recall.archive: excerpts of long turns)
         ranges = find_date_ranges(query, now or datetime.now()) if rc.date_weight > 0 else []
@@ -137,6 +139,12 @@ class Recall:
             with self.scopes.lock:
                 bm25_hits = list(sc.lexical.search(tokens, n_cand)) if tokens else []
                 bm25_bound = sc.lexical.max_score(tokens) if tokens else 0.0
+                agent = self.config.agent.name
+                use = tokens and rc.bm25_context_weight > 0
+                contexts = sc.turn_contexts(agent, agent_turns(sc.state.units, agent)) if use else None
+                if contexts is not None:
+                    found = contexts.search(sc.lexical, tokens, n_cand)  # type: ignore[arg-type]
+                    bm25_hits, by_context = with_context(bm25_hits, found, rc.bm25_context_weight, n_cand)
             result.timings_ms["bm25"] = (time.perf_counter() - t) * 1000
         if mode in ("hybrid", "vector"):
             from memclaw.embedding.load import encode_query
@@ -185,7 +193,7 @@ class Recall:
                 RecallHit(
                     u,
                     f.score,
-                    Signal(f.bm25_rank, f.bm25_score),
+                    Signal(f.bm25_rank, f.bm25_score, f.id in by_context),
                     Signal(f.vector_rank, f.vector_similarity),
                     dict(f.boosts),
                     tuple(links.get(f.id, ())) + turns.covered_by(u),

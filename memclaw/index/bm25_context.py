@@ -1,0 +1,179 @@
+"""A short archived turn's words with the turns beside it, for BM25 (read side).
+
+A short turn says little alone: "Melanie: They were stoked!" answers "How did the kids like the dinosaur exhibit?",
+and BM25 can't find it by the words of the question it answers. Its vector is blended with its context's
+(memclaw.index.passages); this does the same for the words. A short archived turn that has a context
+(memclaw.index.passages.context_rows_all) gets a second BM25 score, over a context document: its own words twice and
+those of its short neighbours once (as `turn_context`, where the turn sits between them). The context documents are
+scored as a collection of their own, where every other unit is its own document: the idf counts the documents of
+that collection that hold a term (a word said once is in the context of three turns), lengths are normalised by
+its mean. Recall takes the better of a turn's own score and `recall.bm25_context_weight` times its context score
+(memclaw.recall.search): a turn found by its neighbours' words ranks below one that says them, and no turn's own
+score is lowered.
+
+The context documents are not stored: their term frequencies are sums over the postings the BM25 index already
+has, each posting's document scattered to the turns it is a neighbour of. `TurnContexts` maps the index's slots once
+per synced scope state.
+
+Measured (benchmarks/README.md, "A turn's words with the turns beside it, as a second score"): LoCoMo's raw
+sessions gain on both halves at every budget; a context document as the turn's only BM25 document (tried before)
+lost facts and summaries to turns found by their neighbours' words.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from memclaw.index.bm25_scoring import lucene_idf, top_k
+from memclaw.index.passages import context_rows_all
+
+if TYPE_CHECKING:
+    from memclaw.index.bm25_inverted import InvertedBM25
+    from memclaw.index.unittable import UnitTable
+
+_NONE = -1
+KEPT_SCORES = 2_000_000
+"""How many (document, score) pairs of recent terms a scope's TurnContexts keeps between queries (32 MB)."""
+
+
+def _or_none(slot: int | None) -> int:
+    return _NONE if slot is None else slot
+
+
+class TurnContexts:
+    """The context documents of a scope's short archived turns, over one BM25 index's slots: for each slot, whether
+    it is such a turn, the slot of the turn whose context takes it as the turn before (`as_before`) and as the turn
+    after (`as_after`), and each context document's length. Valid while the index's slots don't change
+    (`fits(lexical)`)."""
+
+    def __init__(
+        self, table: UnitTable, lexical: InvertedBM25, said_by_agent: Callable[[str], bool] = lambda _uid: False
+    ) -> None:
+        n = lexical.n_slots
+        self.n_slots = n
+        self.n_docs = len(lexical)
+        ids = table.ids
+        slot = np.fromiter((_or_none(lexical.slot_of(i)) for i in ids), np.int64, len(ids))  # row -> slot
+        before, after = context_rows_all(table)
+        # Left out: units the index lacks (between a crash and the next sync), and the agent's own turns, which give
+        # no words to the owner's turns beside them and take none (recall weighs them down: their words must not
+        # come back at full weight through the owner's reply).
+        missing = slot < 0
+        near = np.flatnonzero((before >= 0) | (after >= 0))
+        missing[near[[said_by_agent(ids[r]) for r in near.tolist()]]] = True
+        before[missing[np.maximum(before, 0)] & (before >= 0)] = _NONE
+        after[missing[np.maximum(after, 0)] & (after >= 0)] = _NONE
+        rows = np.flatnonzero(((before >= 0) | (after >= 0)) & ~missing)
+        self.has_context = np.zeros(n, np.bool_)
+        self.has_context[slot[rows]] = True
+        own = lexical.doc_lengths()
+        self.lengths = own.copy()
+        self.lengths[slot[rows]] = 2 * own[slot[rows]]
+        self.as_before = np.full(n, _NONE, np.int64)  # slot -> the slot whose context takes it as the turn before
+        self.as_after = np.full(n, _NONE, np.int64)
+        for near, as_near in ((before, self.as_before), (after, self.as_after)):
+            r = rows[near[rows] >= 0]
+            as_near[slot[near[r]]] = slot[r]
+            self.lengths[slot[r]] += own[slot[near[r]]]
+        self.avgdl = float(self.lengths.sum() / self.n_docs) if self.n_docs else 0.0
+        self._norm: np.ndarray | None = None  # k1 (1 - b + b dl / avgdl), per slot (the index's k1, b)
+        self._tf = self._score = self._pos = np.zeros(0)  # scratch, zero between searches (made with _norm)
+        self._lock = threading.Lock()
+        self._terms: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._kept = 0
+
+    def fits(self, lexical: InvertedBM25) -> bool:
+        return lexical.n_slots == self.n_slots and len(lexical) == self.n_docs
+
+    def search(self, lexical: InvertedBM25, query_tokens: Sequence[str], k: int) -> list[tuple[str, float]]:
+        """Up to k (turn id, context score), best first (ties by id), for the short turns that have a context. A
+        query costs O(the postings of its terms), not O(the scope); each term's scores are kept for the next query
+        (up to KEPT_SCORES scores, for this state of the scope)."""
+        if k <= 0 or not query_tokens or self.avgdl <= 0:
+            return []
+        with self._lock:
+            if self._norm is None:
+                self._norm = lexical.k1 * (1 - lexical.b + lexical.b * self.lengths / self.avgdl)
+                self._tf, self._score, self._pos = (np.zeros(self.n_slots), np.zeros(self.n_slots),
+                                                    np.zeros(self.n_slots, np.int64))  # fmt: skip
+            found = []
+            for term, qtf in Counter(query_tokens).items():
+                docs, part = self._term(lexical, term)
+                if len(docs):
+                    self._score[docs] += qtf * part
+                    found.append(docs)
+            if not found:
+                return []
+            docs = _once(np.concatenate(found), self._pos)
+            values = self._score[docs]
+            self._score[docs] = 0.0
+        return top_k(_Ids(lexical.slot_ids(), docs), values, k)
+
+    def _term(self, lexical: InvertedBM25, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """The context documents that hold `term`, and the term's BM25 part of their scores (kept, LRU)."""
+        kept = self._terms.get(term)
+        if kept is not None:
+            self._terms.move_to_end(term)
+            return kept
+        live = lexical.postings(term)
+        if live is None:
+            docs, part = np.zeros(0, np.int64), np.zeros(0)
+        else:
+            slots, tfs = live
+            tfs = tfs.astype(np.float64)
+            before, after = self.as_before[slots], self.as_after[slots]
+            b, a = before != _NONE, after != _NONE
+            tf_of = self._tf
+            tf_of[slots] += 2 * tfs  # (within one statement the indices are distinct: a turn is one turn's before)
+            tf_of[before[b]] += tfs[b]
+            tf_of[after[a]] += tfs[a]
+            docs = _once(np.concatenate([slots, before[b], after[a]]), self._pos)
+            tf = tf_of[docs]
+            tf_of[docs] = 0.0
+            idf = lucene_idf(self.n_docs, len(docs))  # the documents of this collection that hold the term
+            keep = self.has_context[docs]
+            docs, tf = docs[keep], tf[keep]
+            k1 = lexical.k1
+            part = idf * (tf * (k1 + 1) / (tf + self._norm[docs]))  # type: ignore[index]
+        self._terms[term] = (docs, part)
+        self._kept += len(docs)
+        while self._kept > KEPT_SCORES and len(self._terms) > 1:
+            self._kept -= len(self._terms.popitem(last=False)[1][0])
+        return docs, part
+
+
+class _Ids:
+    """The ids of some slots, by position (what top_k reads)."""
+
+    def __init__(self, ids: list[str | None], slots: np.ndarray) -> None:
+        self.ids, self.slots = ids, slots
+
+    def __getitem__(self, i: int) -> str | None:
+        return self.ids[self.slots[i]]
+
+
+def _once(slots: np.ndarray, scratch: np.ndarray) -> np.ndarray:
+    """Each slot once (first seen order not kept); `scratch` is any int64 array as long as the index's slots."""
+    order = np.arange(len(slots))
+    scratch[slots] = order
+    return slots[scratch[slots] == order]  # (whichever write won, exactly one position per slot matches it)
+
+
+def with_context(own: list[tuple[str, float]], context: list[tuple[str, float]], weight: float,
+                 k: int) -> tuple[list[tuple[str, float]], set[str]]:  # fmt: skip
+    """BM25 hits with context: a turn's score is the better of its own and `weight` times its context's; the best k,
+    and the ids whose score is their context's."""
+    best = dict(own)
+    from_context: set[str] = set()
+    for i, s in context:
+        if weight * s > best.get(i, 0.0):
+            best[i] = weight * s
+            from_context.add(i)
+    hits = sorted(best.items(), key=lambda h: (-h[1], h[0]))[:k]
+    kept = {i for i, _s in hits}
+    return hits, from_context & kept

@@ -1,0 +1,210 @@
+"""A short archived turn's BM25 score with the words of the turns beside it (memclaw.index.bm25_context): the
+context scores are BM25 over the context documents they stand for, an answer is found by the words of the question
+it answers, a turn that says the words itself stays first, and hand edits and appends are read. Real files, the real
+model, a real embedded Chroma."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from datetime import datetime
+
+import pytest
+
+from memclaw.config import Config
+from memclaw.index.bm25_context import with_context
+from memclaw.index.passages import MAX_WORDS, context_rows, context_rows_all
+from memclaw.index.tokenizer import Tokenizer
+from memclaw.recall.archive import agent_turns
+from tests.archive_days import append_day, archive_service, chunk
+
+MUSEUM = chunk(
+    "c7f3a9b21",
+    datetime(2026, 11, 25, 14, 2),
+    ("Caroline", "How did the kids like the dinosaur exhibit at the museum?"),
+    ("Melanie", "They were stoked! They keep asking to go back."),
+    ("Caroline", "Glad to hear it."),
+)
+DINNER = chunk(
+    "c0123abcd",
+    datetime(2026, 11, 25, 18, 30),
+    ("Maya", "Shall we try Taberna da Ribeira on Friday?"),
+    ("Sam", "Great, I will book it for Friday."),
+    ("Maya", " ".join(["We could also walk along the river before dinner and see the lights"] * 5)),  # long
+    ("Sam", "Sounds lovely."),
+)
+OTHER = chunk(
+    "c5555eeee",
+    datetime(2026, 11, 26, 9, 0),
+    ("Melanie", "I signed up for a pottery class yesterday."),
+    ("Melanie", "We went camping two weekends ago and it rained the whole time."),
+)
+
+
+def write(ws) -> None:
+    append_day(ws, "owner", MUSEUM, DINNER)
+    append_day(ws, "owner", OTHER)
+
+
+@pytest.fixture
+def svc(tmp_path, embedder):
+    with archive_service(tmp_path, embedder, write, sync=True) as s:
+        yield s
+
+
+def contexts(svc):
+    sc = svc.scopes.get("owner")
+    return sc.turn_contexts(svc.config.agent.name, agent_turns(sc.state.units, svc.config.agent.name))
+
+
+def reference_scores(svc, query: str) -> dict[str, float]:
+    """BM25 over each context document written out (the turn's tokens twice, its neighbours' once) in a collection
+    where every other unit is its own document, with the index's k1 and b: what TurnContexts.search stands for."""
+    sc = svc.scopes.get("owner")
+    table, lex, tok = sc.state.units, sc.lexical, Tokenizer()
+    docs: dict[str, list[str]] = {}
+    for row in table.rows_of("archive"):
+        near = context_rows(table, row)
+        if near is not None:
+            own = tok.tokenize(table.texts[row])
+            docs[table.ids[row]] = own + own + [t for r in near if r is not None for t in tok.tokenize(table.texts[r])]
+    collection = list(docs.values()) + [
+        tok.tokenize(table.texts[r]) for r in range(len(table)) if table.ids[r] not in docs
+    ]  # (no unit here is a fact: BM25 reads a unit's index text, its text)
+    avgdl = sum(map(len, collection)) / len(collection)
+
+    def idf(t: str) -> float:
+        df = sum(t in d for d in collection)
+        return math.log1p((len(collection) - df + 0.5) / (df + 0.5))
+
+    out = {}
+    for uid, doc in docs.items():
+        tf = Counter(doc)
+        s = sum(
+            idf(t) * tf[t] * (lex.k1 + 1) / (tf[t] + lex.k1 * (1 - lex.b + lex.b * len(doc) / avgdl))
+            for t in set(tok.tokenize(query))
+            if tf[t]
+        )
+        if s > 0:
+            out[uid] = s
+    return out
+
+
+@pytest.mark.parametrize("query", ["dinosaur exhibit kids", "Taberna da Ribeira Friday", "rained glad camping"])
+def test_context_scores_are_bm25_over_the_context_documents(svc, query):
+    sc = svc.scopes.get("owner")
+    got = dict(contexts(svc).search(sc.lexical, Tokenizer().tokenize(query), 50))
+    want = reference_scores(svc, query)
+    assert got.keys() == want.keys() and len(got) >= 2
+    for uid, s in want.items():
+        assert got[uid] == pytest.approx(s, rel=1e-9)
+    again = contexts(svc).search(sc.lexical, Tokenizer().tokenize(query), 50)  # (each term's scores kept)
+    assert dict(again) == got
+    # a long turn is in no context document: its words find no turn by context
+    assert contexts(svc).search(sc.lexical, Tokenizer().tokenize("lovely river lights"), 50) == []
+
+
+def test_which_turns_have_a_context(svc):
+    table = svc.scopes.get("owner").state.units
+    near = {table.texts[r]: context_rows(table, r) for r in table.rows_of("archive")}
+    text_of = table.texts.__getitem__
+    [walk] = [t for t in near if "walk along" in t]
+    assert len(walk.split()) > MAX_WORDS and near[walk] is None  # a long turn: its passages carry their own context
+    assert text_of(near["Sam: Great, I will book it for Friday."][0]).startswith("Maya: Shall we try")
+    assert near["Sam: Great, I will book it for Friday."][1] is None  # the long turn after it is left out
+    assert near["Sam: Sounds lovely."] is None  # its only neighbour is long
+    pottery, camping = (next(t for t in near if w in t) for w in ("pottery", "camping"))
+    assert near[pottery] == (None, table.texts.index(camping))  # another chunk's turns are no context
+    assert text_of(near["Melanie: They were stoked! They keep asking to go back."][1]) == "Caroline: Glad to hear it."
+    before, after = context_rows_all(table)  # the same rule, every row at once
+    for row in range(len(table)):
+        one = context_rows(table, row) if table.kind_of(table.ids[row]) == "archive" else None
+        want = (-1, -1) if one is None else tuple(-1 if r is None else r for r in one)
+        assert (before[row], after[row]) == want
+
+
+def test_an_answer_is_found_by_the_words_of_the_question_it_answers(svc):
+    hits = svc.recall("dinosaur exhibit", kind="archive", mode="bm25", k=5)
+    answer = next(h for h in hits if "stoked" in h.unit.text)
+    assert answer.bm25.context and answer.to_json()["bm25"]["context"] is True
+    asked = next(h for h in hits if "dinosaur" in h.unit.text)
+    assert not asked.bm25.context  # it says the words itself: its own score is the better
+    assert hits.index(asked) < hits.index(answer)
+
+
+def test_weight_zero_turns_it_off(tmp_path, embedder):
+    off = Config().model_copy(update={"recall": Config().recall.model_copy(update={"bm25_context_weight": 0.0})})
+    with archive_service(tmp_path, embedder, write, config=off, sync=True) as s:
+        hits = s.recall("dinosaur exhibit", kind="archive", mode="bm25", k=5)
+        assert hits and not [h for h in hits if "stoked" in h.unit.text or h.bm25.context]
+
+
+def test_the_agents_words_lift_no_turn_of_the_owner(tmp_path, embedder):
+    """The agent's turns are weighed down in recall; through the owner's reply beside them their words would come
+    back at full weight, so they are in no context (and take none)."""
+    said = chunk("c2222bbbb", datetime(2026, 11, 25, 14, 2), ("Maya", "Did Lena say which restaurant?"),
+                 ("memclaw", "She said Taberna da Ribeira, on Rua dos Douradores."),
+                 ("Maya", "Great, I will book it for Friday."))  # fmt: skip
+    with archive_service(tmp_path, embedder, lambda ws: append_day(ws, "owner", said), sync=True) as s:
+        hits = s.recall("Taberna da Ribeira", kind="archive", mode="bm25", k=5)
+        assert hits[0].unit.text.startswith("memclaw: She said Taberna") and not hits[0].bm25.context
+        assert not [h for h in hits if h.bm25.context]
+        hits = s.recall("Taberna da Ribeira", kind="archive", k=5)  # hybrid: the agent's turn keeps 0.4 of its score
+        assert hits[0].unit.text.startswith("memclaw: She said Taberna")
+        ctx = s.scopes.get("owner").turn_contexts("memclaw", agent_turns(s.scopes.get("owner").state.units, "memclaw"))
+        assert not ctx.has_context.any()  # Maya's turns have no neighbour but the agent's
+
+
+def test_the_turn_that_names_it_stays_first(svc):
+    hits = svc.recall("Taberna da Ribeira", kind="archive", mode="bm25", k=5)
+    assert hits[0].unit.text == "Maya: Shall we try Taberna da Ribeira on Friday?" and not hits[0].bm25.context
+    assert hits[1].unit.text == "Sam: Great, I will book it for Friday." and hits[1].bm25.context
+
+
+def test_a_hand_edit_and_an_append_are_read(svc):
+    path = svc.workspace.archive_file("owner", MUSEUM.when.date())
+    path.write_text(path.read_text("utf-8").replace("dinosaur exhibit", "fossil hall"), "utf-8")
+    svc.sync()
+    stoked = [h for h in svc.recall("fossil hall", kind="archive", mode="bm25", k=5) if "stoked" in h.unit.text]
+    assert stoked and stoked[0].bm25.context
+    assert not [h for h in svc.recall("dinosaur", kind="archive", mode="bm25", k=5) if "stoked" in h.unit.text]
+    hike = chunk("c9999aaaa", datetime(2026, 11, 26, 20, 0), ("Tom", "The glacier hike was tough."),
+                 ("Ann", "Worth it though!"))  # fmt: skip
+    append_day(svc.workspace, "owner", hike)
+    svc.sync()
+    worth = [h for h in svc.recall("glacier hike", kind="archive", mode="bm25", k=5) if "Worth it" in h.unit.text]
+    assert worth and worth[0].bm25.context
+
+
+def test_with_context_keeps_the_better_score_and_says_which_came_from_the_context():
+    hits, by_ctx = with_context([("a", 3.0), ("b", 1.0)], [("a", 4.0), ("b", 2.0), ("c", 1.0)], 0.7, 2)
+    assert hits == [("a", 3.0), ("b", pytest.approx(1.4))] and by_ctx == {"b"}
+    assert with_context([("a", 1.0)], [], 0.7, 5) == ([("a", 1.0)], set())
+    assert math.isclose(with_context([], [("c", 1.0)], 0.5, 5)[0][0][1], 0.5)
+
+
+def test_recall_shows_a_score_from_the_context(svc):
+    from rich.console import Console
+
+    from memclaw.context.views import recall_table
+
+    result = svc.recall_detailed("dinosaur exhibit", kind="archive", mode="bm25", k=5)
+    console = Console(width=220, record=True)
+    console.print(recall_table(result, ids=True))
+    lines = console.export_text().splitlines()
+    for h in result.hits[:2]:  # the turn that says it, then its answer, found by its context
+        [line] = [ln for ln in lines if h.unit.id in ln]
+        assert ("+context" in line) == ("stoked" in h.unit.text) == h.bm25.context
+
+
+def test_kept_term_scores_stay_within_their_bound(svc, monkeypatch):
+    import memclaw.index.bm25_context as bc
+
+    sc = svc.scopes.get("owner")
+    tok = Tokenizer().tokenize
+    want = {q: contexts(svc).search(sc.lexical, tok(q), 50) for q in ("dinosaur kids", "Friday camping")}
+    monkeypatch.setattr(bc, "KEPT_SCORES", 2)
+    fresh = bc.TurnContexts(sc.state.units, sc.lexical, agent_turns(sc.state.units, svc.config.agent.name))
+    for _ in range(2):
+        assert {q: fresh.search(sc.lexical, tok(q), 50) for q in want} == want
+        assert len(fresh._terms) == 1  # noqa: SLF001  (the oldest terms were let go)
