@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from memclaw.index.bm25_scoring import lucene_idf, top_k
 from memclaw.index.passages import context_rows_all
+from memclaw.markdown.archive import speaker_is
 
 if TYPE_CHECKING:
     from memclaw.index.bm25_inverted import InvertedBM25
@@ -51,9 +52,7 @@ class TurnContexts:
     after (`as_after`), and each context document's length. Valid while the index's slots don't change
     (`fits(lexical)`)."""
 
-    def __init__(
-        self, table: UnitTable, lexical: InvertedBM25, said_by_agent: Callable[[str], bool] = lambda _uid: False
-    ) -> None:
+    def __init__(self, table: UnitTable, lexical: InvertedBM25, agent: str = "") -> None:
         n = lexical.n_slots
         self.n_slots = n
         self.n_docs = len(lexical)
@@ -65,7 +64,9 @@ class TurnContexts:
         # come back at full weight through the owner's reply).
         missing = slot < 0
         near = np.flatnonzero((before >= 0) | (after >= 0))
-        missing[near[[said_by_agent(ids[r]) for r in near.tolist()]]] = True
+        is_agent, extras, extra_ix = speaker_is(agent), table.columns["extras"], table.columns["extra_ix"]
+        speakers = (next((v for k, v in extras[extra_ix[r]] if k == "speaker"), "") for r in near.tolist())
+        missing[near[np.fromiter(map(is_agent, speakers), np.bool_, len(near))]] = True
         before[missing[np.maximum(before, 0)] & (before >= 0)] = _NONE
         after[missing[np.maximum(after, 0)] & (after >= 0)] = _NONE
         rows = np.flatnonzero(((before >= 0) | (after >= 0)) & ~missing)

@@ -7,7 +7,7 @@ import bisect
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -56,10 +56,10 @@ class Scope:
         self._entries_by_cid: dict[str, list[str]] | None = None
         self._contexts: tuple[str, TurnContexts] | None = None  # (the agent's name, its turns left out)
 
-    def turn_contexts(self, agent: str, said_by_agent: Callable[[str], bool]) -> TurnContexts | None:
-        """The context documents of the scope's short archived turns for BM25, the turns `said_by_agent` (those of
-        the agent named `agent`) left out (memclaw.index.bm25_context; built on first use, again when the index's
-        slots changed); None for an index that can't score them."""
+    def turn_contexts(self, agent: str) -> TurnContexts | None:
+        """The context documents of the scope's short archived turns for BM25, the turns of the agent named `agent`
+        left out (memclaw.index.bm25_context; built on first use, again when the index's slots changed); None for
+        an index that can't score them."""
         from memclaw.index.bm25_context import TurnContexts
         from memclaw.index.bm25_inverted import InvertedBM25
 
@@ -67,7 +67,7 @@ class Scope:
         if not isinstance(lex, InvertedBM25):
             return None
         if self._contexts is None or self._contexts[0] != agent or not self._contexts[1].fits(lex):
-            self._contexts = (agent, TurnContexts(self.state.units, lex, said_by_agent))
+            self._contexts = (agent, TurnContexts(self.state.units, lex, agent))
         return self._contexts[1]
 
     def entries_by_cid(self) -> dict[str, list[str]]:

@@ -21,6 +21,7 @@ when it was written by `render_day` (round trip, checked by a hypothesis propert
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 
@@ -76,6 +77,21 @@ def clean_speaker(name: str) -> str:
     """A speaker as a turn line can carry it: one line, no `*` or `:` (they delimit it), never empty."""
     s = " ".join(name.replace("*", " ").replace(":", " ").split())
     return s[:80] or "?"
+
+
+def speaker_is(name: str) -> Callable[[str], bool]:
+    """Whether a turn's speaker is `name`, both as a turn line carries a speaker (`clean_speaker`), without case
+    (answers kept per speaker); a blank name is no one's."""
+    want = clean_speaker(name).casefold() if name.strip() else None
+    seen: dict[str, bool] = {}
+
+    def said_by(speaker: str) -> bool:
+        got = seen.get(speaker)
+        if got is None:
+            got = seen[speaker] = want is not None and clean_speaker(speaker).casefold() == want
+        return got
+
+    return said_by
 
 
 def render_turn(t: ArchivedTurn) -> str:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memclaw.index.passages import is_head, is_long, passage_ids, split_passages, unit_of
-from memclaw.markdown.archive import clean_speaker
+from memclaw.markdown.archive import speaker_is
 from memclaw.markdown.archive_units import SPEAKER_SEP
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.fusion import Fused
@@ -78,15 +78,14 @@ def cid_boost(
 
 def agent_turns(table: UnitTable, agent: str) -> Callable[[str], bool]:
     """Whether a unit is an archived turn the agent said itself: its speaker is the agent's name (`agent.name`, the
-    name consolidation archives its turns under), both as a turn line carries a speaker (`clean_speaker`), without
-    case. A blank name has no turns."""
-    name = clean_speaker(agent).casefold() if agent.strip() else ""
+    name consolidation archives its turns under; memclaw.markdown.archive.speaker_is). A blank name has no turns."""
+    is_agent = speaker_is(agent)
 
     def said_by_agent(uid: str) -> bool:
         row = table.row_of(uid)
-        if not name or row is None or table.kind_of(uid) != "archive":
+        if row is None or table.kind_of(uid) != "archive":
             return False
-        return clean_speaker(table.extra_at(row).get("speaker", "")).casefold() == name
+        return is_agent(table.extra_at(row).get("speaker", ""))
 
     return said_by_agent
 

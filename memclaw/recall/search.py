@@ -139,9 +139,8 @@ class Recall:
             with self.scopes.lock:
                 bm25_hits = list(sc.lexical.search(tokens, n_cand)) if tokens else []
                 bm25_bound = sc.lexical.max_score(tokens) if tokens else 0.0
-                agent = self.config.agent.name
                 use = tokens and rc.bm25_context_weight > 0
-                contexts = sc.turn_contexts(agent, agent_turns(sc.state.units, agent)) if use else None
+                contexts = sc.turn_contexts(self.config.agent.name) if use else None
                 if contexts is not None:
                     found = contexts.search(sc.lexical, tokens, n_cand)  # type: ignore[arg-type]
                     bm25_hits, by_context = with_context(bm25_hits, found, rc.bm25_context_weight, n_cand)

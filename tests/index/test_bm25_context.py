@@ -15,7 +15,6 @@ from memclaw.config import Config
 from memclaw.index.bm25_context import with_context
 from memclaw.index.passages import MAX_WORDS, context_rows, context_rows_all
 from memclaw.index.tokenizer import Tokenizer
-from memclaw.recall.archive import agent_turns
 from tests.archive_days import append_day, archive_service, chunk
 
 MUSEUM = chunk(
@@ -54,7 +53,7 @@ def svc(tmp_path, embedder):
 
 def contexts(svc):
     sc = svc.scopes.get("owner")
-    return sc.turn_contexts(svc.config.agent.name, agent_turns(sc.state.units, svc.config.agent.name))
+    return sc.turn_contexts(svc.config.agent.name)
 
 
 def reference_scores(svc, query: str) -> dict[str, float]:
@@ -151,8 +150,8 @@ def test_the_agents_words_lift_no_turn_of_the_owner(tmp_path, embedder):
         assert not [h for h in hits if h.bm25.context]
         hits = s.recall("Taberna da Ribeira", kind="archive", k=5)  # hybrid: the agent's turn keeps 0.4 of its score
         assert hits[0].unit.text.startswith("memclaw: She said Taberna")
-        ctx = s.scopes.get("owner").turn_contexts("memclaw", agent_turns(s.scopes.get("owner").state.units, "memclaw"))
-        assert not ctx.has_context.any()  # Maya's turns have no neighbour but the agent's
+        assert not s.scopes.get("owner").turn_contexts("memclaw").has_context.any()  # (no neighbour but the agent)
+        assert s.scopes.get("owner").turn_contexts("").has_context.all()  # (an agent of no name: every turn has)
 
 
 def test_the_turn_that_names_it_stays_first(svc):
@@ -204,7 +203,7 @@ def test_kept_term_scores_stay_within_their_bound(svc, monkeypatch):
     tok = Tokenizer().tokenize
     want = {q: contexts(svc).search(sc.lexical, tok(q), 50) for q in ("dinosaur kids", "Friday camping")}
     monkeypatch.setattr(bc, "KEPT_SCORES", 2)
-    fresh = bc.TurnContexts(sc.state.units, sc.lexical, agent_turns(sc.state.units, svc.config.agent.name))
+    fresh = bc.TurnContexts(sc.state.units, sc.lexical, svc.config.agent.name)
     for _ in range(2):
         assert {q: fresh.search(sc.lexical, tok(q), 50) for q in want} == want
         assert len(fresh._terms) == 1  # noqa: SLF001  (the oldest terms were let go)
