@@ -10,7 +10,9 @@ memories (memclaw.bench.synthetic), B = the same plus synthetic archive days (me
 turns per conversation, five conversations a day). Document vectors come from `--cache` when it holds them (the
 model's own, memclaw.bench.embedcache); queries are always embedded live. Both services run in this process,
 warmed up, and each query is timed on A and on B back to back, the order alternating, so that any drift of the
-machine falls on both alike. The machine's load is recorded before and after.
+machine falls on both alike; B is timed a second time without a short turn's BM25 score with the turns beside it
+(`recall.bm25_context_weight` 0, same store), so the cost of that score is measured in the same rounds. The
+machine's load is recorded before and after.
 """
 
 from __future__ import annotations
@@ -117,23 +119,30 @@ def main() -> None:
     from memclaw.bench.perf_measure import dir_size, preload
     from memclaw.bench.run_config import bench_config
     from memclaw.bench.synthetic import synthetic_queries
+    from memclaw.bench.systems import SystemSpec, system_config
     from memclaw.embedding.load import load_embedder
+    from memclaw.service.facade import MemoryService
+    from memclaw.workspace import Workspace
 
     embedder = CachedEmbedder(load_embedder(bench_config().embeddings), a.cache)
     preload(embedder)
     plain, plain_info = build(a.workdir / "plain", a.units, 0, embedder, a.reuse)
     arch, arch_info = build(a.workdir / "archive", a.units, a.turns, embedder, a.reuse)
     embedder.save()
+    # The archive store once more, without a short turn's BM25 score with the turns beside it: what that costs.
+    no_ctx = system_config(bench_config(), SystemSpec("nocontext", "memclaw", "", {"bm25_context_weight": 0.0}))
+    arch_nc = MemoryService(Workspace(a.workdir / "archive"), no_ctx, embedder=embedder, store=arch.store)
     queries = synthetic_queries(a.queries)
     for q in queries[:20]:  # warm-up
-        plain.recall(q)
-        arch.recall(q)
+        for s in (plain, arch, arch_nc):
+            s.recall(q)
     load_before = os.getloadavg()
-    times: dict[str, list[float]] = {"plain": [], "archive": []}
+    times: dict[str, list[float]] = {"plain": [], "archive": [], "archive-nocontext": []}
     for r in range(a.rounds):
         for i, q in enumerate(queries):
-            order = [("plain", plain), ("archive", arch)]
-            for name, svc in order if (i + r) % 2 == 0 else order[::-1]:
+            arms = [("plain", plain), ("archive", arch), ("archive-nocontext", arch_nc)]
+            arms = arms[i % 3 :] + arms[: i % 3]  # each first in turn, the order reversed every other round
+            for name, svc in arms if r % 2 == 0 else arms[::-1]:
                 t = time.perf_counter()
                 svc.recall_detailed(q)
                 times[name].append((time.perf_counter() - t) * 1000)
@@ -141,7 +150,7 @@ def main() -> None:
     cold = cold_ab(a.workdir, queries[0], runs=3)
     appended = append_cost(arch)
     sizes = {n: dir_size(s.layout.root) for n, s in (("plain", plain), ("archive", arch))}
-    for s in (plain, arch):
+    for s in (plain, arch_nc, arch):
         s.close()
     stats = {n: {"p50_ms": round(percentile(t, 50), 2), "p95_ms": round(percentile(t, 95), 2),
                  "mean_ms": round(statistics.fmean(t), 2)} for n, t in times.items()}  # fmt: skip
@@ -156,6 +165,7 @@ def main() -> None:
         "rounds": a.rounds,
         "recall": stats,
         "p95_ratio": round(stats["archive"]["p95_ms"] / stats["plain"]["p95_ms"], 3),
+        "p95_ratio_nocontext": round(stats["archive-nocontext"]["p95_ms"] / stats["plain"]["p95_ms"], 3),
         "plain": plain_info | {"index_bytes": sizes["plain"]},
         "archive": arch_info | {"index_bytes": sizes["archive"]},
         "per_1000_turns": {
@@ -183,8 +193,9 @@ def revision() -> str:
 
 def report_md(r: dict[str, Any]) -> str:
     m = r["machine"]
-    rows = [f"| {n} | {r[n]['units']:,} | {r[n]['turns']:,} | {s['p50_ms']} | {s['p95_ms']} | {s['mean_ms']} | "
-            f"{r[n]['index_bytes'] / 2**20:.1f} |" for n, s in r["recall"].items()]  # fmt: skip
+    store = {"plain": "plain", "archive": "archive", "archive-nocontext": "archive"}
+    rows = [f"| {n} | {r[store[n]]['units']:,} | {r[store[n]]['turns']:,} | {s['p50_ms']} | {s['p95_ms']} | "
+            f"{s['mean_ms']} | {r[store[n]]['index_bytes'] / 2**20:.1f} |" for n, s in r["recall"].items()]  # fmt: skip
     return "\n".join([
         "# The archive's cost: warm recall with and without 100k archived turns (A/B, one run)",
         "",
@@ -198,7 +209,9 @@ def report_md(r: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|",
         *rows,
         "",
-        f"p95 with the archive / without: **{r['p95_ratio']}** (target: within 1.5).",
+        f"p95 with the archive / without: **{r['p95_ratio']}** (target: within 1.5); "
+        f"{r.get('p95_ratio_nocontext')} for the archive store without a short turn's BM25 score with the turns "
+        "beside it (`archive-nocontext`: `recall.bm25_context_weight` 0, the same store, timed in the same rounds).",
         "",
         f"Per 1,000 archived turns: index {r['per_1000_turns']['index_kib']} KiB, Markdown "
         f"{r['per_1000_turns']['markdown_kib']} KiB.",
