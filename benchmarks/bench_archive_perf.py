@@ -75,8 +75,8 @@ def cold_ab(workdir: Path, query: str, runs: int) -> dict[str, float]:
 
 
 def append_cost(svc: Any) -> dict[str, float]:
-    """One more conversation (20 turns) appended to the last day's file, then to a new day's file: each synced,
-    then recalled from twice (the first recall after a sync builds memclaw.index.bm25_context's TurnContexts)."""
+    """One more conversation (20 turns) appended to the last day's file, then to a new day's file: each synced
+    (which builds memclaw.index.bm25_context's TurnContexts of the new state), then recalled from twice."""
     from memclaw.bench.synthetic_archive import synthetic_archive
     from memclaw.markdown.archive import append_chunk
 
@@ -95,7 +95,7 @@ def append_cost(svc: Any) -> dict[str, float]:
         t0 = time.perf_counter()
         svc.sync()
         out[name] = round((time.perf_counter() - t0) * 1000, 1)
-        for when in ("first", "next"):  # the first recall after a sync builds the BM25 contexts of the new state
+        for when in ("first", "next"):  # (the sync builds the BM25 contexts of the new state, not the first recall)
             t0 = time.perf_counter()
             svc.recall("what did we say about the trip", k=8)
             out[name.replace("_ms", f"_{when}_recall_ms")] = round((time.perf_counter() - t0) * 1000, 1)
@@ -221,10 +221,10 @@ def report_md(r: dict[str, Any]) -> str:
         "",
         "With the archive in place: one more conversation (20 turns) appended to the last day's file and synced "
         f"{r['after_the_archive']['append_to_day_ms']} ms; one on a new day {r['after_the_archive']['new_day_ms']} "
-        "ms (embedding included). The first recall after each "
-        f"{r['after_the_archive'].get('append_to_day_first_recall_ms')} / "
-        f"{r['after_the_archive'].get('new_day_first_recall_ms')} ms (it builds the BM25 contexts of the new state, "
-        f"memclaw.index.bm25_context), the next {r['after_the_archive'].get('append_to_day_next_recall_ms')} / "
+        "ms (embedding included, and the BM25 contexts of the new state, memclaw.index.bm25_context). The first "
+        f"recall after each {r['after_the_archive'].get('append_to_day_first_recall_ms')} / "
+        f"{r['after_the_archive'].get('new_day_first_recall_ms')} ms, the next "
+        f"{r['after_the_archive'].get('append_to_day_next_recall_ms')} / "
         f"{r['after_the_archive'].get('new_day_next_recall_ms')} ms.",
         "",
     ])  # fmt: skip

@@ -281,7 +281,11 @@ class ScopeSync:
         with progress_for(cache.progress, None, 0, "saving the index") if big else contextlib.nullcontext():
             scope_state.save(sf, state, lexical_bytes, changes)
         dirty.unlink(missing_ok=True)
-        cache.put(scope, Scope(state, lexical, scope_state.file_sig(sf)))
+        synced = Scope(state, lexical, scope_state.file_sig(sf))
+        cache.put(scope, synced)
+        if self.config.recall.bm25_context_weight > 0 and table.rows_of("archive"):
+            with cache.lock:  # built here, not by the next recall (memclaw.index.bm25_context; 0.3 s at 100k turns)
+                synced.turn_contexts(self.config.agent.name)
         if report.changed:
             log.info("synced %s: +%d ~%d -%d", scope, report.added, report.updated, report.removed)
         return report

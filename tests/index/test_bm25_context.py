@@ -136,6 +136,15 @@ def test_weight_zero_turns_it_off(tmp_path, embedder):
     with archive_service(tmp_path, embedder, write, config=off, sync=True) as s:
         hits = s.recall("dinosaur exhibit", kind="archive", mode="bm25", k=5)
         assert hits and not [h for h in hits if "stoked" in h.unit.text or h.bm25.context]
+        assert s.scopes.get("owner")._contexts is None  # noqa: SLF001  (never built)
+
+
+def test_a_sync_builds_them_so_the_next_recall_does_not(svc):
+    sc = svc.scopes.get("owner")
+    built = sc._contexts  # noqa: SLF001
+    assert built is not None and built[0] == svc.config.agent.name
+    svc.recall("dinosaur exhibit", kind="archive", mode="bm25", k=5)
+    assert svc.scopes.get("owner")._contexts is built  # noqa: SLF001  (the same, not built again)
 
 
 def test_the_agents_words_lift_no_turn_of_the_owner(tmp_path, embedder):
