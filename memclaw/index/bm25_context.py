@@ -77,10 +77,10 @@ class TurnContexts:
         self.lengths[slot[rows]] = 2 * own[slot[rows]]
         self.as_before = np.full(n, _NONE, np.int64)  # slot -> the slot whose context takes it as the turn before
         self.as_after = np.full(n, _NONE, np.int64)
-        for near, as_near in ((before, self.as_before), (after, self.as_after)):
-            r = rows[near[rows] >= 0]
-            as_near[slot[near[r]]] = slot[r]
-            self.lengths[slot[r]] += own[slot[near[r]]]
+        for side, as_side in ((before, self.as_before), (after, self.as_after)):
+            r = rows[side[rows] >= 0]
+            as_side[slot[side[r]]] = slot[r]
+            self.lengths[slot[r]] += own[slot[side[r]]]
         self.avgdl = float(self.lengths.sum() / self.n_docs) if self.n_docs else 0.0
         self._norm: np.ndarray | None = None  # k1 (1 - b + b dl / avgdl), per slot (the index's k1, b)
         self._tf = self._score = self._pos = np.zeros(0)  # scratch, zero between searches (made with _norm)
