@@ -25,6 +25,17 @@ def chunk(cid: str, when: datetime, *said: tuple[str, str]) -> ArchiveChunk:
     return ArchiveChunk(cid, when, turns)
 
 
+MUSEUM = chunk(
+    "c7f3a9b21",
+    datetime(2026, 11, 25, 14, 2),
+    ("Caroline", "How did the kids like the dinosaur exhibit at the museum?"),
+    ("Melanie", "They were stoked! They keep asking to go back."),
+    ("Caroline", "Glad to hear it."),
+)
+"""A question and its short answer, "They were stoked!", which says none of the question's words (the turn context
+tests: the vector's, memclaw.index.passages, and BM25's, memclaw.index.bm25_context)."""
+
+
 def append_day(ws: Workspace, scope: str, *chunks: ArchiveChunk) -> Path:
     """Append the chunks to the day file of the first one's date (a true append, as consolidation writes)."""
     path = ws.archive_file(scope, chunks[0].when.date())

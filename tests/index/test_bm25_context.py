@@ -15,15 +15,8 @@ from memclaw.config import Config
 from memclaw.index.bm25_context import with_context
 from memclaw.index.passages import MAX_WORDS, context_rows, context_rows_all
 from memclaw.index.tokenizer import Tokenizer
-from tests.archive_days import append_day, archive_service, chunk
+from tests.archive_days import MUSEUM, append_day, archive_service, chunk
 
-MUSEUM = chunk(
-    "c7f3a9b21",
-    datetime(2026, 11, 25, 14, 2),
-    ("Caroline", "How did the kids like the dinosaur exhibit at the museum?"),
-    ("Melanie", "They were stoked! They keep asking to go back."),
-    ("Caroline", "Glad to hear it."),
-)
 DINNER = chunk(
     "c0123abcd",
     datetime(2026, 11, 25, 18, 30),

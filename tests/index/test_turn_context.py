@@ -12,15 +12,8 @@ import pytest
 
 from memclaw.index.passages import CONTEXT_WORDS, MAX_WORDS, turn_context
 from memclaw.index.vector_writer import CONTEXT_WEIGHT, blend
-from tests.archive_days import append_day, archive_service, chunk
+from tests.archive_days import MUSEUM, append_day, archive_service, chunk
 
-MUSEUM = chunk(
-    "c7f3a9b21",
-    datetime(2026, 11, 25, 14, 2),
-    ("Caroline", "How did the kids like the dinosaur exhibit at the museum?"),
-    ("Melanie", "They were stoked! They keep asking to go back."),
-    ("Caroline", "Glad to hear it."),
-)
 OTHER = chunk(
     "c0123abcd",
     datetime(2026, 11, 25, 18, 30),
