@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from memclaw.errors import EmbeddingUnavailable, IndexError_, VectorStoreCorrupted
 from memclaw.index import layout as ix
 from memclaw.index.links import changes_links, session_links
-from memclaw.index.passages import context_rows, turn_context, unit_of, unit_vectors
+from memclaw.index.passages import context_rows_all, turn_context, unit_of, unit_vectors
 from memclaw.index.scopes import Scope, ScopeCache, index_text
 from memclaw.markdown.units import MemoryUnit
 
@@ -190,8 +190,9 @@ class ScopeSync:
             to_embed += [table[i] for i in sorted(old.state.pending) if i in table and i not in queued]
 
         # Passages: a long unit is embedded as several vectors, a short turn with its context (memclaw.index.passages).
+        contexts = _contexts(table, to_embed)
         passages = [
-            Passage(pid, text, _metadata(u), u.id, _context(table, u))
+            Passage(pid, text, _metadata(u), u.id, contexts.get(u.id))
             for u in to_embed
             for pid, text in unit_vectors(u.id, index_text(u))
         ]
@@ -291,15 +292,21 @@ class ScopeSync:
         return report
 
 
-def _context(table: UnitTable, u: MemoryUnit) -> str | None:
-    """A short archived turn's context (memclaw.index.passages.turn_context): the turns beside it in its chunk, as
-    the table holds them."""
-    row = table.row_of(u.id) if u.kind == "archive" else None
-    near = context_rows(table, row) if row is not None else None
-    if near is None:
-        return None
-    before, after = (table.texts[r] if r is not None else None for r in near)
-    return turn_context(before, u.text, after)
+def _contexts(table: UnitTable, units: list[MemoryUnit]) -> dict[str, str]:
+    """Unit id -> context of each short archived turn among `units` that has one (memclaw.index.passages.turn_context):
+    the turns beside it in its chunk, as the table holds them (context_rows_all for these rows only: an append reads
+    its own turns, not the scope)."""
+    turns = [(u, row) for u in units if u.kind == "archive" and (row := table.row_of(u.id)) is not None]
+    if not turns:
+        return {}
+    before, after = context_rows_all(table, [row for _u, row in turns])
+    texts, out = table.texts, {}
+    for (u, _row), b, a in zip(turns, before.tolist(), after.tolist(), strict=True):
+        if b >= 0 or a >= 0:
+            context = turn_context(texts[b] if b >= 0 else None, u.text, texts[a] if a >= 0 else None)
+            if context is not None:
+                out[u.id] = context
+    return out
 
 
 def _passages_of(u: MemoryUnit) -> list[str]:

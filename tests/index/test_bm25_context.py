@@ -13,8 +13,11 @@ import pytest
 
 from memclaw.config import Config
 from memclaw.index.bm25_context import with_context
-from memclaw.index.passages import MAX_WORDS, context_rows, context_rows_all
+from memclaw.index.passages import MAX_WORDS, context_rows_all
 from memclaw.index.tokenizer import Tokenizer
+from memclaw.index.unittable import UnitTable
+from memclaw.markdown.archive_units import chunk_of
+from memclaw.markdown.units import MemoryUnit
 from tests.archive_days import MUSEUM, append_day, archive_service, chunk
 
 DINNER = chunk(
@@ -55,11 +58,10 @@ def reference_scores(svc, query: str) -> dict[str, float]:
     sc = svc.scopes.get("owner")
     table, lex, tok = sc.state.units, sc.lexical, Tokenizer()
     docs: dict[str, list[str]] = {}
-    for row in table.rows_of("archive"):
-        near = context_rows(table, row)
-        if near is not None:
+    for row, near in enumerate(zip(*context_rows_all(table), strict=True)):
+        if max(near) >= 0:
             own = tok.tokenize(table.texts[row])
-            docs[table.ids[row]] = own + own + [t for r in near if r is not None for t in tok.tokenize(table.texts[r])]
+            docs[table.ids[row]] = own + own + [t for r in near if r >= 0 for t in tok.tokenize(table.texts[r])]
     collection = list(docs.values()) + [
         tok.tokenize(table.texts[r]) for r in range(len(table)) if table.ids[r] not in docs
     ]  # (no unit here is a fact: BM25 reads a unit's index text, its text)
@@ -96,23 +98,55 @@ def test_context_scores_are_bm25_over_the_context_documents(svc, query):
     assert contexts(svc).search(sc.lexical, Tokenizer().tokenize("lovely river lights"), 50) == []
 
 
+def plain_rule(table: UnitTable, row: int) -> tuple[int, int]:
+    """The rule of memclaw.index.passages.context_rows_all, one row at a time as its docstring says it: a short
+    archived turn is read with the turn before it and the turn after it in its chunk, each only if short (-1 where
+    there is none); a long turn, a turn with no short neighbour and a unit that is no archived turn have none."""
+
+    def chunk_at(r: int) -> tuple | None:
+        return chunk_of(table.source_at(r), table.extra_at(r)) if 0 <= r < len(table) else None
+
+    def short(r: int) -> bool:
+        return len(table.texts[r].split()) <= MAX_WORDS
+
+    if table.kind_of(table.ids[row]) != "archive" or chunk_at(row) is None or not short(row):
+        return -1, -1
+    before, after = (r if chunk_at(r) == chunk_at(row) and short(r) else -1 for r in (row - 1, row + 1))
+    return before, after
+
+
 def test_which_turns_have_a_context(svc):
     table = svc.scopes.get("owner").state.units
-    near = {table.texts[r]: context_rows(table, r) for r in table.rows_of("archive")}
+    before, after = context_rows_all(table)
+    near = {table.texts[r]: (int(before[r]), int(after[r])) for r in table.rows_of("archive")}
     text_of = table.texts.__getitem__
     [walk] = [t for t in near if "walk along" in t]
-    assert len(walk.split()) > MAX_WORDS and near[walk] is None  # a long turn: its passages carry their own context
+    assert len(walk.split()) > MAX_WORDS and near[walk] == (-1, -1)  # a long turn: its passages carry their own context
     assert text_of(near["Sam: Great, I will book it for Friday."][0]).startswith("Maya: Shall we try")
-    assert near["Sam: Great, I will book it for Friday."][1] is None  # the long turn after it is left out
-    assert near["Sam: Sounds lovely."] is None  # its only neighbour is long
+    assert near["Sam: Great, I will book it for Friday."][1] == -1  # the long turn after it is left out
+    assert near["Sam: Sounds lovely."] == (-1, -1)  # its only neighbour is long
     pottery, camping = (next(t for t in near if w in t) for w in ("pottery", "camping"))
-    assert near[pottery] == (None, table.texts.index(camping))  # another chunk's turns are no context
+    assert near[pottery] == (-1, table.texts.index(camping))  # another chunk's turns are no context
+    museum_last, dinner_first = "Caroline: Glad to hear it.", "Maya: Shall we try Taberna da Ribeira on Friday?"
+    assert table.texts.index(dinner_first) == table.texts.index(museum_last) + 1  # two chunks of one file, adjacent
+    assert near[museum_last][1] == -1 and near[dinner_first][0] == -1
     assert text_of(near["Melanie: They were stoked! They keep asking to go back."][1]) == "Caroline: Glad to hear it."
-    before, after = context_rows_all(table)  # the same rule, every row at once
-    for row in range(len(table)):
-        one = context_rows(table, row) if table.kind_of(table.ids[row]) == "archive" else None
-        want = (-1, -1) if one is None else tuple(-1 if r is None else r for r in one)
-        assert (before[row], after[row]) == want
+
+
+def test_the_context_rows_are_the_rule_written_out(svc):
+    """context_rows_all, for every row and for any rows asked (what a sync reads for the turns it embeds), is the
+    rule applied row by row; with a unit that is no archived turn next to the last turn."""
+    turns = svc.scopes.get("owner").state.units
+    entry = MemoryUnit("h1", "history", "owner", "memory/HISTORY.md", 1, "Camping again soon.")
+    table = UnitTable.concat([turns, UnitTable.from_units([entry])])
+    want = [plain_rule(table, row) for row in range(len(table))]
+    assert sum(max(w) >= 0 for w in want) >= 6 and want[-1] == (-1, -1)  # (the fixture has turns with a context)
+    assert list(zip(*(a.tolist() for a in context_rows_all(table)), strict=True)) == want
+    for rows in ([row] for row in range(len(table))):
+        assert list(zip(*(a.tolist() for a in context_rows_all(table, rows)), strict=True)) == [want[rows[0]]]
+    rows = [len(table) - 1, 3, 0, 3, len(table) - 2]  # out of order, repeated, the table's edges
+    assert list(zip(*(a.tolist() for a in context_rows_all(table, rows)), strict=True)) == [want[r] for r in rows]
+    assert [a.tolist() for a in context_rows_all(table, [])] == [[], []]
 
 
 def test_an_answer_is_found_by_the_words_of_the_question_it_answers(svc):
