@@ -65,6 +65,7 @@ class Dumper:
         from memclaw.bench.locomo import coverage_path
         from memclaw.context.memory_section import candidates
         from memclaw.index.passages import is_long
+        from memclaw.markdown.formats import NAMED_DAY_KINDS
         from memclaw.service.facade import MemoryService
         from memclaw.workspace import Workspace
 
@@ -91,6 +92,8 @@ class Dumper:
                     "key": text_key(u.text),
                     "long": is_long(u.text),
                     "tokens": items[u.id].tokens,
+                    # the text the date lift reads days from (ranking.stamp_in), where it can name one
+                    "named": u.text if u.kind in NAMED_DAY_KINDS and "(" in u.text else None,
                 }
                 for u in (units[i] for i in units.ids)
             ],

@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from memclaw.bench import metrics as M  # noqa: E402
 from memclaw.bench.budgeted import budgeted_view  # noqa: E402
 from memclaw.context.memory_section import Candidate  # noqa: E402
+from memclaw.markdown.formats import named_days  # noqa: E402
 from memclaw.recall.dates import DateRange  # noqa: E402
 
 LOCOMO_A = {"conv-26", "conv-30", "conv-41"}
@@ -41,6 +42,7 @@ class Unit:
     key: str
     long: bool
     tokens: int
+    named: str | None = None
 
     @property
     def timestamp(self) -> datetime | None:
@@ -48,7 +50,9 @@ class Unit:
 
     @property
     def text(self) -> str:
-        return self.key  # a hash of the text as recall compares it: equal texts, equal keys
+        """A hash of the text as recall compares it (equal texts, equal keys), or the text itself where it can name a
+        day the date lift reads (memclaw.recall.ranking.stamp_in)."""
+        return self.named or self.key
 
 
 @dataclass
@@ -60,9 +64,11 @@ class Corpus:
     vector_ids: list[str]
     items: dict[str, Candidate]
     dated: list[tuple[datetime, str]] = field(default_factory=list)
+    named: list[tuple[datetime, datetime, str]] = field(default_factory=list)
 
     def dated_in(self, ranges: Sequence[DateRange], limit: int) -> list[str]:
-        """As memclaw.index.scopes.Scope.dated_in: newest first, up to `limit` per range, then up to `limit`."""
+        """As memclaw.index.scopes.Scope.dated_in: newest first, up to `limit` per range, then the units whose text
+        names a day inside one; up to `limit`."""
         import bisect
 
         stamps = [t for t, _ in self.dated]
@@ -71,6 +77,7 @@ class Corpus:
         for r in ranges:
             lo, hi = bisect.bisect_left(stamps, r.start), bisect.bisect_left(stamps, r.end)
             out += reversed(ids[max(lo, hi - limit) : hi])
+        out += [i for start, end, i in self.named if any(max(start, r.start) < min(end, r.end) for r in ranges)]
         return list(dict.fromkeys(out))[:limit]
 
 
@@ -108,7 +115,7 @@ def load(path: Path, dataset: str) -> list[Query]:
     for c in raw["corpora"]:
         units = {
             u["id"]: Unit(u["id"], u["kind"], datetime.fromisoformat(u["ts"]) if u["ts"] else None, u["key"],
-                          u["long"], u["tokens"])
+                          u["long"], u["tokens"], u.get("named"))
             for u in c["units"]
         }  # fmt: skip
         corpus = Corpus(
@@ -120,6 +127,10 @@ def load(path: Path, dataset: str) -> list[Query]:
             {i: Candidate(i, "", u.tokens) for i, u in units.items()},
         )
         corpus.dated = sorted((u.ts.replace(tzinfo=None), u.id) for u in units.values() if u.ts)
+        corpus.named = sorted(
+            ((a, b, u.id) for u in units.values() if u.named for a, b in named_days(u.named)),
+            key=lambda x: x[0], reverse=True,
+        )  # fmt: skip
         for q in c["questions"]:
             ranges = [DateRange(datetime.fromisoformat(a), datetime.fromisoformat(b), t) for a, b, t in q["ranges"]]
             qq = Query(
