@@ -37,10 +37,10 @@ def main() -> None:
     loc = load(a.dumps / "locomo-all.json.gz", "locomo")
     facts = load(a.dumps / "locomo-facts.json.gz", "locomo")
     singles = {n: score(lme, R.RULES[n], "lme")[0]["all"] for n in SINGLES}
-    today = {"lme": score(lme, R.RULES[a.today], "lme")[0], "all": score(loc, R.RULES[a.today], "locomo")[0],
-             "facts": score(facts, R.RULES[a.today], "locomo")[0]}  # fmt: skip
+    today = {"lme": score(lme, R.rule(a.today), "lme")[0], "all": score(loc, R.rule(a.today), "locomo")[0],
+             "facts": score(facts, R.rule(a.today), "locomo")[0]}  # fmt: skip
     for name in a.rules.split(","):
-        rule = R.RULES[name]
+        rule = R.rule(name)
         res = {"lme": score(lme, rule, "lme")[0], "all": score(loc, rule, "locomo")[0],
                "facts": score(facts, rule, "locomo")[0]}  # fmt: skip
         fails = []

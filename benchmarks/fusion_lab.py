@@ -214,11 +214,11 @@ def main() -> None:
         dataset = "lme" if name.startswith("lme") else "locomo"
         qs = load(a.dumps / f"{name}.json.gz", dataset)
         if a.check:
-            bad = [q.qid for q in qs if [i for i, _ in R.RULES[a.check_rule](q)] != q.real]
+            bad = [q.qid for q in qs if [i for i, _ in R.rule(a.check_rule)(q)] != q.real]
             print(f"{name}: replay of today's rule differs from the pipeline on {len(bad)} of {len(qs)}: {bad[:5]}")
         results = {}
         for rule in a.rules.split(","):
-            results[rule], ms = score(qs, R.RULES[rule], dataset)
+            results[rule], ms = score(qs, R.rule(rule), dataset)
             print(f"  {name} {rule}: {ms:.2f} ms per query", file=sys.stderr)
         keys = LME_KEYS if dataset == "lme" else LOCOMO_KEYS
         print(f"\n### {name} ({len(qs)} questions; A / B)\n")

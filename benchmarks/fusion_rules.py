@@ -476,3 +476,32 @@ for _r in (0.3, 0.4, 0.5, 0.6):
     RULES[f"adopted-span{_r}"] = lambda q, _s=replace(PRODUCT, fusion=replace(PRODUCT.fusion, vector_span_from=_r)): (
         product(q, _s)
     )
+
+
+def product_family(wb=0.6, ab=0.25, av=0.25, dw=0.5, keep=3, after=0.5):
+    """memclaw's own ranking stage with these recall settings (the product's constants; the rest its defaults)."""
+    s = _settings(bm25_weight=wb, bm25_confidence=ab, vector_confidence=av, date_weight=dw, keep_factor=keep,
+                  date_after=after)  # fmt: skip
+    return lambda q: product(q, s)
+
+
+FAMILIES["product"] = (
+    product_family,
+    {
+        "wb": [0.5, 0.6, 0.7, 0.85],
+        "ab": [0.0, 0.25, 0.5],
+        "av": [0.0, 0.25, 0.5],
+        "dw": [0.3, 0.5, 0.8],
+        "keep": [0, 3],
+        "after": [0.0, 0.5, 1.0],
+    },
+    {},
+)
+
+
+def rule(name: str) -> Callable[[Query], Ranked]:
+    """A rule by name: one of RULES, or `p:wb=0.5+ab=0` (product_family with those settings)."""
+    if name.startswith("p:"):
+        kw = {k: (int(v) if k == "keep" else float(v)) for k, v in (x.split("=") for x in name[2:].split("+") if x)}
+        return product_family(**kw)
+    return RULES[name]
