@@ -364,3 +364,25 @@ def test_log_lines_show_control_characters_as_symbols():
         for h in [h for h in root.handlers if h is plain or type(h).__name__ == "_ConsoleLogHandler"]:
             root.removeHandler(h)
     assert "a␛[2Jb" in c.text and "\x1b" not in c.text, repr(c.text)
+
+
+BIDI = "invoice \u202eexe.txt\u202c paid \u2067note\u2069"
+
+
+def test_bidirectional_overrides_are_drawn_not_obeyed():
+    """A right-to-left override makes a terminal show what follows it reversed ("Trojan Source"): "invoice
+    \\u202eexe.txt" looks like "invoice txt.exe". Overrides and isolates are drawn as their escapes; ordinary
+    right-to-left text and marks are left alone."""
+    assert visible(BIDI) == "invoice \\u202eexe.txt\\u202c paid \\u2067note\\u2069"
+    rtl = "שלום \u200fעולם\u200e and مرحبا"
+    assert visible(rtl) == rtl
+
+
+def test_a_memory_with_a_bidi_override_is_shown_with_it_visible_through_the_cli(cli, ws):
+    assert cli("memory", "add", BIDI, "--date", "2026-11-26").code == 0
+    for args in (("recall", "invoice paid"), ("memory", "list")):
+        r = cli(*args)
+        assert r.code == 0 and "\\u202eexe.txt" in flat(r.out), r.err + r.out
+        assert not any(ch in r.out for ch in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"), repr(r.out)
+    listed = json.loads(cli("memory", "list", "--json").out)
+    assert any(u["text"].startswith(BIDI) for u in listed)  # the data keeps the characters; only views draw them
