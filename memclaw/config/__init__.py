@@ -302,7 +302,13 @@ def _describe(err: ValidationError, file_origin: str | None) -> str:
 
 def load_config(home: Path | None = None, *, path: Path | None = None) -> Config:
     """Load and validate the config. Raises ConfigError naming the key and the file (or variable)."""
-    path = path or config_path(home)
+    if path is None:
+        path = config_path(home)
+        if path is not None and path.suffix == ".toml" and path.with_suffix(".json").exists():
+            raise ConfigError(
+                f"both {path} and {path.with_suffix('.json')} exist and memclaw reads only the first; "
+                "merge them into one and remove the other"
+            )
     data = _read_file(path) if path else {}
     check_env_names({name: _is_section(f.annotation) for name, f in Config.model_fields.items()})
     try:

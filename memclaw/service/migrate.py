@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from memclaw.config import Config
-from memclaw.errors import IndexError_, UsageError
+from memclaw.errors import IndexError_, UsageError, VectorStoreUnavailable
 from memclaw.index import layout as ix
 from memclaw.workspace import Workspace
 
@@ -34,7 +34,26 @@ def migrate_to_server(ws: Workspace, cfg: Config, url: str, *, console: Any = No
     src = local.store
     assert isinstance(src, ChromaStore)
     headers = {k: v.get_secret_value() for k, v in cfg.memory.chroma_headers.items()}
-    dst = open_chroma_store(url=url, headers=headers, namespace=local.namespace, timeout_s=cfg.memory.chroma_timeout_s)
+    try:
+        dst = open_chroma_store(
+            url=url, headers=headers, namespace=local.namespace, timeout_s=cfg.memory.chroma_timeout_s
+        )
+        copied = _copy_all(ws, cfg, url, local, src, dst, console)
+    except VectorStoreUnavailable as e:  # (its fix names memory.chroma_url, the config's server: here it is --to's)
+        raise VectorStoreUnavailable(
+            f"the server at --to {redact_url(url)} is unreachable or did not answer; start it there, or check the "
+            f"address ({str(e).split('; ')[0]})"
+        ) from e
+    manifest = ix.read_manifest(local.layout) or {}
+    manifest["store"] = ix.store_id(url)
+    ix.write_manifest(local.layout, manifest)
+    return copied
+
+
+def _copy_all(ws: Workspace, cfg: Config, url: str, local: Any, src: Any, dst: Any, console: Any) -> int:
+    """Every scope of the embedded index copied to `dst` (a scope whose copy is unreadable rebuilt on the server)."""
+    from memclaw.service.facade import MemoryService
+
     copied = 0
     for scope in local.scopes.known_scopes_on_disk():
         dst.drop(scope)
@@ -48,9 +67,6 @@ def migrate_to_server(ws: Workspace, cfg: Config, url: str, *, console: Any = No
             server_cfg = cfg.model_copy(update={"memory": cfg.memory.model_copy(update={"chroma_url": url})})
             remote = MemoryService(ws, server_cfg, embedder=local.embedder)
             copied += sum(r.added for r in remote.sync([scope], full=False))
-    manifest = ix.read_manifest(local.layout) or {}
-    manifest["store"] = ix.store_id(url)
-    ix.write_manifest(local.layout, manifest)
     return copied
 
 

@@ -130,6 +130,14 @@ def test_unknown_key_message_points_to_a_command_that_exists(cli, ws, memclaw_ho
     assert r.code == 0 and "model" in json.loads(r.out)["agent"] and "modle" not in r.out
 
 
+def test_two_config_files_are_refused_not_one_silently_ignored(cli, ws, memclaw_home):
+    (memclaw_home / "config.json").write_text('{"recall": {"k": 3}}')
+    before = user_files(memclaw_home)
+    for args in (["status"], ["recall", "Porto"], ["memory", "add", "My bike is green"]):
+        assert_error(cli(*args), 2, "config.toml", "config.json", "merge them into one")
+    assert user_files(memclaw_home) == before
+
+
 def test_config_that_is_a_folder(cli, ws, memclaw_home):
     (memclaw_home / "config.toml").unlink()
     (memclaw_home / "config.toml").mkdir()

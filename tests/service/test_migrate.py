@@ -75,3 +75,14 @@ def test_migrate_to_a_bad_url_is_one_line_and_loses_nothing(tmp_path, monkeypatc
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("Error: --to") and "http(s) URL" in err[0]
     assert {p: p.read_bytes() for p in (ws.root / "memory").iterdir()} == before
+
+
+def test_migrate_to_a_server_that_is_not_there_names_the_address_given(tmp_path, monkeypatch, capsys, embedder):
+    """Exit 4, one line naming --to's address (not the config's memory.chroma_url), nothing lost."""
+    ws = _workspace(tmp_path / "ws")
+    before = {p: p.read_bytes() for p in (ws.root / "memory").iterdir()}
+    url = "http://127.0.0.1:9"  # (the discard port: nothing listens)
+    assert _cli(monkeypatch, "memory", "migrate", "--to", url, "--workspace", str(ws.root)) == 4
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"Error: the server at --to {url}") and "chroma_url" not in err[0]
+    assert {p: p.read_bytes() for p in (ws.root / "memory").iterdir()} == before
