@@ -220,6 +220,8 @@ def resolve_workspace(cfg: Config, override: Path | None = None) -> Workspace:
         has_memory = (root / "memory").is_dir()
     except OSError as e:
         raise WorkspaceError(f"cannot read workspace {root}: {e.strerror or e}; fix the path or its permissions") from e
+    if exists and not is_dir:
+        raise WorkspaceError(f"{root} is a file, not a workspace folder; give the path of a workspace folder")
     if not exists or not has_memory:
         why = " (the folder has no memory/ inside)" if is_dir else ""
         raise WorkspaceError(f"no workspace at {root}{why}: run `{onboard_command(root)}`")
