@@ -8,7 +8,10 @@ history stamps.
 HISTORY.md (history entries)
     An entry starts at a line beginning `[YYYY-MM-DD HH:MM]` (also `[YYYY-MM-DD]`, `[YYYY-MM-DD HH:MM:SS]`)
     and runs until the next such line; trailing blank lines are dropped. Text before the first stamp is one
-    undated entry. A comment block (a line starting `<!--`, up to the line holding `-->`) is ignored.
+    undated entry. A line with a stamp's shape but no real date or time (`[2026-11-31 10:00]`, `[2026-13-01]`,
+    `[2026-11-25 24:30]`) starts an entry too, never part of the one above: an undated entry whose text keeps that
+    stamp as written, named in a parse note (`HistoryDoc.notes`, kind "stamp", said as a warning by the sync that
+    reads the file). A comment block (a line starting `<!--`, up to the line holding `-->`) is ignored.
 
 Parsing never raises, whatever the text (control characters, surrogate-escaped bytes, 5 MB files).
 """
@@ -37,6 +40,17 @@ _STAMP = re.compile(
 _SURROGATES = re.compile("[\ud800-\udfff]+")
 SECTION_SEP = " > "
 MAX_HEADING_LEVEL = 6
+
+
+@dataclass(frozen=True)
+class ParseNote:
+    """Something in a memory file that is not what it may look like. MEMORY.md (memclaw.markdown.memory_md): `kind`
+    "paragraph" or "code" (not a fact), or "date" (`detail`, as written, is no date). HISTORY.md: "stamp" (`detail`,
+    the stamp as written, has no real date or time: the entry is undated). `line` is 1-based."""
+
+    line: int
+    kind: str
+    detail: str = ""
 
 
 # ----- small helpers -------------------------------------------------------------------------------------
@@ -132,12 +146,22 @@ def parse_stamp_cid(line: str) -> tuple[datetime, int, str | None] | None:
     m = _STAMP.match(line)
     if m is None:
         return None
-    y, mo, d, h, mi, s, cid = m.groups()
+    ts = _stamp_time(m)
+    return None if ts is None else (ts, m.end(), m.group(7))
+
+
+def is_stamp_shaped(line: str) -> bool:
+    """Whether `line` begins with something of a history stamp's shape, a real date and time or not
+    (`[2026-11-31 10:00]`): such a line starts an entry (see the module docstring)."""
+    return line[:1] == "[" and _STAMP.match(line) is not None
+
+
+def _stamp_time(m: re.Match[str]) -> datetime | None:
+    y, mo, d, h, mi, s, _ = m.groups()
     try:
-        ts = datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(s or 0))
+        return datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(s or 0))
     except ValueError:
         return None
-    return ts, m.end(), cid
 
 
 def section_pieces(section: str | None) -> list[str]:
@@ -165,17 +189,25 @@ class HistoryBlock:
     end: int
 
 
+@dataclass
+class HistoryDoc:
+    blocks: list[HistoryBlock]
+    open_comment: bool  # the text ends inside an unclosed <!-- comment
+    notes: list[ParseNote]  # stamps that are no date or time (see the module docstring)
+
+
 def scan_history(text: str, *, scope: str, source: str, line_offset: int = 0) -> list[HistoryBlock]:
-    return scan_history_doc(text, scope=scope, source=source, line_offset=line_offset)[0]
+    return scan_history_doc(text, scope=scope, source=source, line_offset=line_offset).blocks
 
 
-def scan_history_doc(text: str, *, scope: str, source: str, line_offset: int = 0) -> tuple[list[HistoryBlock], bool]:
-    """HISTORY.md text -> (entries, whether the text ends inside a comment block). `line_offset` resumes a parse
-    at that 0-based line after a clean boundary (see memclaw.markdown.incremental)."""
+def scan_history_doc(text: str, *, scope: str, source: str, line_offset: int = 0) -> HistoryDoc:
+    """HISTORY.md text -> its entries, whether the text ends inside a comment block, and its parse notes.
+    `line_offset` resumes a parse at that 0-based line after a clean boundary (see memclaw.markdown.incremental)."""
     lines = text.split("\n")
     if not line_offset and lines and lines[0].startswith("\ufeff"):
         lines[0] = lines[0][1:]
     blocks: list[HistoryBlock] = []
+    notes: list[ParseNote] = []
     counts: dict[str, int] = {}
     in_comment = False
     start: int | None = None  # first line of the current entry (None: the undated prelude)
@@ -215,12 +247,16 @@ def scan_history_doc(text: str, *, scope: str, source: str, line_offset: int = 0
             if st.startswith("<!--"):
                 in_comment = "-->" not in st[4:]
                 continue
-        stamp = parse_stamp_cid(line) if line[:1] == "[" else None
-        if stamp is not None:
+        m = _STAMP.match(line) if line[:1] == "[" else None
+        if m is not None:
             close()
-            ts, end, cid = stamp
+            ts, cid = _stamp_time(m), m.group(7)
             start = first_line = last = i
-            body = [line[end:].strip()]
+            if ts is None:  # no real date or time: an undated entry of its own, the stamp kept in its text
+                notes.append(ParseNote(i + 1, "stamp", m.group(0)))
+                body = [line.rstrip()]
+            else:
+                body = [line[m.end() :].strip()]
             continue
         if start is None and first_line is None:
             if not line.strip():
@@ -230,7 +266,7 @@ def scan_history_doc(text: str, *, scope: str, source: str, line_offset: int = 0
         if line.strip():
             last = i
     close()
-    return blocks, in_comment
+    return HistoryDoc(blocks, in_comment, notes)
 
 
 def parse_history(text: str, *, scope: str, source: str) -> list[MemoryUnit]:
@@ -256,15 +292,17 @@ def _edge_trim(lines: list[str]) -> list[str]:
 
 def history_text_lines(text: str, *, undated: bool = False) -> list[str]:
     """Entry text as lines: newlines kept, trailing space and blank edges dropped, and a line that would read
-    as a stamp or a comment start escaped with a backslash so it cannot start a new entry. Undated text keeps
-    its first line's indentation (it has no stamp in front of it)."""
+    as a stamp (a real one or only its shape) or a comment start escaped with a backslash so it cannot start a new
+    entry. Undated text keeps its first line's indentation (it has no stamp in front of it) and a first line that
+    is only a stamp's shape (it starts the undated entry that keeps it, see the module docstring)."""
     text = text.replace("\r\n", "\n")
     lines = _edge_trim(text.split("\n")) if undated else [x.rstrip() for x in text.strip().split("\n")]
     if not lines:
         return [""]
     for j in range(0 if undated else 1, len(lines)):
         x = lines[j]
-        if parse_stamp(x) is not None or x.lstrip().startswith("<!--"):
+        stamp = parse_stamp(x) is not None if j == 0 else is_stamp_shaped(x)
+        if stamp or x.lstrip().startswith("<!--"):
             lines[j] = "\\" + x
     return lines
 
@@ -278,14 +316,16 @@ def format_history_entry(ts: datetime, text: str, *, seconds: bool = False, cid:
 
 
 def render_history(units: Iterable[MemoryUnit]) -> str:
-    """History units -> HISTORY.md text: undated text first, then one entry per unit, blank-line separated."""
+    """History units -> HISTORY.md text: undated text first, then one entry per unit, blank-line separated (an
+    undated entry that starts with a stamp that is no date or time stays in its place among them)."""
     blocks: list[str] = []
     undated: list[str] = []
     for u in units:
         if u.kind != "history" or not u.text.strip():
             continue
         if u.timestamp is None:
-            undated.append("\n".join(history_text_lines(u.text, undated=True)))
+            lines = "\n".join(history_text_lines(u.text, undated=True))
+            (blocks if is_stamp_shaped(lines) else undated).append(lines)
         else:
             blocks.append(format_history_entry(u.timestamp, u.text, seconds=bool(u.timestamp.second),
                                                cid=u.extra.get("cid")))  # fmt: skip

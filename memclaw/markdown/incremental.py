@@ -89,7 +89,8 @@ def parse_file(
     data: bytes, *, kind: Kind, scope: str, source: str, notes: list[ParseNote] | None = None
 ) -> tuple[list[MemoryUnit], FileMark]:
     """A full parse of one memory file's bytes, and its mark. MEMORY.md's parse notes (what is not a fact, dates
-    that are none: memclaw.markdown.memory_md) are added to `notes` when it is given. A unit over the size limit is cut
+    that are none: memclaw.markdown.memory_md) and HISTORY.md's (stamps that are no date or time:
+    memclaw.markdown.formats) are added to `notes` when it is given. A unit over the size limit is cut
     to it
     (memclaw.markdown.unit_size)."""
     units, mark = _parse(data, hashlib.sha256(data), kind=kind, scope=scope, source=source, first_line=0, stack=(),
@@ -180,9 +181,11 @@ def _parse(
         seen = tuple((n, cid) for cid, n in scan.seen.items())
         mark = FileMark(len(data), h.digest(), first_line + text.count("\n") + 1, ends_nl, seen)
     else:
-        blocks, in_comment = scan_history_doc(text, scope=scope, source=source, line_offset=first_line)
-        units = [b.unit for b in blocks]
-        mark = FileMark(len(data), h.digest(), first_line + text.count("\n") + 1, ends_nl and not in_comment)
+        hdoc = scan_history_doc(text, scope=scope, source=source, line_offset=first_line)
+        units = [b.unit for b in hdoc.blocks]
+        if notes is not None:
+            notes.extend(hdoc.notes)
+        mark = FileMark(len(data), h.digest(), first_line + text.count("\n") + 1, ends_nl and not hdoc.open_comment)
     return units, mark
 
 

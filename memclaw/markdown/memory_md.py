@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from memclaw.markdown.formats import (
     MAX_HEADING_LEVEL,
     SECTION_SEP,
+    ParseNote,
     clean_text,
     fact_cid,
     fact_date,
@@ -74,16 +75,6 @@ class HeadingLine:
     def __post_init__(self) -> None:
         if self.start < 0:
             self.start = self.index
-
-
-@dataclass(frozen=True)
-class ParseNote:
-    """Something in the file that is not what it may look like: `kind` "paragraph" or "code" (not a fact), or
-    "date" (`detail`, as written, is no date). `line` is 1-based."""
-
-    line: int
-    kind: str
-    detail: str = ""
 
 
 @dataclass
@@ -302,7 +293,8 @@ def parse_memory(text: str, *, scope: str, source: str) -> list[MemoryUnit]:
 
 
 def describe_notes(source: str, notes: Sequence[ParseNote]) -> list[str]:
-    """The parse notes of one file as warnings, one line per kind, each naming the file, the lines and the fix."""
+    """The parse notes of one file (MEMORY.md's, or HISTORY.md's: memclaw.markdown.formats) as warnings, one line
+    per kind, each naming the file, the lines and the fix."""
     out: list[str] = []
     for kind, what, fix in (
         ("paragraph", "a paragraph, not a fact (only list items are facts)", 'start it with "- " to have it recalled'),
@@ -318,6 +310,10 @@ def describe_notes(source: str, notes: Sequence[ParseNote]) -> list[str]:
         if n.kind == "date":
             out.append(f"{source} line {n.line}: {n.detail} is not a date, so the fact is undated: write a real "
                        "date (YYYY-MM-DD)")  # fmt: skip
+        if n.kind == "stamp":
+            what = "date and time" if ":" in n.detail else "date"  # (`[2026-11-31 10:00]` or `[2026-02-30]`)
+            out.append(f"{source} line {n.line}: {n.detail} is not a real {what}, so the entry is undated (kept "
+                       "on its own): write a real one, [YYYY-MM-DD HH:MM]")  # fmt: skip
     return out
 
 

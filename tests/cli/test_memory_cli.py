@@ -9,6 +9,7 @@ from datetime import date
 from memclaw.markdown.memory_md import parse_memory
 from tests.cli import test_bad_input
 from tests.cli.test_bad_input import assert_error, user_files
+from tests.markdown.test_markdown import QA_HISTORY
 
 cli = test_bad_input.cli  # the fixtures: the console script's entry point in-process, an onboarded workspace
 ws = test_bad_input.ws
@@ -159,6 +160,34 @@ def test_memory_forget_removes_the_bullet_or_entry_then_the_index(cli, ws, memcl
     assert tom not in {h["id"] for h in hits} and garden not in {h["id"] for h in hits}
     owner = json.loads(cli("memory", "stats", "--json").out)["scopes"]["owner"]
     assert (owner["facts"], owner["history"], owner["indexed"], owner["fresh"]) == (2, 2, 4, True)
+
+
+def test_a_history_stamp_that_is_no_date_is_an_entry_of_its_own_said_at_sync_and_forgotten_alone(cli, ws):
+    """QA: `[2026-11-31 10:00]` and `[2026-11-25 24:30]` were silently glued to the entry above them (one unit), and
+    forgetting it emptied HISTORY.md. Now: three units (the two undated, their stamps kept in the text), a warning per
+    line at the sync that reads the file, and forgetting the middle one leaves the other two byte for byte."""
+    hist = ws / "memory" / "HISTORY.md"
+    hist.write_text(QA_HISTORY, "utf-8")
+    units = listed(cli, "--kind", "history")
+    assert [(u["text"], u["date"], u["source"]) for u in units] == [
+        ("Dinner with Lena.", "2026-11-20T10:00", "memory/HISTORY.md:1"),
+        ("[2026-11-31 10:00] Call the plumber.", None, "memory/HISTORY.md:3"),
+        ("[2026-11-25 24:30] Bought a bike.", None, "memory/HISTORY.md:5"),
+    ]
+    r = cli("memory", "sync")
+    assert r.code == 0, r.err
+    for line, stamp in ((3, "[2026-11-31 10:00]"), (5, "[2026-11-25 24:30]")):
+        assert (f"memory/HISTORY.md line {line}: {stamp} is not a real date and time, so the entry is undated (kept "
+                "on its own): write a real one, [YYYY-MM-DD HH:MM]") in r.err  # fmt: skip
+    r = cli("memory", "sync")
+    assert r.code == 0 and "not a real date" not in r.err, r.err  # said once, when the file changed
+    dinner, plumber, bike = (u["id"] for u in units)
+    r = cli("memory", "forget", plumber)
+    assert r.code == 0 and f"forgot {plumber}" in r.out and "Call the plumber." in r.out, r.err
+    assert hist.read_bytes() == b"[2026-11-20 10:00] Dinner with Lena.\n\n[2026-11-25 24:30] Bought a bike.\n"
+    assert [u["id"] for u in listed(cli, "--kind", "history")] == [dinner, bike]
+    hits = json.loads(cli("recall", "plumber bike dinner", "--json").out)
+    assert plumber not in {h["id"] for h in hits} and {dinner, bike} <= {h["id"] for h in hits}
 
 
 def test_memory_forget_an_unknown_id_changes_nothing(cli, ws, memclaw_home):

@@ -29,7 +29,7 @@ MEMORY_LINES = [
 HISTORY_LINES = [
     "[2026-01-01 10:00] Talked about tea", "[2026-01-01 10:00] Talked about tea", "[2026-02-03] dated only",
     "continued line", "", "", "<!-- hidden", "-->", "<!-- one line -->", "prelude text", "[2026-13-40 10:00] bad",
-    "  indented", "[2026-03-04 05:06:07] with seconds\r",
+    "  indented", "[2026-03-04 05:06:07] with seconds\r", "[2026-02-30] no such day", "[2026-11-25 24:30 #c7f3a9b21] x",
 ]  # fmt: skip
 
 ARCHIVE_LINES = [

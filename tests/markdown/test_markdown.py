@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memclaw.markdown.formats import format_history_entry, parse_history, render_history
+from memclaw.markdown.formats import format_history_entry, parse_history, render_history, scan_history_doc
 from memclaw.markdown.memory_md import ParseNote, describe_notes, parse_memory, render_memory, scan_memory
 from memclaw.markdown.units import unit_id
 
@@ -251,15 +252,69 @@ def test_history_entries_and_stamps():
         "Second line.\n\n\n"
         "[2025-02-14] Birthday party\n"
         "[2025-03-03 17:05:09] Promotion\r\n\r\n"
-        "[2025-13-01 10:00] not a stamp, continues\n"
+        "[2025-13-01 10:00] not a date, an undated entry of its own\n"
     )
     hs = history(text)
     assert [(h.text, h.timestamp, h.line) for h in hs] == [
         ("Planned the year.\nSecond line.", datetime(2025, 1, 8, 19, 40), 1),
         ("Birthday party", datetime(2025, 2, 14), 5),
-        ("Promotion\n\n[2025-13-01 10:00] not a stamp, continues", datetime(2025, 3, 3, 17, 5, 9), 6),
+        ("Promotion", datetime(2025, 3, 3, 17, 5, 9), 6),
+        ("[2025-13-01 10:00] not a date, an undated entry of its own", None, 8),
     ]
     assert all(h.kind == "history" and h.section is None for h in hs)
+
+
+QA_HISTORY = (
+    "[2026-11-20 10:00] Dinner with Lena.\n\n"
+    "[2026-11-31 10:00] Call the plumber.\n\n"
+    "[2026-11-25 24:30] Bought a bike.\n"
+)
+"""QA's HISTORY.md: two stamps that are no date or time (30 days in November; hour 24), each under the last entry."""
+
+
+def history_notes(text: str) -> list[ParseNote]:
+    return scan_history_doc(text, scope="owner", source="memory/HISTORY.md").notes
+
+
+def test_a_stamp_that_is_no_date_starts_an_undated_entry_of_its_own_and_is_named():
+    """QA: `[2026-11-31 10:00]` (and `[2026-11-25 24:30]`) read as no stamp, so the entry was glued to the one above
+    it, silently, and forgetting that one deleted both. Now such a line starts its own entry, undated (the stamp kept
+    in its text, as MEMORY.md keeps a fact's impossible date), with a warning naming the line and the fix."""
+    hs = history(QA_HISTORY)
+    assert [(h.text, h.timestamp, h.line) for h in hs] == [
+        ("Dinner with Lena.", datetime(2026, 11, 20, 10, 0), 1),
+        ("[2026-11-31 10:00] Call the plumber.", None, 3),
+        ("[2026-11-25 24:30] Bought a bike.", None, 5),
+    ]
+    assert len({h.id for h in hs}) == 3
+    assert history_notes(QA_HISTORY) == [ParseNote(3, "stamp", "[2026-11-31 10:00]"),
+                                         ParseNote(5, "stamp", "[2026-11-25 24:30]")]  # fmt: skip
+    assert describe_notes("memory/HISTORY.md", history_notes(QA_HISTORY)) == [
+        "memory/HISTORY.md line 3: [2026-11-31 10:00] is not a real date and time, so the entry is undated (kept on "
+        "its own): write a real one, [YYYY-MM-DD HH:MM]",
+        "memory/HISTORY.md line 5: [2026-11-25 24:30] is not a real date and time, so the entry is undated (kept on "
+        "its own): write a real one, [YYYY-MM-DD HH:MM]",
+    ]
+    assert history_notes("[2026-11-20 10:00] fine\n[2024-02-29] leap\n\\[2026-13-01] escaped\n") == []
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    ["[2026-13-01 10:00]", "[2026-00-10 10:00]", "[2026-11-00 10:00]", "[2026-02-29 10:00]", "[2026-11-25 25:00]",
+     "[2026-11-25 10:60]", "[2026-11-25 10:00:60]", "[2026-02-30]", "[0000-01-01]", "[2026-11-31 10:00 #c7f3a9b21]"],
+)  # fmt: skip
+def test_every_stamp_shape_with_no_real_date_or_time_starts_its_own_entry(stamp):
+    text = f"Prelude.\n{stamp} Broken.\nits second line\n\n[2026-11-20 10:00] Dinner.\n{stamp} Also broken.\n"
+    hs = history(text)
+    assert [(h.text, h.timestamp, h.line) for h in hs] == [
+        ("Prelude.", None, 1),
+        (f"{stamp} Broken.\nits second line", None, 2),
+        ("Dinner.", datetime(2026, 11, 20, 10, 0), 5),
+        (f"{stamp} Also broken.", None, 6),
+    ]
+    assert [(n.line, n.kind, n.detail) for n in history_notes(text)] == [(2, "stamp", stamp), (6, "stamp", stamp)]
+    assert history(f"{stamp}\n")[0].text == stamp  # a stamp alone is still an entry
+    assert key(history(render_history(hs))) == key(hs)  # rendered in place, not moved before the dated entries
 
 
 def test_history_prelude_and_comments():
@@ -282,6 +337,9 @@ def test_stamp_only_lines_need_column_zero():
 def test_format_history_entry_escapes_stamp_lines():
     e = format_history_entry(datetime(2024, 5, 1, 8, 30), "Talked.\n[2024-01-01 10:00] quoted\n<!-- x -->\n")
     assert e == "[2024-05-01 08:30] Talked.\n\\[2024-01-01 10:00] quoted\n\\<!-- x -->"
+    odd = format_history_entry(datetime(2024, 5, 1, 8, 30), "Talked.\n[2024-13-01 25:00] only a stamp's shape")
+    assert odd == "[2024-05-01 08:30] Talked.\n\\[2024-13-01 25:00] only a stamp's shape"  # else a second entry
+    assert len(history(odd + "\n")) == 1
     (h,) = history(e + "\n")
     assert h.timestamp == datetime(2024, 5, 1, 8, 30) and "quoted" in h.text
     assert format_history_entry(datetime(2024, 5, 1, 8, 30, 15), "x") == "[2024-05-01 08:30] x"
@@ -313,6 +371,8 @@ _PIECES = [
     "1. ",
     "[2023-05-08 10:00]",
     "[2023-05-08]",
+    "[2026-11-31 10:00]",
+    "[2026-02-30]",
     "(2023-05-08)",
     "\u2028",
     "===",

@@ -19,6 +19,7 @@ from memclaw.markdown.files import file_signature, lock_path, read_units
 from memclaw.markdown.history_file import append_history, delete_history_entries
 from memclaw.markdown.memory_md import parse_memory
 from memclaw.markdown.syntax import bullet_first_line
+from tests.markdown.test_markdown import QA_HISTORY
 
 SRC = "memory/MEMORY.md"
 
@@ -385,6 +386,57 @@ def test_delete_history_entries_removes_the_entry_and_its_separator_only(tmp_pat
     with pytest.raises(MemoryFileError, match="unknown history id"):
         delete_history_entries(h, "owner", SRC, [target.id])
     assert h.read_bytes() == after.encode("latin-1")
+
+
+NORMAL_HISTORY = (
+    "Notes I keep above the entries.\n"
+    "<!-- [2026-01-01 10:00] an example in a comment -->\n\n"
+    "[2026-11-20 10:00] Dinner with Lena.\n\n"
+    "[2026-11-21] Ran 10 km.\nFelt good.\n\n\n"
+    "[2026-11-22 08:15:30] Dentist appointment moved.\r\n\r\n"
+    "[2026-11-25 14:02 #c7f3a9b21] Talked about the museum trip.\n\\[2026-01-02 10:00] quoted stamp\n\n"
+    "[2026-11-26 09:00] Dinner with Lena.\n\n"
+    "[2024-02-29 23:59] Leap day.\n"
+)
+
+
+def test_the_ids_of_a_normal_history_file_are_those_it_had_before_bad_stamps_were_entries(tmp_path):
+    """Ids hash the entry's text and occurrence: reading stamps that are no date as entries of their own changes
+    nothing for a file without one (the ids below are what memclaw gave this file before that change)."""
+    h = write(tmp_path, NORMAL_HISTORY, "HISTORY.md")
+    units = read_units(h, scope="owner", kind="history", source="memory/HISTORY.md")
+    assert [(u.id, u.line, u.timestamp) for u in units] == [
+        ("h79a989bab97", 1, None),
+        ("haceadab0f06", 4, datetime(2026, 11, 20, 10, 0)),
+        ("h63e215dd744", 6, datetime(2026, 11, 21)),
+        ("hec310a3f699", 10, datetime(2026, 11, 22, 8, 15, 30)),
+        ("hda9daf6be42", 12, datetime(2026, 11, 25, 14, 2)),
+        ("h33acf544bda", 15, datetime(2026, 11, 26, 9, 0)),
+        ("h79034751902", 17, datetime(2024, 2, 29, 23, 59)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("forget", "after"),
+    [
+        ("[2026-11-31 10:00] Call the plumber.",
+         "[2026-11-20 10:00] Dinner with Lena.\n\n[2026-11-25 24:30] Bought a bike.\n"),
+        ("Dinner with Lena.", "[2026-11-31 10:00] Call the plumber.\n\n[2026-11-25 24:30] Bought a bike.\n"),
+        ("[2026-11-25 24:30] Bought a bike.",
+         "[2026-11-20 10:00] Dinner with Lena.\n\n[2026-11-31 10:00] Call the plumber.\n\n"),
+    ],
+)  # fmt: skip
+def test_forgetting_next_to_a_stamp_that_is_no_date_removes_exactly_that_entry(tmp_path, forget, after):
+    """QA: the entry under `[2026-11-31 10:00]` was part of the one above it, and forgetting that one emptied the
+    file. Each is its own entry now: forgetting one removes its bytes and its separator, nothing else."""
+    h = write(tmp_path, QA_HISTORY, "HISTORY.md")
+    units = read_units(h, scope="owner", kind="history", source=SRC)
+    assert len(units) == 3
+    target = next(u for u in units if u.text == forget)
+    assert [u.id for u in delete_history_entries(h, "owner", SRC, [target.id])] == [target.id]
+    assert h.read_bytes() == after.encode()
+    left = read_units(h, scope="owner", kind="history", source=SRC)
+    assert {u.id for u in left} == {u.id for u in units} - {target.id}
 
 
 # ----- property: random op sequences keep the file equal to a simple model --------------------------------
