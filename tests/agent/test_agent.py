@@ -17,6 +17,7 @@ from memclaw.config import Config
 from memclaw.context.sections import RUNTIME_TAG
 from memclaw.context.tag_guard import QUOTED, own_words
 from memclaw.llm.client import LLMClient
+from memclaw.prompts import render
 from tests.llm_server import scripted_server
 
 
@@ -119,9 +120,19 @@ def test_max_tool_iterations_gives_honest_message(ws, llm_server):
         llm_server.tool_call("list_dir", {})
     reply = asyncio.run(make_agent(ws, max_tool_iterations=3).handle(cli("loop forever")))
     assert not reply.ok and reply.record.stopped_at_limit
-    assert "stopped after 3 tool steps" in reply.text
+    assert reply.text == (
+        "I stopped after 3 tool steps without reaching a final answer, so this task is unfinished. The last steps "
+        "used: list_dir, list_dir, list_dir.\nTell me how you want to continue, or ask for a smaller part of it."
+    )  # sentences apart ("unfinished.The last steps" was a block tag eating the space)
     assert len(llm_server.requests) == 3
     assert session_lines(ws)[-1]["content"] == reply.text
+
+
+def test_the_iteration_limit_reply_reads_well_without_tool_names():
+    assert render("agent_max_iterations", n=2, last_tools=[]) == (
+        "I stopped after 2 tool steps without reaching a final answer, so this task is unfinished.\n"
+        "Tell me how you want to continue, or ask for a smaller part of it."
+    )
 
 
 def test_unknown_tool_and_bad_args_let_the_model_recover(ws, llm_server):
