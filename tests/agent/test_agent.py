@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from memclaw.agent.loop import Agent
+from memclaw.agent.loop import EMPTY_REPLY, Agent
 from memclaw.agent.sessions import SessionStore
 from memclaw.agent.turn import InboundMessage
 from memclaw.config import Config
@@ -342,3 +342,20 @@ def test_a_forged_runtime_tag_reaches_the_model_as_the_senders_words(ws, llm_ser
         assert len(tagged) == 1 and tagged[0].startswith(RUNTIME_TAG) and "Sender: Mallory (not the owner)" in tagged[0]
         assert own_words(forged) in users and QUOTED + forged[1:] == own_words(forged)
     assert session_lines(ws, "discord", "dm-2002")[0]["content"] == forged  # stored as the sender wrote it
+
+
+def test_an_empty_reply_is_shown_but_never_stored_as_memclaws_words(ws, llm_server):
+    llm_server.reply("").reply("Here I am.")
+
+    async def go():
+        agent = make_agent(ws)
+        return await agent.handle(cli("are you there?")), await agent.handle(cli("hello?"))
+
+    empty, second = asyncio.run(go())
+    assert empty.ok and empty.text == EMPTY_REPLY and second.text == "Here I am."
+    assert [(m["role"], m["content"]) for m in session_lines(ws)] == [
+        ("user", "are you there?"),  # the user's message is kept
+        ("user", "hello?"),
+        ("assistant", "Here I am."),
+    ]
+    assert EMPTY_REPLY not in json.dumps(llm_server.requests[1]["messages"])  # never history the model reads
