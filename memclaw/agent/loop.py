@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REFUSED = "Sorry, I cannot answer you: your memory here cannot be used safely. The owner can see why in the log."
+EMPTY_REPLY = "(The model returned an empty reply.)"
+"""Shown when the model answers nothing; not stored: the session and the archive keep only what memclaw said."""
 COMMANDS = ("/new", "/help", INCOGNITO_COMMAND, *MEMORY_COMMANDS)
 
 
@@ -201,7 +203,7 @@ class Agent:
                 rec.timings_ms["llm"] += (time.perf_counter() - t) * 1000
                 self._account(rec, resp)
                 if not resp.tool_calls:
-                    final = (resp.content or "").strip() or "(The model returned an empty reply.)"
+                    final = (resp.content or "").strip()
                     break
                 await self._run_tools(resp, messages, session, ctx, rec)
             else:
@@ -218,6 +220,9 @@ class Agent:
             else:
                 text = "Sorry, I can't answer right now. Please try again in a little while."
             return AgentReply(text, ok=False, record=rec)
+
+        if not final:  # nothing memclaw said: shown, never stored or archived as its words (the message is kept)
+            return AgentReply(EMPTY_REPLY, record=rec)
 
         # 4. the reply, on disk before it is returned
         t = time.perf_counter()

@@ -42,8 +42,9 @@ def make_agent(workspace: Path | None, *, need_key: bool = False) -> Agent:
 
 
 def _print_reply(reply: AgentReply) -> None:
-    """The model's reply (and /help) as Markdown on a terminal; a command's answer (it quotes memories, queries
-    and ids) and anything on a pipe as written."""
+    """The model's reply (and /help) as Markdown on a terminal (memclaw.util.markdown_view: control characters as
+    symbols, links with their URL); a command's answer (it quotes memories, queries and ids) and anything on a
+    pipe as written (control characters as symbols too)."""
     style = "" if reply.ok else "yellow"
     if _failed(reply):  # an error is not a reply: stderr, so a script reading stdout never takes it for one
         err_console.print(lit(reply.text, "yellow"))
@@ -54,9 +55,9 @@ def _print_reply(reply: AgentReply) -> None:
             err_console.print(warning(w))
         console.print(recall_table(reply.recall, width=console.width, ids=True))
     elif console.is_terminal and reply.command in (None, "/help"):
-        from rich.markdown import Markdown
+        from memclaw.util.markdown_view import reply_markdown
 
-        console.print(Markdown(reply.text), style=style)
+        console.print(reply_markdown(reply.text), style=style)
     else:
         console.print(lit(reply.text, style), soft_wrap=True)
 

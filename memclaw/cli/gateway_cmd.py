@@ -49,10 +49,10 @@ def gateway_logging() -> None:
     mc = logging.getLogger("memclaw")
     if mc.getEffectiveLevel() > logging.INFO:
         mc.setLevel(logging.INFO)
-    if not logging.getLogger().handlers:
-        logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
-    from memclaw.runtime import redact_logs
+    from memclaw.runtime import redact_logs, setup_logging
 
+    if not logging.getLogger().handlers:  # the console script set it up; not so when called on its own
+        setup_logging()  # a reply or a tool's output in a log line: control characters as symbols
     redact_logs()
 
 

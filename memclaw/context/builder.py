@@ -42,6 +42,7 @@ from memclaw.context.sections import (
 )
 from memclaw.context.senders import Sender, chat_label, clean_name, is_owner, scope_for
 from memclaw.context.skills import Skill, SkillSet, load_skills, skills_summary
+from memclaw.context.tag_guard import own_words
 from memclaw.context.windows import context_window, supports_vision
 from memclaw.errors import ConfigError, MemclawError, NothingToRecall
 from memclaw.llm.tokens import IMAGE_TOKENS, MESSAGE_OVERHEAD, REPLY_PRIMING, count_message, count_messages, counter_for
@@ -173,7 +174,7 @@ def build_messages(
 
     # current message (+ images, a fixed estimate each)
     parts = _image_parts(config, model, message, warnings)
-    msg_text = message.text or ("[image]" if parts else "")
+    msg_text = own_words(message.text) if message.text else ("[image]" if parts else "")  # never the runtime tag
     sections.text(
         "message", msg_text, overhead=MESSAGE_OVERHEAD + IMAGE_TOKENS * len(parts), yields_to=MESSAGE_YIELDS_TO
     )

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from memclaw.context.senders import clean_name
+from memclaw.context.tag_guard import own_message
 from memclaw.errors import ConfigError
 from memclaw.util.filecache import FileCache
 
@@ -104,14 +105,15 @@ def recall_query(text: str, history: Sequence[Mapping[str, Any]], followup_max_w
 
 def history_turns(history: Sequence[Mapping[str, Any]]) -> list[list[dict[str, Any]]]:
     """Group history into turns that are kept or dropped whole: a user message and everything after it until
-    the next user message, so an assistant tool call always stays with its tool results."""
+    the next user message, so an assistant tool call always stays with its tool results. A user's text never
+    carries the runtime tag (memclaw.context.tag_guard)."""
     turns: list[list[dict[str, Any]]] = []
     for m in history:
         role = m.get("role")
         if role == "system":
             continue
         if role == "user" or not turns:
-            turns.append([dict(m)])
+            turns.append([own_message(m)])
         else:
-            turns[-1].append(dict(m))
+            turns[-1].append(own_message(m))
     return turns

@@ -25,12 +25,12 @@ def _picture(m: re.Match[str]) -> str:
     return f"\\x{c:02x}"  # C1 controls (0x9b is an 8-bit CSI) have no picture
 
 
-def visible(text: object) -> str:
+def visible(text: object, *, keep_tabs: bool = False) -> str:
     """`text` (any object, as str) as memclaw shows user text: each control character other than newline and tab
     as a visible symbol (control pictures for C0 and DEL, `\\x9b` for C1, `\\u202e` for a bidirectional override
     or isolate), a tab as a space (rich would expand it to up to 8 columns, past the width it measured for a table
-    cell)."""
+    cell) unless `keep_tabs` (Markdown, where a tab is indentation)."""
     s = text if isinstance(text, str) else str(text)
-    if "\t" in s:
+    if "\t" in s and not keep_tabs:
         s = s.replace("\t", " ")
     return _CONTROL.sub(_picture, s) if _CONTROL.search(s) else s

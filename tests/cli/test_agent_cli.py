@@ -290,3 +290,61 @@ def test_an_unknown_model_is_one_line_without_litellm_noise(root, llm_server):
     assert "Provider List" not in p.stdout + p.stderr and p.stderr.count("\n") == 1, p.stderr
     assert p.stderr.startswith("Error: litellm does not know the provider of model 'nonsense-model'")
     assert "openai/gpt-4o-mini" in p.stderr and "agent.model" in p.stderr and llm_server.requests == []
+
+
+EVIL_REPLY = (
+    "Hi \x1b]0;PWNED-TITLE\x07 \x1b[31mRED\x1b[0m \x1b[2J \x1b]8;;http://evil.example\x1b\\click\x1b]8;;\x1b\\ "
+    "and [your bank](http://evil.example/login)"
+)
+RICH_SGR = re.compile(rb"\x1b\[[0-9;]*m")  # rich's own colours and bold
+
+
+def in_pty(*args: str, typed: bytes = b"") -> bytes:
+    """Everything `memclaw <args>` writes to a real terminal (a pty as its stdin, stdout and stderr), `typed`
+    waiting in its input."""
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    env = dict(os.environ, MEMCLAW_AGENT__MODEL="openai/gpt-4o-mini", MEMCLAW_AGENT__MAX_RETRIES="0", COLUMNS="100")
+    p = subprocess.Popen(
+        [sys.executable, "-m", "memclaw.cli.main", *args], stdin=slave, stdout=slave, stderr=slave, env=env
+    )
+    os.close(slave)
+    os.write(master, typed)
+    out = b""
+    deadline = time.monotonic() + 300  # a safety net against hanging, not a timing assertion
+    while time.monotonic() < deadline:
+        if select.select([master], [], [], 0.2)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif p.poll() is not None:
+            break
+    os.close(master)
+    assert p.wait(timeout=60) == 0, out
+    return out
+
+
+def the_reply_is_harmless(out: bytes) -> None:
+    styled = RICH_SGR.sub(b"", out)
+    at = styled.index(b"Hi ")
+    shown = styled[at : styled.index(b"login)", at) + 6]
+    assert b"\x1b" not in shown and b"\x07" not in shown, shown  # only rich's styling: no title, clear, hyperlink
+    assert b"\x1b]" not in out and b"\x1b[2J" not in out, out
+    text = shown.decode()
+    assert "␛]0;PWNED-TITLE␇ ␛[31mRED␛[0m ␛[2J ␛]8;;http://evil.example␛\\click" in text, text
+    assert "your bank (http://evil.example/login)" in " ".join(text.split()), text  # the link's URL is shown
+
+
+def test_escape_sequences_in_a_reply_never_reach_the_terminal(root, llm_server):
+    """Issue: a reply rendered as Markdown on a terminal passed its escape sequences through (retitle the
+    terminal, clear the screen, a hidden OSC 8 hyperlink), in `agent -m` and `chat` alike."""
+    llm_server.reply(EVIL_REPLY, times=2)
+    the_reply_is_harmless(in_pty("agent", "-m", "hi", "-w", str(root)))
+    the_reply_is_harmless(in_pty("chat", "-w", str(root), typed=b"hello\r/exit\r"))
+    assert len(llm_server.requests) == 2
