@@ -18,24 +18,28 @@ history entry, all carrying the chunk's consolidation id (from its fingerprint).
 or a crash at any point loses no turn and duplicates none: (1) LLM + validation (junk -> one retry with the error;
 still junk -> stop, nothing written); (2) the answers are kept in the session's progress record (CHUNK_PROGRESS:
 the chunk's bounds and fingerprint, the answers, the steps done); (3) per scope: archive, facts, history, each step
-noted as done; (4) the index syncs; (5) the session's consolidation pointer is written; (6) the session file is
-trimmed atomically. A failure or crash before (5) leaves the session whole, and the next attempt finishes the same
-chunk with the same answers (no new model call), skipping the steps done (and any step that landed without being
-noted: each is idempotent by the id); a crash between (5) and (6) is finished by the next trim.
+noted as done; (4) the index syncs; (5) the chunk is dropped from the session file in one atomic rewrite. A failure
+or crash before (5) leaves the session whole, and the next attempt finishes the same chunk with the same answers (no
+new model call), skipping the steps done (and any step that landed without being noted: each is idempotent by the
+id). Processes share a session (`agent -m`, `chat`, the gateway): a consolidation holds the session's claim
+(SessionStore.try_claim) from reading the file to trimming it; it writes memory only if the chunk is still in the
+file unconsolidated, and the trim removes the chunk found by content under the session's lock (SessionStore.drop),
+never a count of messages, so turns appended meanwhile stay.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
+from memclaw.agent.consolidation_output import ConsolidationOut, FactOpIn, parse_output, to_fact_ops
 from memclaw.agent.conversation import (
     archived_turns,
     conversation_start,
@@ -51,7 +55,6 @@ from memclaw.markdown.units import OWNER_SCOPE
 from memclaw.prompts import render
 from memclaw.service.consolidation_record import STEPS, ConsolidationRecord, RecordResult
 from memclaw.service.forgotten import Guard
-from memclaw.util.jsonfix import extract_object
 
 if TYPE_CHECKING:
     from memclaw.agent.sessions import Session, SessionStore
@@ -61,54 +64,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-
-# ----- the model's answer ------------------------------------------------------------------------------------
-class FactOpIn(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    op: Literal["add", "update", "delete"]
-    id: str | None = None
-    text: str | None = None
-    section: str | None = None
-
-    @model_validator(mode="after")
-    def _check(self) -> FactOpIn:
-        if self.text is not None:
-            self.text = " ".join(self.text.split())
-        if self.op in ("add", "update") and not self.text:
-            raise ValueError(f"'{self.op}' needs a non-empty 'text'")
-        if self.op in ("update", "delete") and not self.id:
-            raise ValueError(f"'{self.op}' needs the 'id' of an existing fact")
-        if self.section is not None:
-            self.section = " ".join(self.section.split()) or None
-        return self
-
-
-class ConsolidationOut(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    history_entry: str = ""
-    facts: list[FactOpIn] = Field(default_factory=list)
-
-
-def parse_output(text: str | None, known_ids: set[str]) -> ConsolidationOut:
-    """Validate the model's reply; raises ValueError with a message fit to send back to the model."""
-    try:
-        data = extract_object(text)
-    except ValueError as e:
-        raise ValueError(str(e)) from None
-    try:
-        out = ConsolidationOut.model_validate(data)
-    except ValidationError as e:
-        problems = "; ".join(
-            f"{'.'.join(str(x) for x in err['loc']) or '(object)'}: {err['msg']}" for err in e.errors()[:5]
-        )
-        raise ValueError(f"the JSON does not match the expected shape ({problems})") from None
-    unknown = [op.id for op in out.facts if op.op != "add" and op.id not in known_ids]
-    if unknown:
-        raise ValueError(f"unknown fact id(s) {', '.join(map(str, unknown))}: use only the ids listed")
-    out.history_entry = " ".join(out.history_entry.split())
-    return out
+CLAIM_POLL_S = 0.05
+"""How often a consolidation waiting for another's claim on its session tries again."""
 
 
 # ----- selecting what to consolidate ---------------------------------------------------------------------------
@@ -173,7 +130,21 @@ class Consolidator:
         self, session: Session, *, everything: bool = False, now: datetime | None = None
     ) -> ConsolidationReport:
         """Consolidate the older part of `session` (all of it with `everything`); never raises for LLM or memory
-        failures: the report says what happened and the session is only trimmed on full success."""
+        failures: the report says what happened and the session is only trimmed on full success. Runs under the
+        session's consolidation claim (waiting while another thread or process holds it) on the session as its file
+        is then, so no two consolidations of one session overlap."""
+        async with self._claimed(session):
+            await asyncio.to_thread(self.sessions.refresh, session)
+            return await self._consolidate(session, everything=everything, now=now)
+
+    @contextlib.asynccontextmanager
+    async def _claimed(self, session: Session) -> AsyncIterator[None]:
+        while (held := self.sessions.try_claim(session)) is None:
+            await asyncio.sleep(CLAIM_POLL_S)
+        with held:
+            yield
+
+    async def _consolidate(self, session: Session, *, everything: bool, now: datetime | None) -> ConsolidationReport:
         start = session.last_consolidated
         cut = cut_index(session.messages, start, self.config.agent.memory_window, everything=everything)
         done, answers, cut = _resume(session, start, cut)
@@ -186,14 +157,12 @@ class Consolidator:
         fingerprint = chunk_fingerprint(chunk)
         try:
             parts = await asyncio.to_thread(self._split, session, chunk)
-            asked = False
-            for scope, part in parts.items():
-                if scope in answers or f"{scope}#history" in done:  # answered before a crash or failure
-                    continue
-                out, usage = await self._ask(scope, part, now=now)
-                report.usage = usage if report.usage is None else report.usage + usage
-                answers[scope] = out.model_dump(exclude_none=True)
-                asked = True
+            asked = await self._answer(parts, answers, done, report, now)
+            if not await asyncio.to_thread(self.sessions.holds, session, chunk):
+                log.warning(
+                    "session %s/%s: the chunk was consolidated elsewhere meanwhile; nothing written", *session.key
+                )
+                return ConsolidationReport(ok=True, usage=report.usage)
             progress = {"start": start, "cut": cut, "chunk": fingerprint, "answers": answers, "done": done}
             if asked:  # the answers are kept before anything is written: a retry writes exactly them
                 await asyncio.to_thread(self.sessions.set_meta, session, **{CHUNK_PROGRESS: progress})
@@ -206,12 +175,31 @@ class Consolidator:
             report.error = f"writing memory failed: {e}"
             log.warning("consolidation of session %s/%s could not write memory, nothing trimmed: %s", *session.key, e)
             return report
-        await asyncio.to_thread(self.sessions.set_pointer, session, cut)
-        await asyncio.to_thread(self.sessions.trim, session, cut)
+        if not await asyncio.to_thread(self.sessions.drop, session, chunk):  # found by content, under the lock
+            log.warning("session %s/%s: the consolidated chunk was gone at the trim; nothing trimmed", *session.key)
         report.ok = True
         report.consolidated = cut - start
         log.info("consolidated %d messages of session %s/%s", cut - start, *session.key)
         return report
+
+    async def _answer(
+        self,
+        parts: dict[str, _Scope],
+        answers: dict[str, Any],
+        done: list[str],
+        report: ConsolidationReport,
+        now: datetime | None,
+    ) -> bool:
+        """Ask the model for each scope not answered yet (into `answers`); whether it was asked at all."""
+        asked = False
+        for scope, part in parts.items():
+            if scope in answers or f"{scope}#history" in done:  # answered before a crash or failure
+                continue
+            out, usage = await self._ask(scope, part, now=now)
+            report.usage = usage if report.usage is None else report.usage + usage
+            answers[scope] = out.model_dump(exclude_none=True)
+            asked = True
+        return asked
 
     def _split(self, session: Session, chunk: list[dict[str, Any]]) -> dict[str, _Scope]:
         """The chunk's conversation per scope: incognito messages out, what was forgotten since redacted."""
@@ -355,13 +343,6 @@ def chunk_fingerprint(chunk: list[dict[str, Any]]) -> str:
     return hashlib.sha256(body).hexdigest()[:16]
 
 
-def to_fact_ops(ops: list[FactOpIn]) -> list[Any]:
-    """Our validated ops -> memclaw.markdown.fact_ops.FactOp (the memory layer's type)."""
-    from memclaw.markdown.fact_ops import FactOp
-
-    return [FactOp(op=o.op, id=o.id, text=o.text, section=o.section) for o in ops]
-
-
 def describe(report: ConsolidationReport) -> str:
     """One line for logs and the /new reply."""
     if not report.ok:
@@ -375,7 +356,3 @@ def describe(report: ConsolidationReport) -> str:
         archived = f", {s.archived} turns archived" if s.archived else ""
         parts.append(f"{s.scope}: {'1 history entry' if s.history else 'no history entry'}, {ops}{archived}")
     return f"consolidated {report.consolidated} messages ({'; '.join(parts)})"
-
-
-def dumps_ops(ops: list[FactOpIn]) -> str:
-    return json.dumps([o.model_dump(exclude_none=True) for o in ops], ensure_ascii=False)

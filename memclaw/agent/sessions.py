@@ -9,8 +9,13 @@ file's messages are already in long-term memory).
   never interleave and an acknowledged message is on disk.
 - Loading drops a torn last line (a crash mid-write) and skips a corrupt line in the middle, each with a warning;
   never the whole session. The next append first cuts a torn tail off so new lines start clean.
-- `trim` (after consolidation) rewrites the file atomically (memclaw.util.files.replace_atomically) under the lock,
-  re-reading it first so messages appended meanwhile are kept.
+- Every read-modify-write (`set_pointer`, `drop`/`trim`/`clear`) happens under that same lock on the file as it is
+  then, never on the caller's earlier snapshot: `drop` (after consolidation) finds the run of messages the caller
+  read by content, not position, and rewrites the file without it atomically (memclaw.util.files.replace_atomically),
+  so messages appended meanwhile are kept and a run already gone removes nothing; `set_pointer` writes a pointer only
+  while the messages it counts are still the file's first ones.
+- A consolidation holds the session's claim (`try_claim`, a second lock file) from reading to trimming, so two
+  processes sharing a session (`agent -m`, `chat`, the gateway) never consolidate it at once.
 """
 
 from __future__ import annotations
@@ -40,6 +45,10 @@ _MAX_NAME = 180
 CHUNK_PROGRESS = "consolidating"
 """Meta key: which scopes of the chunk being consolidated are already written to memory, so a retry after a
 partial failure does not write them twice. Cleared when the pointer moves past the chunk."""
+
+
+CLAIM_SUFFIX = ".consolidation.lock"
+"""The consolidation claim's lock file is the session file's name plus this (see SessionStore.try_claim)."""
 
 
 INCOGNITO = "incognito"
@@ -137,12 +146,14 @@ class SessionStore:
         return self.root / session_filename(channel, chat_id)
 
     @contextlib.contextmanager
-    def _locked(self, path: Path) -> Iterator[None]:
-        lock = Path(str(path) + ".lock")
+    def _locked(self, path: Path, lock: Path | None = None, *, wait: bool = True) -> Iterator[None]:
+        lock = lock or Path(str(path) + ".lock")
         held = contextlib.ExitStack()
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            held.enter_context(file_lock(lock))
+            held.enter_context(file_lock(lock, wait=wait))
+        except BlockingIOError:
+            raise
         except OSError as e:
             _refuse_link(e, lock)
             raise SessionError(
@@ -151,9 +162,31 @@ class SessionStore:
         with held:
             yield
 
+    def try_claim(self, session: Session) -> contextlib.ExitStack | None:
+        """The session's consolidation claim, if no one else (thread or process) holds it now (None otherwise): a
+        second lock file beside the session's own, held by a consolidation from reading the session to trimming it,
+        so that two consolidations of one session never overlap. Closing the returned stack releases it."""
+        stack = contextlib.ExitStack()
+        try:
+            stack.enter_context(self._locked(session.path, Path(str(session.path) + CLAIM_SUFFIX), wait=False))
+        except BlockingIOError:
+            return None
+        return stack
+
     # ----- reading ---------------------------------------------------------------------------------------
     def load(self, channel: str, chat_id: str) -> Session:
-        path = self.path_for(channel, chat_id)
+        return self._read(channel, chat_id, self.path_for(channel, chat_id))
+
+    def refresh(self, session: Session) -> None:
+        """Bring `session` up to date with its file (what any process appended or trimmed since it was read)."""
+        _adopt(session, self._read(session.channel, session.chat_id, session.path))
+
+    def holds(self, session: Session, chunk: Sequence[Mapping[str, Any]]) -> bool:
+        """Whether `chunk` (messages read from this session) is still in it and not yet consolidated."""
+        fresh = self._read(session.channel, session.chat_id, session.path)
+        return find_run(fresh.unconsolidated, chunk) is not None
+
+    def _read(self, channel: str, chat_id: str, path: Path) -> Session:
         s = Session(channel=channel, chat_id=chat_id, path=path)
         try:
             raw = read_nofollow(path)
@@ -213,11 +246,21 @@ class SessionStore:
         self._write_lines(session.path, [json.dumps(r, ensure_ascii=False, default=str) for r in recs])
         session.messages.extend(recs)
 
-    def set_pointer(self, session: Session, last_consolidated: int) -> None:
-        """Record durably that the first `last_consolidated` messages are in long-term memory."""
-        last_consolidated = min(max(0, last_consolidated), len(session.messages))
-        self.set_meta(session, last_consolidated=last_consolidated, **{CHUNK_PROGRESS: None})
-        session.last_consolidated = last_consolidated
+    def set_pointer(self, session: Session, last_consolidated: int) -> bool:
+        """Record durably that the first `last_consolidated` messages of `session` are in long-term memory: under the
+        lock, on the file as it is now, and only while those messages are still the file's first ones (a pointer
+        counted on a stale view is never written: False, and `session` is brought up to date)."""
+        n = min(max(0, last_consolidated), len(session.messages))
+        values = {"last_consolidated": n, CHUNK_PROGRESS: None}
+        with self._locked(session.path):
+            fresh = self._read(session.channel, session.chat_id, session.path)
+            ok = _same(fresh.messages[:n], session.messages[:n])
+            if ok:
+                self._append(session.path, [json.dumps({"_meta": values})])
+                fresh.meta.update(values)
+                fresh.last_consolidated = n
+        _adopt(session, fresh)
+        return ok
 
     def set_meta(self, session: Session, **values: Any) -> None:
         """Record metadata durably (a `_meta` line; the last value of each key wins when the file is read)."""
@@ -225,58 +268,88 @@ class SessionStore:
         session.meta.update(values)
 
     def _write_lines(self, path: Path, lines: list[str]) -> None:
+        with self._locked(path):
+            self._append(path, lines)
+
+    def _append(self, path: Path, lines: list[str]) -> None:
+        """Append whole lines, fsynced; the caller holds the lock."""
         data = ("\n".join(lines) + "\n").encode("utf-8")
-        with self._locked(path):
-            try:
-                fd = open_nofollow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
-            except OSError as e:
-                _refuse_link(e, path)
-                raise SessionError(f"cannot write session {path}: {e.strerror}; check the workspace permissions") from e
-            try:
-                _cut_torn_tail(fd, path)
-                view = memoryview(data)
-                while view:
-                    n = os.write(fd, view)
-                    view = view[n:]
-                os.fsync(fd)
-            except OSError as e:
-                raise SessionError(
-                    f"cannot write session {path}: {e.strerror}; free disk space or fix permissions"
-                ) from e
-            finally:
-                os.close(fd)
+        try:
+            fd = open_nofollow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        except OSError as e:
+            _refuse_link(e, path)
+            raise SessionError(f"cannot write session {path}: {e.strerror}; check the workspace permissions") from e
+        try:
+            _cut_torn_tail(fd, path)
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
+        except OSError as e:
+            raise SessionError(f"cannot write session {path}: {e.strerror}; free disk space or fix permissions") from e
+        finally:
+            os.close(fd)
 
-    def trim(self, session: Session, upto: int) -> None:
-        """Drop the first `upto` messages (already consolidated) by an atomic rewrite; the pointer moves with them.
-        Messages appended by anyone since `session` was loaded are kept."""
-        path = session.path
-        with self._locked(path):
-            fresh = Session(session.channel, session.chat_id, path)
-            try:
-                self._parse_into(fresh, read_nofollow(path))
-            except FileNotFoundError:
-                pass
-            except OSError as e:
-                _refuse_link(e, path)
-                raise SessionError(f"cannot read session {path}: {e.strerror}; check its permissions") from e
-            upto = min(max(0, upto), len(fresh.messages))
-            keep = fresh.messages[upto:]
-            meta = {k: v for k, v in fresh.meta.items() if k not in ("last_consolidated", CHUNK_PROGRESS)}
-            meta["last_consolidated"] = max(0, fresh.last_consolidated - upto)
-            meta["trimmed_at"] = datetime.now().astimezone().isoformat(timespec="seconds")
-            lines = [json.dumps({"_meta": meta})] + [json.dumps(m, ensure_ascii=False, default=str) for m in keep]
-            try:
-                replace_atomically(path, ("\n".join(lines) + "\n").encode("utf-8"), mode=0o600)
-            except OSError as e:
-                _refuse_link(e, path)
-                raise SessionError(f"cannot rewrite session {path}: {e.strerror}; free disk space") from e
-        session.messages = keep
-        session.meta = meta
-        session.last_consolidated = meta["last_consolidated"]
+    def drop(self, session: Session, chunk: Sequence[Mapping[str, Any]]) -> bool:
+        """Remove `chunk`, a run of this session's messages as the caller read them (consolidated, or deliberately
+        dropped), by an atomic rewrite under the lock of the file as it is now. The run is found by its content, not
+        its position: messages anyone appended since are kept, and a run no longer there (another process
+        consolidated it) removes nothing: False. The pointer moves with the messages; `session` is brought up to
+        date either way."""
+        with self._locked(session.path):
+            fresh = self._read(session.channel, session.chat_id, session.path)
+            at = find_run(fresh.messages, chunk)
+            if at is not None and chunk:
+                self._rewrite(fresh, at, len(chunk))
+        _adopt(session, fresh)
+        return at is not None
 
-    def clear(self, session: Session) -> None:
-        """Start a fresh session (everything in it must already be consolidated or deliberately dropped)."""
-        self.trim(session, len(session.messages) + 10**9)
+    def _rewrite(self, fresh: Session, at: int, n: int) -> None:
+        """Rewrite `fresh`'s file without its messages [at, at + n); the caller holds the lock."""
+        keep = fresh.messages[:at] + fresh.messages[at + n :]
+        overlap = max(0, min(fresh.last_consolidated, at + n) - at)
+        meta = {k: v for k, v in fresh.meta.items() if k not in ("last_consolidated", CHUNK_PROGRESS)}
+        meta["last_consolidated"] = fresh.last_consolidated - overlap
+        meta["trimmed_at"] = datetime.now().astimezone().isoformat(timespec="seconds")
+        lines = [json.dumps({"_meta": meta})] + [json.dumps(m, ensure_ascii=False, default=str) for m in keep]
+        try:
+            replace_atomically(fresh.path, ("\n".join(lines) + "\n").encode("utf-8"), mode=0o600)
+        except OSError as e:
+            _refuse_link(e, fresh.path)
+            raise SessionError(f"cannot rewrite session {fresh.path}: {e.strerror}; free disk space") from e
+        fresh.messages, fresh.meta, fresh.last_consolidated = keep, meta, meta["last_consolidated"]
+
+    def trim(self, session: Session, upto: int) -> bool:
+        """Drop the first `upto` messages of `session` (as it holds them) from the file: `drop` of that run."""
+        return self.drop(session, session.messages[: max(0, upto)])
+
+    def clear(self, session: Session) -> bool:
+        """Start a fresh session: drop every message `session` holds (all must already be consolidated or deliberately
+        dropped); messages appended since it was read stay."""
+        return self.drop(session, session.messages)
+
+
+def find_run(messages: Sequence[Mapping[str, Any]], chunk: Sequence[Mapping[str, Any]]) -> int | None:
+    """Where `chunk` starts as a contiguous run of `messages` (compared by content), or None; 0 for an empty chunk."""
+    want = [_canonical(m) for m in chunk]
+    have = [_canonical(m) for m in messages]
+    for i in range(len(have) - len(want) + 1):
+        if have[i : i + len(want)] == want:
+            return i
+    return None
+
+
+def _same(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> bool:
+    return len(a) == len(b) and find_run(a, b) == 0
+
+
+def _canonical(message: Mapping[str, Any]) -> str:
+    return json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _adopt(session: Session, fresh: Session) -> None:
+    session.messages, session.meta, session.last_consolidated = fresh.messages, fresh.meta, fresh.last_consolidated
 
 
 def _refuse_link(e: OSError, path: Path) -> None:

@@ -82,17 +82,18 @@ def remove_stale_temps(path: Path, older_than_s: float = STALE_TEMP_S) -> list[P
 
 
 @contextlib.contextmanager
-def file_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
+def file_lock(path: Path, *, shared: bool = False, wait: bool = True) -> Iterator[None]:
     """Hold an inter-process lock (flock) on the lock file `path` for the `with` block: exclusive, or `shared`
     (many readers, no writer). The file (and its folder) is created if missing, mode 0o600; a symlink at `path` is
-    refused (OSError ELOOP, see memclaw.util.safepath.is_symlink_error), never followed. Blocks until acquired."""
+    refused (OSError ELOOP, see memclaw.util.safepath.is_symlink_error), never followed. Blocks until acquired, or
+    with `wait=False` raises BlockingIOError at once when another holder has it."""
     import fcntl
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = open_nofollow(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | (0 if wait else fcntl.LOCK_NB))
         try:
             yield
         finally:

@@ -135,3 +135,43 @@ def test_concurrent_writers_in_processes_never_interleave(tmp_path):
         w, i, _ = r["content"].split(":", 2)
         seen.setdefault(int(w), []).append(int(i))
     assert all(v == list(range(40)) for v in seen.values())  # per-writer order kept, nothing lost
+
+
+def test_a_stale_view_never_trims_or_points_past_what_it_read(tmp_path):
+    """Two processes' views of one session: the one that consolidated trims; the other's stale pointer and trim of
+    the same chunk (gone now) change nothing, and the turns appended since stay."""
+    st = SessionStore(tmp_path)
+    a = st.load("cli", "cli")
+    st.append(a, *({"role": "user", "content": f"m{i}"} for i in range(5)))
+    b = st.load("cli", "cli")  # the other process read the same 5 messages
+    stale = list(b.messages)
+    st.append(b, *({"role": "user", "content": f"late{i}"} for i in range(3)))
+    assert st.drop(a, a.messages[:5]) and [m["content"] for m in a.messages] == ["late0", "late1", "late2"]
+    assert not st.set_pointer(b, 5)  # counted on a view whose first 5 messages are gone: not written
+    assert b.messages == a.messages  # ... and the view is brought up to date
+    assert not st.drop(b, stale)  # that chunk is gone: nothing trimmed
+    after = st.load("cli", "cli")
+    assert [m["content"] for m in after.messages] == ["late0", "late1", "late2"] and after.last_consolidated == 0
+    assert not st.holds(after, stale[:1])
+    assert st.holds(after, after.messages[1:])
+
+
+def test_clear_keeps_messages_appended_after_it_read(tmp_path):
+    st = SessionStore(tmp_path)
+    s = st.load("cli", "cli")
+    st.append(s, {"role": "user", "content": "old"})
+    other = st.load("cli", "cli")
+    st.append(other, {"role": "user", "content": "new"})
+    assert st.clear(s)
+    assert [m["content"] for m in st.load("cli", "cli").messages] == ["new"]
+
+
+def test_the_consolidation_claim_is_exclusive_across_stores(tmp_path):
+    one, two = SessionStore(tmp_path), SessionStore(tmp_path)
+    s = one.load("cli", "cli")
+    held = one.try_claim(s)
+    assert held is not None and two.try_claim(two.load("cli", "cli")) is None
+    held.close()
+    again = two.try_claim(s)
+    assert again is not None
+    again.close()
