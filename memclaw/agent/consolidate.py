@@ -2,7 +2,8 @@
 
 When a session holds more than `agent.memory_window` unconsolidated messages (and on `/new`), the older part is cut
 at a turn boundary (a user message; an assistant tool call never leaves its results behind) and sent to the LLM
-with `memclaw/prompts/consolidate.md`. The model answers JSON, validated with pydantic:
+with `memclaw/prompts/consolidate.md`. The model answers JSON, validated with pydantic
+(memclaw.agent.consolidation_output, limits included):
 
     {"history_entry": "...", "facts": [{"op": "add", "text": ..., "section": ...},
                                         {"op": "update", "id": ..., "text": ...}, {"op": "delete", "id": ...}]}
@@ -32,10 +33,9 @@ import json
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
+from memclaw.agent.consolidation_output import ConsolidationOut, FactOpIn, parse_output, usable
 from memclaw.agent.conversation import (
     archived_turns,
     conversation_start,
@@ -51,7 +51,6 @@ from memclaw.markdown.units import OWNER_SCOPE
 from memclaw.prompts import render
 from memclaw.service.consolidation_record import STEPS, ConsolidationRecord, RecordResult
 from memclaw.service.forgotten import Guard
-from memclaw.util.jsonfix import extract_object
 
 if TYPE_CHECKING:
     from memclaw.agent.sessions import Session, SessionStore
@@ -60,55 +59,6 @@ if TYPE_CHECKING:
     from memclaw.service.facade import MemoryService
 
 log = logging.getLogger(__name__)
-
-
-# ----- the model's answer ------------------------------------------------------------------------------------
-class FactOpIn(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    op: Literal["add", "update", "delete"]
-    id: str | None = None
-    text: str | None = None
-    section: str | None = None
-
-    @model_validator(mode="after")
-    def _check(self) -> FactOpIn:
-        if self.text is not None:
-            self.text = " ".join(self.text.split())
-        if self.op in ("add", "update") and not self.text:
-            raise ValueError(f"'{self.op}' needs a non-empty 'text'")
-        if self.op in ("update", "delete") and not self.id:
-            raise ValueError(f"'{self.op}' needs the 'id' of an existing fact")
-        if self.section is not None:
-            self.section = " ".join(self.section.split()) or None
-        return self
-
-
-class ConsolidationOut(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    history_entry: str = ""
-    facts: list[FactOpIn] = Field(default_factory=list)
-
-
-def parse_output(text: str | None, known_ids: set[str]) -> ConsolidationOut:
-    """Validate the model's reply; raises ValueError with a message fit to send back to the model."""
-    try:
-        data = extract_object(text)
-    except ValueError as e:
-        raise ValueError(str(e)) from None
-    try:
-        out = ConsolidationOut.model_validate(data)
-    except ValidationError as e:
-        problems = "; ".join(
-            f"{'.'.join(str(x) for x in err['loc']) or '(object)'}: {err['msg']}" for err in e.errors()[:5]
-        )
-        raise ValueError(f"the JSON does not match the expected shape ({problems})") from None
-    unknown = [op.id for op in out.facts if op.op != "add" and op.id not in known_ids]
-    if unknown:
-        raise ValueError(f"unknown fact id(s) {', '.join(map(str, unknown))}: use only the ids listed")
-    out.history_entry = " ".join(out.history_entry.split())
-    return out
 
 
 # ----- selecting what to consolidate ---------------------------------------------------------------------------
@@ -335,7 +285,7 @@ def _resume(session: Session, start: int, cut: int) -> tuple[list[str], dict[str
     """An earlier attempt got the model's answers for a chunk (and maybe wrote part of them) and then failed or was
     killed: finish exactly that chunk with those answers (its steps already written are skipped; every step is
     idempotent by the consolidation id anyway), whatever arrived since. Otherwise: nothing done, no answers, the
-    planned cut."""
+    planned cut. An answer kept that no longer validates (a limit it breaks) is asked for again."""
     progress = session.meta.get(CHUNK_PROGRESS) or {}
     prev = progress.get("cut")
     if (
@@ -345,7 +295,8 @@ def _resume(session: Session, start: int, cut: int) -> tuple[list[str], dict[str
         and chunk_fingerprint(session.messages[start:prev]) == progress.get("chunk")
     ):
         answers = progress.get("answers")
-        return list(progress.get("done", [])), dict(answers) if isinstance(answers, dict) else {}, prev
+        kept = {s: a for s, a in answers.items() if usable(a)} if isinstance(answers, dict) else {}
+        return list(progress.get("done", [])), kept, prev
     return [], {}, cut
 
 
