@@ -2,7 +2,8 @@
 
 When a session holds more than `agent.memory_window` unconsolidated messages (and on `/new`), the older part is cut
 at a turn boundary (a user message; an assistant tool call never leaves its results behind) and sent to the LLM
-with `memclaw/prompts/consolidate.md`. The model answers JSON, validated with pydantic:
+with `memclaw/prompts/consolidate.md`. The model answers JSON, validated with pydantic
+(memclaw.agent.consolidation_output, limits included):
 
     {"history_entry": "...", "facts": [{"op": "add", "text": ..., "section": ...},
                                         {"op": "update", "id": ..., "text": ...}, {"op": "delete", "id": ...}]}
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memclaw.agent.consolidation_output import ConsolidationOut, FactOpIn, parse_output, to_fact_ops
+from memclaw.agent.consolidation_output import ConsolidationOut, FactOpIn, parse_output, to_fact_ops, usable
 from memclaw.agent.conversation import (
     archived_turns,
     conversation_start,
@@ -323,7 +324,7 @@ def _resume(session: Session, start: int, cut: int) -> tuple[list[str], dict[str
     """An earlier attempt got the model's answers for a chunk (and maybe wrote part of them) and then failed or was
     killed: finish exactly that chunk with those answers (its steps already written are skipped; every step is
     idempotent by the consolidation id anyway), whatever arrived since. Otherwise: nothing done, no answers, the
-    planned cut."""
+    planned cut. An answer kept that no longer validates (a limit it breaks) is asked for again."""
     progress = session.meta.get(CHUNK_PROGRESS) or {}
     prev = progress.get("cut")
     if (
@@ -333,7 +334,8 @@ def _resume(session: Session, start: int, cut: int) -> tuple[list[str], dict[str
         and chunk_fingerprint(session.messages[start:prev]) == progress.get("chunk")
     ):
         answers = progress.get("answers")
-        return list(progress.get("done", [])), dict(answers) if isinstance(answers, dict) else {}, prev
+        kept = {s: a for s, a in answers.items() if usable(a)} if isinstance(answers, dict) else {}
+        return list(progress.get("done", [])), kept, prev
     return [], {}, cut
 
 

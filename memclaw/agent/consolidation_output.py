@@ -1,14 +1,30 @@
-"""The model's answer to a consolidation request: its shape (validated with pydantic), the check against the scope's
-fact ids, and its fact operations as the memory layer takes them (memclaw.agent.consolidate sends the request)."""
+"""The model's consolidation answer and its validation: the one boundary where what the model wants written to
+memory is checked, before anything is kept or written.
+
+    {"history_entry": "...", "facts": [{"op": "add", "text": ..., "section": ...},
+                                        {"op": "update", "id": ..., "text": ...}, {"op": "delete", "id": ...}]}
+
+A reply that does not hold (not JSON, an op without its text or id, an id that is not a listed fact, a fact or
+history entry over the size limit of a memory, a section over the length limit of a heading path:
+memclaw.markdown.unit_size) raises ValueError with words fit to send back to the model: the consolidator asks once
+more, and if the second reply does not hold either, the consolidation fails and the session is kept whole.
+"""
 
 from __future__ import annotations
 
-import json
+from datetime import date
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from memclaw.markdown.archive import CID_LEN
+from memclaw.markdown.unit_size import MAX_UNIT_CHARS, section_too_long, too_long
+from memclaw.service.learned import mark_fact
 from memclaw.util.jsonfix import extract_object
+
+SHORTER_FACT = "write it as a short fact (long text belongs in a file, not in memory)"
+SHORTER_ENTRY = "write a summary of a few sentences"
+_PROBE_CID = "c" + "0" * (CID_LEN - 1)  # every consolidation id has this length
 
 
 class FactOpIn(BaseModel):
@@ -29,6 +45,9 @@ class FactOpIn(BaseModel):
             raise ValueError(f"'{self.op}' needs the 'id' of an existing fact")
         if self.section is not None:
             self.section = " ".join(self.section.split()) or None
+        refused = (fact_too_long(self.text) if self.op != "delete" else None) or section_too_long(self.section)
+        if refused:
+            raise ValueError(refused)
         return self
 
 
@@ -37,6 +56,23 @@ class ConsolidationOut(BaseModel):
 
     history_entry: str = ""
     facts: list[FactOpIn] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check(self) -> ConsolidationOut:
+        self.history_entry = " ".join(self.history_entry.split())
+        refused = too_long(self.history_entry, "history entry", SHORTER_ENTRY)
+        if refused:
+            raise ValueError(refused)
+        return self
+
+
+def fact_too_long(text: str | None) -> str | None:
+    """Why a fact the model wrote cannot be kept: over the limit as it will be written (relative dates resolved,
+    the learned-mark ` (YYYY-MM-DD #cid)` at its end: memclaw.service.learned), or None when it fits."""
+    if not text:
+        return None
+    written = text if len(text) > MAX_UNIT_CHARS else mark_fact(text, date.today(), _PROBE_CID)
+    return too_long(written, "fact", SHORTER_FACT)
 
 
 def parse_output(text: str | None, known_ids: set[str]) -> ConsolidationOut:
@@ -49,14 +85,23 @@ def parse_output(text: str | None, known_ids: set[str]) -> ConsolidationOut:
         out = ConsolidationOut.model_validate(data)
     except ValidationError as e:
         problems = "; ".join(
-            f"{'.'.join(str(x) for x in err['loc']) or '(object)'}: {err['msg']}" for err in e.errors()[:5]
+            f"{'.'.join(str(x) for x in err['loc']) or '(object)'}: {err['msg'].removeprefix('Value error, ')}"
+            for err in e.errors()[:5]
         )
         raise ValueError(f"the JSON does not match the expected shape ({problems})") from None
     unknown = [op.id for op in out.facts if op.op != "add" and op.id not in known_ids]
     if unknown:
         raise ValueError(f"unknown fact id(s) {', '.join(map(str, unknown))}: use only the ids listed")
-    out.history_entry = " ".join(out.history_entry.split())
     return out
+
+
+def usable(answer: object) -> bool:
+    """Whether an answer kept in a session (by an earlier attempt, maybe an older memclaw) still validates."""
+    try:
+        ConsolidationOut.model_validate(answer or {})
+    except ValidationError:
+        return False
+    return True
 
 
 def to_fact_ops(ops: list[FactOpIn]) -> list[Any]:
@@ -64,7 +109,3 @@ def to_fact_ops(ops: list[FactOpIn]) -> list[Any]:
     from memclaw.markdown.fact_ops import FactOp
 
     return [FactOp(op=o.op, id=o.id, text=o.text, section=o.section) for o in ops]
-
-
-def dumps_ops(ops: list[FactOpIn]) -> str:
-    return json.dumps([o.model_dump(exclude_none=True) for o in ops], ensure_ascii=False)

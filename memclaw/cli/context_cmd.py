@@ -11,43 +11,7 @@ from memclaw.errors import UsageError
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from memclaw.config import Config
     from memclaw.context.builder import BuiltContext
-    from memclaw.context.senders import Sender
-
-
-def resolve_sender(config: Config, sender: str | None, channel: str) -> Sender:
-    """`--sender`/`--channel` to a Sender. No sender: the owner (the CLI, or the channel's first configured
-    owner id). `--sender discord:1234` with the default channel means channel discord, id 1234."""
-    from memclaw.context.senders import Sender
-    from memclaw.markdown.units import normalize_sender_id
-
-    channel = channel or "cli"
-    if sender is None:
-        if channel == "cli":
-            return Sender.cli()
-        ids = config.owners.get(channel) or []
-        if not ids:
-            raise UsageError(f"no owner configured for channel {channel!r}; pass --sender ID or set owners.{channel}")
-        return Sender(channel=channel, sender_id=str(ids[0]), display_name="owner", chat_id=f"{channel}-preview")
-
-    def normalized(raw: str) -> str:
-        if not raw.strip():
-            raise UsageError("--sender must not be empty; e.g. --sender discord:1234")
-        return normalize_sender_id(raw)
-
-    sender = normalized(sender)
-    if channel == "cli" and ":" in sender:
-        channel, rest = sender.split(":", 1)
-        sender = normalized(rest)
-    if channel == "cli":  # the terminal is always the owner: an outside sender needs their channel
-        if sender == "owner":
-            return Sender.cli()
-        raise UsageError(
-            f"--sender {sender!r} names no channel, and the terminal is always the owner; "
-            "preview an outside sender with --sender discord:<id> (or --channel discord --sender <id>)"
-        )
-    return Sender(channel=channel, sender_id=sender, display_name=f"{channel} user", chat_id=f"{channel}-preview")
 
 
 def budget_table(built: BuiltContext) -> Table:
@@ -125,16 +89,16 @@ def build_for_cli(
 ) -> tuple[BuiltContext, list[str]]:
     """Build the context as the agent would (auto-recall over the workspace's MemoryService)."""
     from memclaw.cli.common import auto_recall_embeds, load, memory_service
+    from memclaw.cli.sender_opt import sender_scope_for
     from memclaw.config import config_secrets
     from memclaw.context.builder import build_messages
-    from memclaw.context.senders import scope_for
 
     cfg, ws = load(workspace)
-    who = resolve_sender(cfg, sender, channel)
-    ws.check_scope(scope_for(cfg, who))  # refused at once, not a recall that fails with a warning
+    who = sender_scope_for(cfg, sender, channel)
+    ws.check_scope(who.scope)  # refused at once, not a recall that fails with a warning
     mem = memory_service(cfg, ws, progress=progress, embeds=auto_recall_embeds(cfg))
     try:
-        built = build_messages(config=cfg, workspace=ws, message=message, sender=who, recall=mem.recall)
+        built = build_messages(config=cfg, workspace=ws, message=message, sender=who.sender, recall=mem.recall)
     finally:
         mem.close()
     return built, config_secrets(cfg)

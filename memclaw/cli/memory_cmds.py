@@ -17,7 +17,8 @@ from memclaw.cli.common import (
     open_memory,
     print_json,
 )
-from memclaw.markdown.units import MemoryUnit, sender_scope
+from memclaw.cli.sender_opt import sender_scope_for
+from memclaw.markdown.units import MemoryUnit
 from memclaw.util.redact import redact_url
 from memclaw.util.richtext import line, warning
 from memclaw.util.text import ECHO_CHARS, shorten
@@ -75,7 +76,7 @@ def recall(
 ) -> None:
     query = arg_or_stdin(query)
     cfg, ws = load(workspace)
-    scope = sender_scope(sender)
+    scope = sender_scope_for(cfg, sender).scope
     embeds = bool(query.strip()) and (mode or cfg.recall.mode) != "bm25"
     mem = memory_service(cfg, ws, progress=not json_out, embeds=embeds)
     if tokens is not None and k is None:
@@ -169,7 +170,7 @@ def add(
 
     day = learned_day(learned)
     mem = open_memory(workspace, json_out=json_out)
-    scope = sender_scope(sender)
+    scope = sender_scope_for(mem.config, sender).scope
     known = mem.find_fact(text, scope=scope, section=section, learned=day) is not None
     with held_warnings() as logged:
         unit = mem.add_fact(text, scope=scope, section=section, learned=day)
@@ -234,7 +235,7 @@ def unit_json(u: MemoryUnit) -> dict:
 
 def list_memories(sender: str | None, kind: str | None, json_out: bool, workspace: Path | None) -> None:
     mem = open_memory(workspace)
-    scope = sender_scope(sender)
+    scope = sender_scope_for(mem.config, sender).scope
     units = mem.list_units(scope, kind)
     if json_out:
         print_json([unit_json(u) for u in units])
@@ -246,7 +247,7 @@ def list_memories(sender: str | None, kind: str | None, json_out: bool, workspac
 
 def forget(ids: list[str], sender: str | None, json_out: bool, workspace: Path | None) -> None:
     mem = open_memory(workspace, json_out=json_out)
-    gone = mem.forget(ids, scope=sender_scope(sender))
+    gone = mem.forget(ids, scope=sender_scope_for(mem.config, sender).scope)
     if json_out:
         print_json([unit_json(u) for u in gone])
         return

@@ -53,10 +53,12 @@ def is_owner(config: Config, sender: Sender) -> bool:
 
 
 def scope_for(config: Config, sender: Sender) -> str:
-    """The memory scope a sender's context recalls from: 'owner', or 'people/<channel>:<id>'."""
+    """The memory scope a sender's context recalls from: 'owner', or 'people/<channel>:<id>' with the id read as
+    is_owner reads it (normalize_sender_id; InvalidSenderError for an id no scope can hold). The agent and every
+    CLI command that takes --sender (memclaw.cli.sender_opt) place a sender with this and is_owner."""
     if is_owner(config, sender):
         return OWNER_SCOPE
-    return sender_scope(f"{sender.channel}:{sender.sender_id}")
+    return sender_scope(f"{sender.channel}:{normalize_sender_id(sender.sender_id)}")
 
 
 def clean_name(name: str | None, limit: int = 64) -> str:

@@ -5,8 +5,9 @@ LongMemEval_S session (a history entry of the user's turns) holds 31,122 charact
 A unit at the limit costs a few seconds to embed once (about 300 passages); a 5 MB one, if it were embedded
 whole, about 17,000 passages, minutes with no end in sight.
 
-* New text given to memclaw (`memory add`, the assistant's `remember` tool): refused above the limit, before
-  anything is written (MemoryService.add_fact, with `too_long`'s words).
+* New text given to memclaw (`memory add`, the assistant's `remember` tool, a consolidation's facts and history
+  entry): refused above the limit, before anything is written (MemoryService.add_fact and the consolidation
+  answer's validation, memclaw.agent.consolidation_output, with `too_long`'s words).
 * A longer unit in a memory file (a hand edit, a paste): kept in the file as it is, but read, indexed, recalled and
   shown only up to the limit, with one warning naming the file and line (`cap_units`). Its id is that of the
   whole text, so `memory forget` still finds it.
@@ -19,25 +20,45 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
+from memclaw.markdown.formats import normalize_section
+
 if TYPE_CHECKING:
     from memclaw.markdown.units import MemoryUnit
 
 log = logging.getLogger(__name__)
 
 MAX_UNIT_CHARS = 100_000
+MAX_SECTION_CHARS = 200
+"""The one length limit of a fact's section, its heading path as written ("Work > Projects", whitespace
+normalised): `memory add --section`, the `remember` tool and a consolidation's fact ops alike (`section_too_long`)."""
+STORE_ELSEWHERE = "save long text as a file in the workspace instead"
 _WORD_BACKOFF = 200  # a cut moves back to the last space within this many characters
+
+_UNIT_NAMES = {"fact": "a fact", "history": "a history entry", "archive": "an archived turn"}
+"""What the size warning calls a unit of each kind."""
 
 _warned: set[tuple[str, str, int, int]] = set()
 _warned_lock = threading.Lock()
 
 
-def too_long(text: str, what: str = "fact") -> str | None:
-    """Why new memory text cannot be kept (over the limit; what to do instead), or None when it fits."""
+def too_long(text: str, what: str = "fact", instead: str = STORE_ELSEWHERE) -> str | None:
+    """Why new memory text cannot be kept (over the limit; `instead`: what to do), or None when it fits."""
     if len(text) <= MAX_UNIT_CHARS:
         return None
     return (
         f"{what} too long ({len(text):,} characters, at most {MAX_UNIT_CHARS:,}): a memory is a fact or a short "
-        "summary; save long text as a file in the workspace instead"
+        f"summary; {instead}"
+    )
+
+
+def section_too_long(section: str | None) -> str | None:
+    """Why a section cannot be used (its heading path is over MAX_SECTION_CHARS), or None when it fits."""
+    path = normalize_section(section) or ""
+    if len(path) <= MAX_SECTION_CHARS:
+        return None
+    return (
+        f"section too long ({len(path):,} characters, at most {MAX_SECTION_CHARS:,}): a section is a heading path "
+        "such as 'Work > Projects'; name a short heading"
     )
 
 
@@ -69,9 +90,9 @@ def _warn(u: MemoryUnit) -> None:
         if key in _warned:
             return
         _warned.add(key)
-    what = "fact" if u.kind == "fact" else "history entry"
+    what = _UNIT_NAMES.get(u.kind, "a memory")
     log.warning(
-        "%s line %d: a %s of %s characters is longer than a memory may be (%s); only its first %s are indexed and "
+        "%s line %d: %s of %s characters is longer than a memory may be (%s); only its first %s are indexed and "
         "recalled (the file is unchanged): split it, or move the text to a file of its own",
         u.source, u.line, what, f"{len(u.text):,}", f"{MAX_UNIT_CHARS:,}", f"{MAX_UNIT_CHARS:,}",
     )  # fmt: skip

@@ -30,13 +30,13 @@ class MemoryWriter:
 
     def add_fact(self, text: str, *, scope: str, section: str | None, learned: date | None = None) -> MemoryUnit:
         from memclaw.markdown.fact_ops import append_fact, normalize_fact_text
-        from memclaw.markdown.unit_size import too_long
+        from memclaw.markdown.unit_size import section_too_long, too_long
         from memclaw.service.learned import mark_fact
 
         if not normalize_fact_text(text):
             raise UsageError("empty fact: say what to remember")
         text = mark_fact(text, learned or date.today())  # as it will read back, with when it was learned
-        refused = too_long(text)
+        refused = too_long(text) or section_too_long(section)
         if refused:
             raise UsageError(refused)
         path = self.workspace.memory_file(scope)

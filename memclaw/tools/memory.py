@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from memclaw.markdown.unit_size import MAX_SECTION_CHARS
 from memclaw.tools.base import Args, Tool, ToolContext, ToolFailure
 
 
@@ -19,7 +20,11 @@ class MemorySearchArgs(Args):
 
 class RememberArgs(Args):
     text: str = Field(description="The fact, as one self-contained sentence.", min_length=1, max_length=2000)
-    section: str | None = Field(None, description="Optional heading to file it under, e.g. 'Work' (default: 'Notes').")
+    section: str | None = Field(
+        None,
+        description=f"Optional heading to file it under, e.g. 'Work' (default: 'Notes'; at most {MAX_SECTION_CHARS} "
+        "characters).",
+    )
 
 
 class MemorySearch(Tool):

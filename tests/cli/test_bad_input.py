@@ -426,7 +426,12 @@ def test_a_fact_with_a_comment_opener_is_added(cli, ws):
 # ----- ids with path separators --------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("sender", "dirname"),
-    [("../../etc", "%2E.%2F..%2Fetc"), ("discord:1/../2", "discord%3A1%2F..%2F2"), ("/abs/path", "%2Fabs%2Fpath")],
+    [
+        ("discord:../../etc", "discord%3A..%2F..%2Fetc"),
+        ("discord:1/../2", "discord%3A1%2F..%2F2"),
+        ("../..:etc", "%2E.%2F..%3Aetc"),  # a "channel" that is a path: still one folder, its dot escaped
+        ("/abs:path", "%2Fabs%3Apath"),
+    ],
 )
 def test_sender_ids_with_path_separators_stay_in_people(cli, ws, memclaw_home, tmp_path, sender, dirname):
     outside = {p for p in tmp_path.rglob("*") if INDEX_DIRNAME not in p.parts}
@@ -447,6 +452,22 @@ def test_context_for_a_sender_with_path_separators(cli, ws):
     data = json.loads(r.out)
     assert not data["is_owner"] and data["scope"] == "people/discord:1/../2"
     assert "Lyon" not in json.dumps(data)
+
+
+@pytest.mark.parametrize("sender", ["../../etc", "/abs/path", "bob", "cli:bob", ":1234"])
+def test_a_sender_without_an_outside_channel_is_refused_by_every_command(cli, ws, memclaw_home, sender):
+    """The terminal is always the owner and an outsider is named with their channel: an id without one is refused
+    alike by every command that takes --sender (memclaw.cli.sender_opt), nothing written."""
+    before = user_files(memclaw_home)
+    for args in (
+        ["memory", "add", "I ordered a blue teapot", "--sender", sender],
+        ["memory", "list", "--sender", sender],
+        ["memory", "forget", "f0123456789a", "--sender", sender],
+        ["recall", "teapot", "--sender", sender],
+        ["context", "teapot", "--sender", sender],
+    ):
+        assert_error(cli(*args), 2, repr(sender), "discord:1234" if sender == ":1234" else "--sender discord:<id>")
+    assert user_files(memclaw_home) == before
 
 
 def test_context_sender_without_channel_is_not_the_owner(cli, ws, memclaw_home):

@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from memclaw.cli.context_cmd import resolve_sender
+from memclaw.cli.sender_opt import resolve_sender
 from memclaw.config import Config, EmbeddingsConfig
 from memclaw.context.builder import build_messages
 from memclaw.context.senders import Sender

@@ -28,7 +28,7 @@ from memclaw.index.passages import unit_vectors
 from memclaw.index.scopes import index_text
 from memclaw.markdown.files import read_units
 from memclaw.markdown.incremental import parse_appended, parse_file
-from memclaw.markdown.unit_size import MAX_UNIT_CHARS, cut
+from memclaw.markdown.unit_size import MAX_SECTION_CHARS, MAX_UNIT_CHARS, cut
 from memclaw.util.progress import stderr_progress
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -133,6 +133,27 @@ def test_a_huge_hand_written_fact_and_history_entry_are_indexed_up_to_the_limit(
     ).read_bytes() == b"# Family\n- I live in Lyon\n\n# Notes\n\n- My bike is green (2026-11-26)\n"
 
 
+def test_the_warning_names_what_is_too_long(tmp_path):
+    """Each kind by its name: an archived turn was called "a history entry of 2,700,045 characters"."""
+    home = tmp_path / "home"
+    home.mkdir()
+    assert _memclaw(home, "onboard").returncode == 0
+    mem = home / "workspace" / "memory"
+    big = _text(MAX_UNIT_CHARS + 500, 3)
+    (mem / "MEMORY.md").write_text(f"# Family\n- {big}\n", "utf-8")
+    (mem / "HISTORY.md").write_text(f"[2026-03-02 18:10] {big}\n", "utf-8")
+    (mem / "archive").mkdir(exist_ok=True)
+    day = f"# 2026-11-25\n\n## 14:02 #c7f3a9b21\n- 14:02 **Maya**: {big}\n- 14:03 **memclaw**: Noted.\n"
+    (mem / "archive" / "2026-11-25.md").write_text(day, "utf-8")
+    r = _memclaw(home, "recall", "garden", "--json")
+    assert r.returncode == 0, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if "longer than a memory may be" in ln]
+    assert len(lines) == 3, r.stderr
+    assert any(re.search(r"memory/MEMORY\.md line 2: a fact of 100,5\d\d characters", ln) for ln in lines)
+    assert any(re.search(r"memory/HISTORY\.md line 1: a history entry of 100,5\d\d characters", ln) for ln in lines)
+    assert any(re.search(r"2026-11-25\.md line 4: an archived turn of 100,5\d\d characters", ln) for ln in lines)
+
+
 def test_new_text_over_the_limit_is_refused_and_under_it_accepted(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
@@ -143,6 +164,25 @@ def test_new_text_over_the_limit_is_refused_and_under_it_accepted(tmp_path):
     assert (home / "workspace" / "memory" / "MEMORY.md").read_bytes() == before
     r = _memclaw(home, "memory", "add", "A long note: " + _text(10_000))  # over the old 4,000, under the limit
     assert r.returncode == 0, r.stderr
+
+
+def test_a_section_over_its_limit_is_refused_and_at_it_accepted(tmp_path):
+    """`memory add --section` has the one section limit the `remember` tool and consolidation have
+    (MAX_SECTION_CHARS, on the heading path as written: whitespace normalised)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    assert _memclaw(home, "onboard").returncode == 0
+    memory_md = home / "workspace" / "memory" / "MEMORY.md"
+    before = memory_md.read_bytes()
+    for section in ("S" * (MAX_SECTION_CHARS + 1), "Work > " + "S" * (MAX_SECTION_CHARS - 6), "x " * 5000):
+        r = _memclaw(home, "memory", "add", "Keeps a blue teapot", "--section", section)
+        assert r.returncode == 2 and r.stderr.startswith("Error: section too long"), r.stderr
+        assert f"at most {MAX_SECTION_CHARS}" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert memory_md.read_bytes() == before
+    at_limit = "Work  >  " + "S" * (MAX_SECTION_CHARS - 7) + "  "
+    r = _memclaw(home, "memory", "add", "Keeps a blue teapot", "--section", at_limit)
+    assert r.returncode == 0, r.stderr
+    assert f"\n## {'S' * (MAX_SECTION_CHARS - 7)}\n" in memory_md.read_text()
 
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="benchmark data not present")
