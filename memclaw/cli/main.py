@@ -2,11 +2,14 @@
 
 Errors: every MemclawError becomes one line on stderr and its exit code, here and nowhere else.
 Exit codes: 0 ok, 1 other, 2 usage/config/workspace, 3 memory files or index, 4 a service (Chroma, Discord) out
-of reach, 5 LLM unavailable, 130 interrupted.
+of reach, 5 LLM unavailable, 130 interrupted, 141 stdout closed by its reader (quietly).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -296,8 +299,11 @@ def run() -> None:
             from memclaw.cli.common import interrupt_note
 
             typer.echo(interrupt_note(), err=True)
+        sys.stdout.flush()  # a reader that closed the pipe is met here, not in the interpreter's exit
         if isinstance(code, int) and code:
             sys.exit(code)
+    except BrokenPipeError:
+        _quiet_exit_for_closed_stdout()
     except MemclawError as e:
         error_line(e)
         sys.exit(e.exit_code)
@@ -312,11 +318,32 @@ def run() -> None:
 
         typer.echo(interrupt_note(), err=True)
         sys.exit(130)
-    except SystemExit:
+    except SystemExit as e:
+        if _closed_stdout(e):
+            _quiet_exit_for_closed_stdout()
         raise
     except Exception as e:  # usage errors arrive here in non-standalone mode
         _exit_for_click(e)
         raise
+
+
+BROKEN_PIPE_EXIT = 141
+"""A reader that closed stdout (`memclaw recall x | head -1`): no message, the shell's code for SIGPIPE (128 + 13)."""
+
+
+def _closed_stdout(e: SystemExit) -> bool:
+    """The exit is click's for a closed stdout: typer catches EPIPE inside a command and exits 1 quietly."""
+    cause = e.__context__
+    return isinstance(cause, OSError) and cause.errno == errno.EPIPE
+
+
+def _quiet_exit_for_closed_stdout() -> None:
+    """Exit BROKEN_PIPE_EXIT without a word, stdout pointed at /dev/null so that the interpreter's last flush
+    of what is still buffered fails on nothing (Python's documented way: "Note on SIGPIPE" in the signal module)."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(BROKEN_PIPE_EXIT)
 
 
 def _exit_for_click(e: Exception) -> None:
@@ -339,12 +366,14 @@ def main() -> None:
     will embed a query (memclaw.cli.early). Tests call `run` itself."""
     from memclaw.cli.early import load_model_early
     from memclaw.runtime import leave_quickly, startup_gc
+    from memclaw.util.background import wait_for_background
 
     startup_gc()
     load_model_early(sys.argv[1:])
     try:
         run()
     finally:
+        wait_for_background()  # whatever the exit: a thread in native code must not outlive the interpreter
         leave_quickly()
 
 

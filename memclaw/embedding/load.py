@@ -41,6 +41,7 @@ from memclaw.embedding.registry import (
 )
 from memclaw.embedding.sentence import SentenceTransformerEmbedder
 from memclaw.errors import EmbeddingError
+from memclaw.util.background import background_thread
 
 if TYPE_CHECKING:
     from memclaw.config import EmbeddingsConfig
@@ -115,8 +116,8 @@ def load_in_background(cfg: ModelChoice) -> bool:
     (config, index, vector store) instead of after it; `load_embedder` then waits for it and returns the same
     embedder, one whose threads do not spin between runs (the caller has other work: OnnxEmbedder's `spin`). Only
     that path runs in the background: if it fails, nothing is kept and `load_embedder` loads (and says what is
-    wrong) as usual. The thread is not a daemon: an exit waits for it rather than tearing the session down midway.
-    Whether a load started."""
+    wrong) as usual. The thread is memclaw.util.background's: an exit waits for it rather than tearing the session
+    down midway. Whether a load started."""
     if cfg.model == HASH_TEST_MODEL or cfg.backend == "torch":
         return False
     try:
@@ -131,9 +132,7 @@ def load_in_background(cfg: ModelChoice) -> bool:
     with _LOADING_LOCK:
         if key in _LOADED or key in _LOADING or read_manifest(target, spec) is None:
             return False
-        thread = threading.Thread(
-            target=_load_export, args=(key, target, spec), name="memclaw-embedder-load", daemon=False
-        )
+        thread = background_thread(lambda: _load_export(key, target, spec), "memclaw-embedder-load")
         _LOADING[key] = thread
     import_runtime()  # here, at full speed: in the thread it would share the GIL with the caller's start-up
     thread.start()

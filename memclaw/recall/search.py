@@ -73,9 +73,9 @@ StoreDown = VectorStoreUnavailable | EmbeddingUnavailable
 
 class Recall:
     """Recall over the scopes of one index. Before a search, `prefetch(scope)` opens the vector store in the
-    background (`join_prefetch()` waits for it) and `ensure_fresh(scope)` syncs the scope if its Markdown changed
-    (False: a sync is running elsewhere); `rebuild(scope)` rebuilds the index from the Markdown when Chroma's files
-    turn out damaged."""
+    background (the next use of `store()` waits for it; the console script waits for it at exit, used or not) and
+    `ensure_fresh(scope)` syncs the scope if its Markdown changed (False: a sync is running elsewhere);
+    `rebuild(scope)` rebuilds the index from the Markdown when Chroma's files turn out damaged."""
 
     def __init__(
         self,
@@ -87,7 +87,6 @@ class Recall:
         embedder: Callable[[], Embedder],
         store: Callable[[], VectorStore],
         prefetch: Callable[[str], None],
-        join_prefetch: Callable[[], object],
         ensure_fresh: Callable[[str], bool],
         rebuild: Callable[[str], object],
     ) -> None:
@@ -98,7 +97,6 @@ class Recall:
         self._embedder = embedder
         self._store = store
         self._prefetch = prefetch
-        self._join_prefetch = join_prefetch
         self._ensure_fresh = ensure_fresh
         self._rebuild = rebuild
 
@@ -213,9 +211,6 @@ class Recall:
                     result.warnings.append("a sync is running; recalled from the previous index state")
             except (VectorStoreUnavailable, EmbeddingUnavailable) as e:
                 return e
-            except BaseException:
-                self._join_prefetch()  # never exit while the store is being opened in the background (it crashes)
-                raise
         return None
 
     def _unit_similarities(self, sc: Scope, hits) -> list[tuple[str, float]]:

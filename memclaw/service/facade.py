@@ -82,7 +82,7 @@ class MemoryService:
         )  # fmt: skip
         self._recall = Recall(
             config, tokenizer, self.scopes, self.identity, embedder=lambda: self.embedder, store=lambda: self.store,
-            prefetch=self.prefetch_store, join_prefetch=self._join_prefetch,
+            prefetch=self.prefetch_store,
             ensure_fresh=lambda scope: self.ensure_fresh(scope, wait=False),
             rebuild=lambda scope: self.sync([scope], full=True),
         )  # fmt: skip

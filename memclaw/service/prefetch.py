@@ -1,10 +1,13 @@
 """A piece of start-up work run in a background thread (opening the vector store), its error handed to whoever
-waits for it, as if the work had run in that thread."""
+waits for it, as if the work had run in that thread. The thread is one of memclaw.util.background's: the console
+script waits for it before exiting, whether or not the command used what it opened."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+
+from memclaw.util.background import background_thread
 
 
 class Prefetch:
@@ -13,7 +16,7 @@ class Prefetch:
     def __init__(self, work: Callable[[], object], name: str) -> None:
         self._work = work
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread = background_thread(self._run, name)
 
     def start(self) -> None:
         self._thread.start()

@@ -1,0 +1,108 @@
+"""How the console script ends. Background start-up work (the vector store opened by `recall` and `context`, the
+model loaded early) is waited for on every exit path: a recall that has nothing to search ended while chromadb was
+still being imported in its thread, and the interpreter's shutdown under it crashed the process (exit 139, 4 runs in
+5). A reader that closes the output (`| head -1`) ends the command quietly with 141."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from memclaw.cli.main import BROKEN_PIPE_EXIT
+from memclaw.service.prefetch import Prefetch
+from memclaw.util.background import background_thread, wait_for_background
+
+REPO = Path(__file__).resolve().parents[2]
+RUNS = 5
+
+
+def cli(home: Path, *args: str, stdout: int | None = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
+    """The console script in a child process, with MEMCLAW_HOME at the test's temp home."""
+    env = dict(os.environ, MEMCLAW_HOME=str(home), COLUMNS="120")
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", LITELLM_LOCAL_MODEL_COST_MAP="True")
+    return subprocess.run(
+        [sys.executable, "-m", "memclaw.cli.main", *args],
+        cwd=REPO,
+        env=env,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def home(memclaw_home: Path) -> Path:
+    """An onboarded MEMCLAW_HOME (the test's temp dir): the default workspace, with no memories."""
+    p = cli(memclaw_home, "onboard")
+    assert p.returncode == 0, p.stderr
+    return memclaw_home
+
+
+def test_background_threads_are_waited_for_and_are_not_daemons():
+    done = threading.Event()
+    thread = background_thread(lambda: (time.sleep(0.3), done.set()), "test-background")
+    assert not thread.daemon  # the interpreter's own exit waits for it too
+    thread.start()
+    wait_for_background()
+    assert done.is_set()
+    prefetch = Prefetch(lambda: None, "test-prefetch")
+    prefetch.start()
+    wait_for_background()
+    assert prefetch.join() is None
+
+
+def test_every_exit_of_the_console_script_waits_for_background_work(home):
+    """A usage error (click's, at once) while a background thread still runs: the thread finishes before the
+    process ends."""
+    code = (
+        "import sys, time\n"
+        "from memclaw.cli.main import main\n"
+        "from memclaw.util.background import background_thread\n"
+        "t = background_thread(lambda: (time.sleep(1), sys.stderr.write('background done\\n')), 'test')\n"
+        "t.start()\n"
+        "sys.argv = ['memclaw', 'recall']\n"
+        "main()"
+    )
+    env = dict(os.environ, MEMCLAW_HOME=str(home))
+    p = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "Missing argument" in p.stderr, p.stderr
+    assert p.stderr.endswith("background done\n"), p.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "args",
+    [("recall", "boat"), ("recall", "boat", "--json"), ("recall", "boat", "--mode", "vector"), ("context", "boat")],
+)
+def test_recall_and_context_on_an_empty_workspace_exit_0_every_time(home, args):
+    for _ in range(RUNS):
+        p = cli(home, *args)
+        assert p.returncode == 0, (args, p.returncode, p.stderr)
+        assert "Traceback" not in p.stderr
+
+
+@pytest.mark.slow
+def test_a_usage_error_while_the_model_loads_in_the_background_exits_2_every_time(home):
+    for _ in range(RUNS):
+        p = cli(home, "recall", "boat", "--k", "0")  # the model starts loading before the arguments are read
+        assert p.returncode == 2, (p.returncode, p.stderr)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args", [("recall", "boat"), ("recall", "boat", "--json"), ("context", "x"), ("config",)])
+def test_a_closed_stdout_ends_quietly_with_141(home, args):
+    assert cli(home, "memory", "add", "the boat is blue").returncode == 0
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first write: every write meets EPIPE
+    try:
+        p = cli(home, *args, stdout=write)
+    finally:
+        os.close(write)
+    assert (p.returncode, p.stderr) == (BROKEN_PIPE_EXIT, ""), args
