@@ -68,6 +68,18 @@ def test_memory_add_marks_the_day_a_fact_was_learned(cli, ws):
     assert "Anything" not in mem.read_text("utf-8")
 
 
+def test_memory_add_into_an_unclosed_code_fence_is_one_line_and_writes_nothing(cli, ws, memclaw_home):
+    """A file whose last fact holds an unclosed code fence: `memory add` for that section (the default one here),
+    another one, or into a file without headings is the same one line, exit 3, never a traceback."""
+    mem = ws / "memory" / "MEMORY.md"
+    for text in ("# Notes\n- a\n  ```\n", "- a\n  ```\n"):
+        mem.write_text(text, "utf-8")
+        before = user_files(memclaw_home)
+        for extra in ([], ["--section", "Other"]):
+            assert_error(cli("memory", "add", "new fact", *extra), 3, str(mem), "unclosed code fence", "close it")
+        assert user_files(memclaw_home) == before
+
+
 def tree(root) -> dict[str, bytes | None]:
     """Every path under `root` (index included), with the bytes of the files outside the vector store."""
     return {

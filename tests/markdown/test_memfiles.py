@@ -151,6 +151,25 @@ def test_append_fact_refuses_to_write_into_an_open_comment(tmp_path):
     assert p.read_bytes() == before
 
 
+@pytest.mark.parametrize(
+    "before",
+    [
+        b"# Notes\n- a\n  ```\n",  # the fence is the last fact's, and that fact the last of its section
+        b"# Notes\n- a\n  ```\n  code",  # the same without a final newline
+        b"# Notes\n- a\n- b\n  ```\n\n# Later\n- c\n",  # the fence hides the heading after it too
+        b"- a\n  ```\n",  # no heading: a new # Notes at the end
+    ],
+)
+def test_append_fact_refuses_to_write_into_an_unclosed_fence_of_its_section(tmp_path, before):
+    p = write(tmp_path, before)
+    for section in (None, "Other"):
+        with pytest.raises(MemoryFileError, match=r"ends inside an unclosed code fence \(```\): close it"):
+            append_fact(p, "new fact", section=section)
+        with pytest.raises(MemoryFileError, match="unclosed code fence"):
+            apply_fact_ops(p, "owner", SRC, [FactOp("add", text="new fact", section=section)])
+    assert p.read_bytes() == before
+
+
 def test_append_fact_rejects_empty_text(tmp_path):
     p = write(tmp_path, "- a\n")
     with pytest.raises(MemoryFileError, match="empty fact"):
