@@ -323,6 +323,30 @@ def test_two_processes_appending_keep_every_fact(tmp_path):
     assert got == Counter(f"{w} fact {i}" for w in "ab" for i in range(100))
 
 
+def _add_once(path: str, n: int) -> None:
+    p = Path(path)
+    for i in range(n):
+        fact = f"shared fact {i}"
+        append_fact(p, fact, known=lambda fact=fact: next((u for u in facts(p) if u.text == fact), None))
+
+
+def test_processes_adding_the_same_facts_with_a_check_write_each_once(tmp_path):
+    """`known` is asked under the lock on the file as the other writers left it: four processes adding the same
+    facts at once write each of them once."""
+    p = write(tmp_path, "- seed\n")
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_add_once, args=(str(p), 40)) for _ in range(4)]
+    for pr in procs:
+        pr.start()
+    for pr in procs:
+        pr.join(120)
+        assert pr.exitcode == 0
+    assert Counter(u.text for u in facts(p)) == Counter(["seed", *(f"shared fact {i}" for i in range(40))])
+    before = p.read_bytes()
+    there = facts(p)[1]
+    assert append_fact(p, "shared fact 0", known=lambda: there) is there and p.read_bytes() == before
+
+
 def test_threads_appending_and_editing_keep_every_fact(tmp_path):
     p = write(tmp_path, "- seed\n")
     errors: list[BaseException] = []
