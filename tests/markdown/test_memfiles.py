@@ -17,6 +17,7 @@ from memclaw.errors import MemoryFileError
 from memclaw.markdown.fact_ops import DEFAULT_SECTION, FactOp, append_fact, apply_fact_ops
 from memclaw.markdown.files import file_signature, lock_path, read_units
 from memclaw.markdown.history_file import append_history, delete_history_entries
+from memclaw.markdown.incremental import parse_file
 from memclaw.markdown.memory_md import parse_memory
 from memclaw.markdown.syntax import bullet_first_line
 
@@ -302,6 +303,36 @@ def test_edits_in_a_5mb_file_preserve_every_other_byte(tmp_path):
     apply_fact_ops(p, "owner", SRC, [FactOp("update", id=target.id, text="edited")])
     old_line = "- fact number 30000 \u00e9\xe8 (2024-01-01)\n  continued with a longer line of words\n".encode()
     assert p.read_bytes() == raw.replace(old_line, b"- edited\n")
+
+
+# ----- read-only files -----------------------------------------------------------------------------------
+def test_no_writer_touches_a_read_only_memory_file(tmp_path):
+    """A memory file made read-only is never written, whoever runs memclaw (root included: its mode decides): an
+    add (the fast append and the full edit), a delete, a history append or delete. One MemoryFileError naming the
+    file, that it is read-only and the chmod that allows the write; bytes, inode and mode unchanged."""
+    mem = write(tmp_path, "# Notes\n- a\n")
+    hist = write(tmp_path, "[2026-03-02 18:10] Talked about Porto.\n", "HISTORY.md")
+    mark = parse_file(mem.read_bytes(), kind="fact", scope="owner", source=SRC)[1]  # the append's fast path
+    fact = facts(mem)[0].id
+    entry = read_units(hist, scope="owner", kind="history", source=SRC)[0].id
+    writes = [
+        (mem, lambda: append_fact(mem, "b", mark=mark)),
+        (mem, lambda: append_fact(mem, "c", section="Other")),
+        (mem, lambda: apply_fact_ops(mem, "owner", SRC, [FactOp("delete", id=fact)])),
+        (hist, lambda: append_history(hist, datetime(2026, 3, 3, 9, 0), "Planned the garden.")),
+        (hist, lambda: delete_history_entries(hist, "owner", SRC, [entry])),
+    ]
+    for path, edit in writes:
+        path.chmod(0o444)
+        before = path.read_bytes(), path.stat().st_ino
+        with pytest.raises(MemoryFileError) as caught:
+            edit()
+        said = str(caught.value)
+        assert str(path) in said and "read-only" in said and f"chmod u+w {path}" in said, said
+        assert (path.read_bytes(), path.stat().st_ino) == before and path.stat().st_mode & 0o777 == 0o444
+        path.chmod(0o644)
+        edit()  # writable again: the same edit goes through
+        assert path.read_bytes() != before[0]
 
 
 # ----- concurrency ---------------------------------------------------------------------------------------
