@@ -318,12 +318,15 @@ def config_template(workspace: Path | None = None) -> str:
 
 
 def create_workspace_files(root: Path, created: list[Path] | None = None, kept: list[Path] | None = None) -> Workspace:
-    """Create the workspace's template files and folders that are missing; never touch existing files."""
+    """Create the workspace's template files and folders that are missing; never touch existing files. A memory file
+    that is a symlink is refused as every command refuses it (Workspace.check_scope: MemoryFileError), before anything
+    is created in the workspace: a workspace no command can use is not "ready"."""
     created = [] if created is None else created
     kept = [] if kept is None else kept
     root = Path(root).expanduser()
     if root.exists() and not root.is_dir():
         raise WorkspaceError(f"{root} exists but is not a folder: choose another --workspace")
+    Workspace(root).check_scope(OWNER_SCOPE)
     _ensure_dir(root, created, kept)
     for rel in WORKSPACE_TEMPLATE_FILES:
         dest = root / rel

@@ -171,9 +171,9 @@ def add(
     day = learned_day(learned)
     mem = open_memory(workspace, json_out=json_out)
     scope = sender_scope_for(mem.config, sender).scope
-    known = mem.find_fact(text, scope=scope, section=section, learned=day) is not None
     with held_warnings() as logged:
-        unit = mem.add_fact(text, scope=scope, section=section, learned=day)
+        unit, written = mem.remember_fact(text, scope=scope, section=section, learned=day)
+    known = not written
     pending = unit.id in mem.pending_vectors(unit.scope)
     where = f"{unit.source}:{unit.line}"
     if pending and isinstance(mem.embed_error, EmbeddingKeyMissing):

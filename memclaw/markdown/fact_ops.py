@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -222,12 +223,7 @@ def apply_fact_ops(path: Path, scope: str, source: str, ops: list[FactOp]) -> Fa
     if not ops:
         return FactOpsResult(facts=read_units(path, scope=scope, kind="fact", source=source))
     with locked(path):
-        text = read_text(path)
-        old = text if text is not None else ""
-        plan = _plan(old, path, scope, source, ops)
-        units = _verify(plan, path, scope, source)
-        if plan.new_text != old or text is None:
-            atomic_write(path, encode_text(plan.new_text))
+        plan, units = _apply_locked(path, scope, source, ops)
     fresh = [u for u in units if u.id not in plan.old_ids]
     result = FactOpsResult(deleted=list(plan.deletes), facts=units)
 
@@ -251,8 +247,30 @@ def apply_fact_ops(path: Path, scope: str, source: str, ops: list[FactOp]) -> Fa
     return result
 
 
-def append_fact(path: Path, text: str, *, section: str | None = None, mark: FileMark | None = None) -> None:
+def _apply_locked(path: Path, scope: str, source: str, ops: list[FactOp]) -> tuple[_Plan, list[MemoryUnit]]:
+    """apply_fact_ops' read, plan, check and write, on the file as it is now; the caller holds the lock."""
+    text = read_text(path)
+    old = text if text is not None else ""
+    plan = _plan(old, path, scope, source, ops)
+    units = _verify(plan, path, scope, source)
+    if plan.new_text != old or text is None:
+        atomic_write(path, encode_text(plan.new_text))
+    return plan, units
+
+
+def append_fact(
+    path: Path,
+    text: str,
+    *,
+    section: str | None = None,
+    mark: FileMark | None = None,
+    known: Callable[[], MemoryUnit | None] | None = None,
+) -> MemoryUnit | None:
     """Add one fact under `section` (heading path, created if missing; DEFAULT_SECTION if None).
+
+    `known`, if given, is asked under the lock, before anything is written and after every other writer's edit has
+    landed, for the fact already in the file that this one would repeat: when it names one, nothing is written and
+    that fact is returned (so processes adding the same fact at once write it once). None: the fact was written.
 
     `mark` (the synced index's FileMark of this file, if any) allows a fast path when the file ends in that
     section (a file that gets its facts through memclaw mostly does: they land under DEFAULT_SECTION): when the
@@ -262,11 +280,13 @@ def append_fact(path: Path, text: str, *, section: str | None = None, mark: File
     for the file's last section at the very end too, so both write the same bytes."""
     path = Path(path)
     section = normalize_section(section) or DEFAULT_SECTION
-    if mark is not None:
-        with locked(path):
-            if _append_fast(path, text, section, mark):
-                return
-    apply_fact_ops(path, "owner", path.name, [FactOp("add", text=text, section=section)])
+    with locked(path):  # one hold for the check and the write: no other writer lands between them
+        found = known() if known is not None else None
+        if found is not None:
+            return found
+        if mark is None or not _append_fast(path, text, section, mark):
+            _apply_locked(path, "owner", path.name, [FactOp("add", text=text, section=section)])
+    return None
 
 
 def _append_fast(path: Path, text: str, section: str, mark: FileMark) -> bool:

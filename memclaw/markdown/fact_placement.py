@@ -44,7 +44,9 @@ def _section_slot(
         return eof, bullets, 0  # the file ends in this section: at the very end (what append_fact's fast path does)
     in_section = [b for b in doc.facts if b.unit.section == section]
     if in_section:
-        pos = max(b.end for b in in_section) + 1
+        # After the section's last fact; a fact holding an unclosed code fence runs to the end of the file (its last
+        # line included), so the line after it is the end, never past it (place_adds then refuses that spot).
+        pos = min(max(b.end for b in in_section) + 1, eof)
         return pos, bullets + ([""] if joins_item_above(lines[pos]) else []), 0
     heads = [h for h in doc.headings if h.path == section]
     if heads:

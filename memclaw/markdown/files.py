@@ -9,6 +9,8 @@ and memclaw.markdown.history_file (HISTORY.md).
   a NUL byte (binary files and UTF-16 do; a text editor never writes one), or one in which more than 1 byte in
   MAX_UNDECODABLE_SHARE is not UTF-8 (mojibake: a binary without NULs, or text in another encoding). See
   `check_text`.
+* A file made read-only (its mode bits: root included) is never written: not replaced, not appended to
+  (memclaw.util.files.check_writable; MemoryFileError naming the chmod that allows it).
 * An edit is read-modify-write under an exclusive lock (`locked`: fcntl.flock on a hidden sidecar
   `.MEMORY.md.lock`) and lands with one atomic replace (`atomic_write`: temp file in the same folder, fsync,
   os.replace, fsync of the folder): a crash leaves the old file or the new one, never half of one.
@@ -28,7 +30,7 @@ from memclaw.errors import MemoryFileError
 from memclaw.markdown.formats import parse_history
 from memclaw.markdown.memory_md import parse_memory
 from memclaw.markdown.units import MemoryUnit
-from memclaw.util.files import fsync_dir, replace_atomically
+from memclaw.util.files import ReadOnlyFileError, check_writable, fsync_dir, replace_atomically
 from memclaw.util.safepath import is_symlink_error, open_nofollow, read_nofollow, refusal
 
 try:  # POSIX only; elsewhere writes are still atomic, just not locked across processes
@@ -45,6 +47,17 @@ MAX_UNDECODABLE_SHARE = 8  # a memory file with more than 1 byte in 8 that is no
 def os_reason(e: OSError) -> str:
     """An OSError in a few words (its strerror, else its class name)."""
     return e.strerror or e.__class__.__name__
+
+
+def _write_error(path: Path, e: OSError, doing: str, fix: str) -> MemoryFileError:
+    """The one line for a failed write of a memory file: a read-only file (memclaw.util.files.check_writable) names
+    the chmod that allows the write; anything else `fix`."""
+    if isinstance(e, ReadOnlyFileError):
+        return MemoryFileError(
+            f"cannot {doing} {path}: it is read-only (permission denied), so memclaw leaves it as it is: make it "
+            f"writable (chmod u+w {path}) to let memclaw change it"
+        )
+    return MemoryFileError(f"cannot {doing} {path}: {os_reason(e)}; {fix}")
 
 
 def _fix(e: OSError) -> str:
@@ -154,9 +167,7 @@ def atomic_write(path: Path, data: bytes) -> None:
     except OSError as e:
         if is_symlink_error(e, path):
             raise MemoryFileError(refusal(path)) from e
-        raise MemoryFileError(
-            f"cannot write memory file {path}: {os_reason(e)}; check disk space and permissions"
-        ) from e
+        raise _write_error(path, e, "write memory file", "check disk space and permissions") from e
 
 
 _DAY_FILE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\.md\Z")
@@ -199,7 +210,11 @@ def append_block(path: Path, make: Callable[[str], str | None]) -> bool:
     with locked(path):
         try:
             created = not os.path.lexists(path)
+            if not created:
+                check_writable(os.lstat(path), path)  # (a symlink passes here and is refused by the open)
             fd = open_nofollow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        except ReadOnlyFileError as e:
+            raise _write_error(path, e, "append to", "") from e
         except OSError as e:
             if is_symlink_error(e, path):
                 raise MemoryFileError(refusal(path)) from e
@@ -226,7 +241,7 @@ def append_block(path: Path, make: Callable[[str], str | None]) -> bool:
                 view = view[written:]
             os.fsync(fd)
         except OSError as e:
-            raise MemoryFileError(f"cannot append to {path}: {os_reason(e)}; check disk space and permissions") from e
+            raise _write_error(path, e, "append to", "check disk space and permissions") from e
         finally:
             os.close(fd)
     if created:

@@ -314,6 +314,11 @@ class MemoryService:
         """One fact, marked with the day it was `learned` (default today; memclaw.service.learned)."""
         return self._writer.add_fact(text, scope=scope, section=section, learned=learned)
 
+    def remember_fact(self, text: str, *, scope: str = OWNER_SCOPE, section: str | None = None,
+                      learned: date | None = None) -> tuple[MemoryUnit, bool]:  # fmt: skip
+        """`add_fact`, and whether it wrote the fact now (False: already remembered; memclaw.service.writes)."""
+        return self._writer.remember_fact(text, scope=scope, section=section, learned=learned)
+
     def find_fact(self, text: str, *, scope: str = OWNER_SCOPE, section: str | None = None,
                   learned: date | None = None) -> MemoryUnit | None:  # fmt: skip
         """The fact `add_fact(text, section=section, learned=learned)` would write again (memclaw.service.writes)."""

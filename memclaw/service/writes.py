@@ -26,10 +26,21 @@ class MemoryWriter:
         self._sync = sync
 
     def facts(self, scope: str) -> list[MemoryUnit]:
-        return [u for u in self.scopes.parse(scope) if u.kind == "fact"]
+        return self.scopes.parse(scope, ("fact",))
 
     def add_fact(self, text: str, *, scope: str, section: str | None, learned: date | None = None) -> MemoryUnit:
-        from memclaw.markdown.fact_ops import append_fact, normalize_fact_text
+        """`remember_fact`'s fact (written now, or already there)."""
+        return self.remember_fact(text, scope=scope, section=section, learned=learned)[0]
+
+    def remember_fact(
+        self, text: str, *, scope: str, section: str | None, learned: date | None = None
+    ) -> tuple[MemoryUnit, bool]:
+        """Add one fact, marked with the day it was learned, unless it is already there (`find_fact`): the fact as
+        the synced index reads it, and True if it was written now (False: already remembered). The check and the
+        write are one locked read-modify-write on the file as it is then (memclaw.markdown.fact_ops.append_fact), so
+        that processes adding the same fact at once write it once, and each reports the one in the file."""
+        from memclaw.markdown.fact_ops import DEFAULT_SECTION, append_fact, normalize_fact_text
+        from memclaw.markdown.formats import normalize_section
         from memclaw.markdown.unit_size import section_too_long, too_long
         from memclaw.service.learned import mark_fact
 
@@ -40,32 +51,43 @@ class MemoryWriter:
         if refused:
             raise UsageError(refused)
         path = self.workspace.memory_file(scope)
-        known = self.find_fact(text, scope=scope, section=section)
-        if known is None:  # a re-run does not write it twice
-            self._check_other_files(scope, path)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            append_fact(path, text, section=section, mark=self._mark(scope, path))
+
+        def known() -> MemoryUnit | None:  # under the lock: the file as every earlier writer left it
+            found = self.find_fact(text, scope=scope, section=section)
+            if found is None:  # about to be written: a re-run does not write it twice
+                self._check_other_files(scope, path)
+            return found
+
+        found = append_fact(path, text, section=section, mark=self._mark(scope, path), known=known)
         try:
             self._sync([scope])
         except (VectorStoreUnavailable, IndexError_, PermissionError) as e:
             err = from_permission_error(e) if isinstance(e, PermissionError) else e
             raise type(err)(f"{err} (the fact is saved in {path}; the next sync indexes it)") from e
-        if known is not None:
-            text = known.text
-        sc = self.scopes.get(scope)
-        if sc is not None:
-            match = sc.state.units.last_match("fact", text)
-        else:
-            match = next((u for u in reversed(self.scopes.parse(scope)) if u.kind == "fact" and u.text == text), None)
+        written = found.text if found is not None else text
+        match = self._read_back(scope, written, normalize_section(section) or DEFAULT_SECTION)
         if match is None:
             raise IndexError_(f"the fact was written to {path} but could not be read back; check the file")
-        return match
+        return match, found is None
+
+    def _read_back(self, scope: str, text: str, section: str) -> MemoryUnit | None:
+        """The scope's last fact reading `text` under `section`, after a sync (the same text under another heading
+        is another fact)."""
+        sc = self.scopes.get(scope)
+        if sc is not None:
+            last = sc.state.units.last_match("fact", text)
+            if last is None or last.section == section:
+                return last
+            candidates = sc.state.units.with_prefix("fact", text)
+        else:
+            candidates = list(reversed(self.facts(scope)))
+        return next((u for u in candidates if u.text == text and u.section == section), None)
 
     def find_fact(
         self, text: str, *, scope: str, section: str | None, learned: date | None = None
     ) -> MemoryUnit | None:
         """The fact `add_fact(text, section=section, learned=learned)` would write again: the scope's last fact
-        with this text, if it is under that section (DEFAULT_SECTION when None). Texts are compared as written
+        with this text under that section (DEFAULT_SECTION when None). Texts are compared as written
         (relative dates resolved) without the date they end in: a re-run on another day is the same fact. From the
         synced state when MEMORY.md has not changed since, else from the file. (The same text under another heading
         is another fact.)"""
@@ -85,8 +107,8 @@ class MemoryWriter:
             candidates = sc.state.units.with_prefix("fact", bare)
         else:
             candidates = [u for u in reversed(self.facts(scope)) if u.text.startswith(bare)]
-        last = next((u for u in candidates if bare_fact(u.text) == bare), None)
-        return last if last is not None and last.section == (normalize_section(section) or DEFAULT_SECTION) else None
+        section = normalize_section(section) or DEFAULT_SECTION
+        return next((u for u in candidates if bare_fact(u.text) == bare and u.section == section), None)
 
     def _check_other_files(self, scope: str, path: Path) -> None:
         """Before writing `path`: refuse (MemoryFileError) if another file of the scope that changed since the

@@ -2,7 +2,8 @@
 
 `replace_atomically(path, data)` writes a temp file in the same folder, fsyncs it, gives it the mode of the file it
 replaces, renames it over `path` and fsyncs the folder: a reader (or a crash) sees the old content or the new one,
-never a torn file. It never replaces a symlink (which would turn a link to a file elsewhere into a copy).
+never a torn file. It never replaces a symlink (which would turn a link to a file elsewhere into a copy), nor a file
+made read-only (`check_writable`: by its mode bits, for root too).
 `file_lock(path)` holds an flock on a lock file (never through a symlink) for a `with` block. Errors are plain
 OSError; each caller turns them into its own message.
 """
@@ -38,10 +39,34 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+class ReadOnlyFileError(PermissionError):
+    """The file's mode says this process may not write it (`check_writable`): it is not replaced or appended to."""
+
+
+def check_writable(st: os.stat_result, path: Path) -> None:
+    """Raise ReadOnlyFileError (EACCES) if the mode of the file `st` describes takes writing it away from this
+    process: the owner's write bit for its owner, and for root too (whom the kernel lets write anything, and a
+    rename replaces a file whatever its mode: a file made read-only is meant to stay as it is), the group's for a
+    member of its group, the others' for anyone else."""
+    if not hasattr(os, "geteuid"):  # pragma: no cover - not POSIX
+        return
+    euid = os.geteuid()
+    if euid in (0, st.st_uid):
+        bit = stat.S_IWUSR
+    elif st.st_gid == os.getegid() or st.st_gid in os.getgroups():
+        bit = stat.S_IWGRP
+    else:
+        bit = stat.S_IWOTH
+    if not st.st_mode & bit:
+        raise ReadOnlyFileError(errno.EACCES, "Permission denied (the file is read-only)", str(path))
+
+
 def replace_atomically(path: Path, data: bytes, *, mode: int | None = None) -> None:
     """Replace `path` with `data` atomically and durably; `mode` defaults to the replaced file's (else 0o644).
 
-    A symlink at `path` is neither followed nor replaced: OSError ELOOP (see memclaw.util.safepath.is_symlink_error)."""
+    A symlink at `path` is neither followed nor replaced: OSError ELOOP (see memclaw.util.safepath.is_symlink_error).
+    A file this process may not write by its mode is not replaced either (ReadOnlyFileError, see `check_writable`):
+    the rename would otherwise replace it as if it were writable."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -50,6 +75,8 @@ def replace_atomically(path: Path, data: bytes, *, mode: int | None = None) -> N
         st = None
     if st is not None and stat.S_ISLNK(st.st_mode):
         raise OSError(errno.ELOOP, "is a symlink (not replaced)", str(path))
+    if st is not None:
+        check_writable(st, path)
     if mode is None:
         mode = stat.S_IMODE(st.st_mode) if st is not None else 0o644
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

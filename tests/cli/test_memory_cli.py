@@ -69,6 +69,18 @@ def test_memory_add_marks_the_day_a_fact_was_learned(cli, ws):
     assert "Anything" not in mem.read_text("utf-8")
 
 
+def test_memory_add_into_an_unclosed_code_fence_is_one_line_and_writes_nothing(cli, ws, memclaw_home):
+    """A file whose last fact holds an unclosed code fence: `memory add` for that section (the default one here),
+    another one, or into a file without headings is the same one line, exit 3, never a traceback."""
+    mem = ws / "memory" / "MEMORY.md"
+    for text in ("# Notes\n- a\n  ```\n", "- a\n  ```\n"):
+        mem.write_text(text, "utf-8")
+        before = user_files(memclaw_home)
+        for extra in ([], ["--section", "Other"]):
+            assert_error(cli("memory", "add", "new fact", *extra), 3, str(mem), "unclosed code fence", "close it")
+        assert user_files(memclaw_home) == before
+
+
 def tree(root) -> dict[str, bytes | None]:
     """Every path under `root` (index included), with the bytes of the files outside the vector store."""
     return {
@@ -199,6 +211,41 @@ def test_memory_forget_an_unknown_id_changes_nothing(cli, ws, memclaw_home):
     assert_error(cli("memory", "forget", known, "--sender", "discord:5"), 2, f"no memory with id '{known}'")
     assert user_files(memclaw_home) == before
     assert listed(cli)[0]["id"] == known
+
+
+def test_the_same_fact_added_by_processes_at_once_is_written_once_and_reported_as_in_the_file(cli, ws, memclaw_home):
+    """`memory add` is one locked read-modify-write: four processes adding the same fact at once write it once; one
+    says "remembered", the others "already remembered", all with the id and line the file gives it. Rounds for a new
+    section (the full edit), the file's last one (the append's fast path) and one in the middle."""
+    import os
+    import subprocess
+    import sys
+
+    mem = ws / "memory" / "MEMORY.md"
+    assert cli("memory", "sync").code == 0
+    env = dict(os.environ, MEMCLAW_HOME=str(memclaw_home), COLUMNS="200")
+    rounds = [("Same fact about pears", []), ("Pears again", []), ("Pears in the family", ["--section", "Family"])]
+    for n, (text, extra) in enumerate(rounds * 2):
+        fact = f"{text} {n}"
+        args = ["memory", "add", fact, "--date", "2026-11-25", "--json", *extra]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "memclaw.cli.main", *args],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(4)
+        ]
+        outs = [(p.communicate(timeout=300), p.returncode) for p in procs]
+        assert all(code == 0 for _, code in outs), outs
+        said = [json.loads(out) for (out, _err), _code in outs]
+        assert mem.read_text("utf-8").count(fact) == 1, (n, mem.read_text("utf-8"))
+        assert sorted(r["already_remembered"] for r in said) == [False, True, True, True], said
+        row = next(r for r in listed(cli) if r["text"] == f"{fact} (2026-11-25)")
+        line = 1 + mem.read_text("utf-8").split("\n").index(f"- {fact} (2026-11-25)")
+        assert {(r["id"], r["source"]) for r in said} == {(row["id"], f"memory/MEMORY.md:{line}")}, said
 
 
 # ----- the archive (issue 22) -----------------------------------------------------------------------------------

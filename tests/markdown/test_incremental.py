@@ -183,8 +183,8 @@ def test_append_fact_fast_path_writes_what_the_full_path_writes(tmp_path, monkey
     from memclaw.markdown.fact_ops import DEFAULT_SECTION, append_fact
 
     full_path_calls = []
-    real = memfiles.apply_fact_ops
-    monkeypatch.setattr(memfiles, "apply_fact_ops", lambda *a, **kw: full_path_calls.append(a[0]) or real(*a, **kw))
+    real = memfiles._apply_locked  # the full path's read, plan, check and write (under append_fact's lock)
+    monkeypatch.setattr(memfiles, "_apply_locked", lambda *a, **kw: full_path_calls.append(a[0]) or real(*a, **kw))
 
     full, fast = tmp_path / "full.md", tmp_path / "fast.md"
     base = text.encode()

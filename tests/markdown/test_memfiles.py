@@ -17,6 +17,7 @@ from memclaw.errors import MemoryFileError
 from memclaw.markdown.fact_ops import DEFAULT_SECTION, FactOp, append_fact, apply_fact_ops
 from memclaw.markdown.files import file_signature, lock_path, read_units
 from memclaw.markdown.history_file import append_history, delete_history_entries
+from memclaw.markdown.incremental import parse_file
 from memclaw.markdown.memory_md import parse_memory
 from memclaw.markdown.syntax import bullet_first_line
 from tests.markdown.test_markdown import QA_HISTORY
@@ -149,6 +150,25 @@ def test_append_fact_refuses_to_write_into_an_open_comment(tmp_path):
     p = write(tmp_path, before)
     with pytest.raises(MemoryFileError, match="unclosed HTML comment"):
         append_fact(p, "lost?")
+    assert p.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        b"# Notes\n- a\n  ```\n",  # the fence is the last fact's, and that fact the last of its section
+        b"# Notes\n- a\n  ```\n  code",  # the same without a final newline
+        b"# Notes\n- a\n- b\n  ```\n\n# Later\n- c\n",  # the fence hides the heading after it too
+        b"- a\n  ```\n",  # no heading: a new # Notes at the end
+    ],
+)
+def test_append_fact_refuses_to_write_into_an_unclosed_fence_of_its_section(tmp_path, before):
+    p = write(tmp_path, before)
+    for section in (None, "Other"):
+        with pytest.raises(MemoryFileError, match=r"ends inside an unclosed code fence \(```\): close it"):
+            append_fact(p, "new fact", section=section)
+        with pytest.raises(MemoryFileError, match="unclosed code fence"):
+            apply_fact_ops(p, "owner", SRC, [FactOp("add", text="new fact", section=section)])
     assert p.read_bytes() == before
 
 
@@ -286,6 +306,36 @@ def test_edits_in_a_5mb_file_preserve_every_other_byte(tmp_path):
     assert p.read_bytes() == raw.replace(old_line, b"- edited\n")
 
 
+# ----- read-only files -----------------------------------------------------------------------------------
+def test_no_writer_touches_a_read_only_memory_file(tmp_path):
+    """A memory file made read-only is never written, whoever runs memclaw (root included: its mode decides): an
+    add (the fast append and the full edit), a delete, a history append or delete. One MemoryFileError naming the
+    file, that it is read-only and the chmod that allows the write; bytes, inode and mode unchanged."""
+    mem = write(tmp_path, "# Notes\n- a\n")
+    hist = write(tmp_path, "[2026-03-02 18:10] Talked about Porto.\n", "HISTORY.md")
+    mark = parse_file(mem.read_bytes(), kind="fact", scope="owner", source=SRC)[1]  # the append's fast path
+    fact = facts(mem)[0].id
+    entry = read_units(hist, scope="owner", kind="history", source=SRC)[0].id
+    writes = [
+        (mem, lambda: append_fact(mem, "b", mark=mark)),
+        (mem, lambda: append_fact(mem, "c", section="Other")),
+        (mem, lambda: apply_fact_ops(mem, "owner", SRC, [FactOp("delete", id=fact)])),
+        (hist, lambda: append_history(hist, datetime(2026, 3, 3, 9, 0), "Planned the garden.")),
+        (hist, lambda: delete_history_entries(hist, "owner", SRC, [entry])),
+    ]
+    for path, edit in writes:
+        path.chmod(0o444)
+        before = path.read_bytes(), path.stat().st_ino
+        with pytest.raises(MemoryFileError) as caught:
+            edit()
+        said = str(caught.value)
+        assert str(path) in said and "read-only" in said and f"chmod u+w {path}" in said, said
+        assert (path.read_bytes(), path.stat().st_ino) == before and path.stat().st_mode & 0o777 == 0o444
+        path.chmod(0o644)
+        edit()  # writable again: the same edit goes through
+        assert path.read_bytes() != before[0]
+
+
 # ----- concurrency ---------------------------------------------------------------------------------------
 def _writer(path: str, who: str, n: int) -> None:
     for i in range(n):
@@ -303,6 +353,30 @@ def test_two_processes_appending_keep_every_fact(tmp_path):
         assert pr.exitcode == 0
     got = Counter(u.text for u in facts(p))
     assert got == Counter(f"{w} fact {i}" for w in "ab" for i in range(100))
+
+
+def _add_once(path: str, n: int) -> None:
+    p = Path(path)
+    for i in range(n):
+        fact = f"shared fact {i}"
+        append_fact(p, fact, known=lambda fact=fact: next((u for u in facts(p) if u.text == fact), None))
+
+
+def test_processes_adding_the_same_facts_with_a_check_write_each_once(tmp_path):
+    """`known` is asked under the lock on the file as the other writers left it: four processes adding the same
+    facts at once write each of them once."""
+    p = write(tmp_path, "- seed\n")
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_add_once, args=(str(p), 40)) for _ in range(4)]
+    for pr in procs:
+        pr.start()
+    for pr in procs:
+        pr.join(120)
+        assert pr.exitcode == 0
+    assert Counter(u.text for u in facts(p)) == Counter(["seed", *(f"shared fact {i}" for i in range(40))])
+    before = p.read_bytes()
+    there = facts(p)[1]
+    assert append_fact(p, "shared fact 0", known=lambda: there) is there and p.read_bytes() == before
 
 
 def test_threads_appending_and_editing_keep_every_fact(tmp_path):

@@ -4,6 +4,8 @@ Each run must end in one line and a documented exit code: 0 (it worked, perhaps 
 line `Error: ...` on stderr with 2 (config / workspace) or 3 (memory file or index), never a traceback or exit 1.
 The Markdown is never changed by a command that failed.
 
+A memory file made read-only is left as it is by every command (a rename would replace it whatever its mode).
+
 The commands run as the real console script in a child process. CI runs as root, whom file permissions do not
 stop: the child then gives up root's file-permission override (CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH are
 dropped from its capability bounding set before the exec, so the new program never has them), and the
@@ -13,6 +15,7 @@ permissions apply to it as to the files' owner. As a normal user the child runs 
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import shutil
 import stat
@@ -142,10 +145,42 @@ def test_every_command_on_an_unusable_path_is_one_line_and_a_documented_exit_cod
             problems.append(shown + " (does not say it is about permissions)")
     assert not problems, "\n".join(problems)
     after = _user_files(home)
+    add = dict((tuple(a), r) for a, r in results)[tuple(COMMANDS[3])]
+    if rel.endswith("MEMORY.md"):  # a memory file made read-only (or unreadable) is left as it is
+        assert add.returncode == 3 and str(target) in add.stderr, add.stderr
+        assert after == before
     if after != before:  # only `memory add` writes the Markdown, and says so if the index then failed
-        add = dict((tuple(a), r) for a, r in results)[tuple(COMMANDS[3])]
         assert add.returncode == 0 or "the fact is saved in" in add.stderr, add.stderr
         assert (
             after["MEMORY.md"].endswith(b"- My bike is green (2026-11-26)\n")
             and after["HISTORY.md"] == before["HISTORY.md"]
         )
+
+
+def test_a_read_only_memory_file_is_refused_by_every_writer(pristine):
+    """A user who makes MEMORY.md or HISTORY.md read-only means it: `memory add` and `memory forget` (a fact, a
+    history entry) leave it as it is (an atomic replace would rename over it), with one line naming the file and
+    the chmod, exit 3; the same commands work once it is writable again."""
+    home, copy = pristine
+    shutil.rmtree(home)
+    shutil.copytree(copy, home, symlinks=True)
+    memory = home / "workspace" / "memory"
+    listed = json.loads(memclaw(home, "memory", "list", "--json").stdout)
+    ids = {row["kind"]: row["id"] for row in listed}
+    for name, args in (
+        ("MEMORY.md", ["memory", "add", "My bike is green", "--date", "2026-11-26"]),
+        ("MEMORY.md", ["memory", "forget", ids["fact"]]),
+        ("HISTORY.md", ["memory", "forget", ids["history"]]),
+    ):
+        path = memory / name
+        before = _user_files(home), path.stat().st_ino
+        path.chmod(0o444)
+        r = memclaw(home, *args)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 3 and len(lines) == 1, (args, r.returncode, r.stderr)
+        assert lines[0].startswith("Error: ") and str(path) in lines[0] and "read-only" in lines[0], lines[0]
+        assert f"chmod u+w {path}" in lines[0], lines[0]
+        assert (_user_files(home), path.stat().st_ino) == before and stat.S_IMODE(path.stat().st_mode) == 0o444
+        path.chmod(0o644)
+        r = memclaw(home, *args)
+        assert r.returncode == 0 and _user_files(home) != before[0], r.stderr

@@ -121,6 +121,24 @@ def test_owner_file_linked_outside_is_never_written_nor_replaced(cli, ws, memcla
         assert link.is_symlink() and outside.read_text() == OUTSIDE_TEXT  # not replaced by a copy, not written
 
 
+@pytest.mark.parametrize("which", ["MEMORY.md", "HISTORY.md"])
+def test_onboard_refuses_a_workspace_whose_memory_file_is_a_link(cli, ws, memclaw_home, outside, which):
+    """`onboard` does not call a workspace ready that every other command refuses: the same one line, exit 3, and
+    nothing created, written or replaced (with --demo neither)."""
+    link = ws / "memory" / which
+    link.unlink()
+    link.symlink_to(outside)
+    before = user_files(memclaw_home)
+    for args in (["onboard"], ["onboard", "--demo"], ["onboard", "-w", str(ws)]):
+        r = cli(*args)
+        assert_error(r, 3, str(link), "is a symlink")
+        no_leak(r, "vault", "8841")
+        assert link.is_symlink() and outside.read_text() == OUTSIDE_TEXT
+        assert user_files(memclaw_home) == before
+    link.unlink()
+    assert cli("onboard").code == 0 and not link.is_symlink() and link.is_file()  # the link gone: ready again
+
+
 def test_history_append_through_a_link_is_refused(ws, outside, embedder):
     from datetime import datetime
 
