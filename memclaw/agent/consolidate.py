@@ -214,7 +214,7 @@ class Consolidator:
         for scope, msgs in group_by_scope([m for m in chunk if not is_private(m)], default_scope).items():
             if not any(m.get("role") == "user" for m in msgs) and not any(m.get("content") for m in msgs):
                 continue
-            guard = Guard(forgotten, scope, msgs, self.memory.tokenizer.tokenize)
+            guard = Guard(forgotten, scope, msgs, self.memory.tokenizer.tokenize, self.memory.scopes.doc_freq(scope))
             parts[scope] = _Scope(guard.redact(msgs), guard)
         return parts
 

@@ -236,6 +236,10 @@ class InvertedBM25:
         """The live documents that hold `term`: (slots, term frequencies), or None."""
         return self._live_postings(term)
 
+    def doc_freq(self, term: str) -> int:
+        live = self._live_postings(term)
+        return len(live[0]) if live else 0
+
     def idf(self, term: str) -> float:
         """The term's idf now (0.0 if no live document has it)."""
         live = self._live_postings(term)

@@ -74,6 +74,9 @@ class RankBM25Index:
             self._bm25 = _lucene_okapi([self._docs[i] for i in self._order], self.k1, self.b)
         return self._bm25
 
+    def doc_freq(self, term: str) -> int:
+        return sum(term in tokens for tokens in self._docs.values())
+
     def max_score(self, query_tokens: Sequence[str]) -> float:
         if not self._docs or not any(self._docs.values()):
             return 0.0

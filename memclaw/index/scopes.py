@@ -7,7 +7,7 @@ import bisect
 import logging
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -245,6 +245,18 @@ class ScopeCache:
             else:
                 self._scopes.pop(scope, None)
         return sc
+
+    def doc_freq(self, scope: str) -> Callable[[str], int]:
+        """How many memories of `scope` hold a BM25 token, as its synced index holds them now (0 without one)."""
+        sc = self.get(scope)
+
+        def count(term: str) -> int:
+            if sc is None:
+                return 0
+            with self.lock:
+                return sc.lexical.doc_freq(term)
+
+        return count
 
     def put(self, scope: str, sc: Scope) -> None:
         with self.lock:

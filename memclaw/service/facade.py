@@ -87,7 +87,7 @@ class MemoryService:
             rebuild=lambda scope: self.sync([scope], full=True),
         )  # fmt: skip
         self._writer = MemoryWriter(self.scopes, self.sync)
-        self._forgotten = ForgottenFilter(workspace.sessions_dir, self.tokenizer.tokenize)
+        self._forgotten = ForgottenFilter(workspace.sessions_dir, self.tokenizer.tokenize, self.scopes.doc_freq)
         self._recorder = ConsolidationWriter(workspace, config, self.sync)
         self._write_lock = threading.Lock()  # one sync at a time in this process
         self.embed_error: EmbeddingUnavailable | None = None  # why the last sync left vectors pending, if it did

@@ -8,9 +8,15 @@ session is consolidated, a `Guard` for each scope takes the memories forgotten s
 2. names them to the model as forgotten on purpose (memclaw/prompts/consolidate.md): not to be added back;
 3. drops any fact operation that would write one back, and any sentence of the history entry that restates one,
 
-unless the owner said it again after forgetting it (then it is news, and kept). A text "restates" a forgotten one
-when it holds at least RESTATE_SHARE of the forgotten text's content words (BM25 tokens: stop words out, words
-stemmed), so rewording, another order or extra words do not hide it. The file keeps the last MAX_ENTRIES.
+unless the owner said it again after forgetting it (then it is news, and kept). The file keeps the last MAX_ENTRIES.
+
+A text "restates" a forgotten one (`restates`, the one rule for consolidation and recall: memclaw.service.
+forgotten_recall) when it holds at least RESTATE_SHARE of the forgotten text's content words (BM25 tokens: stop
+words out, words stemmed), so rewording, another order or extra words do not hide it; or RESTATE_SHARE of its
+distinctive words: its names and numbers (a word capitalised inside a sentence, a word with a digit; not a weekday
+or a month) that at most DISTINCTIVE_DF memories of the scope hold, so a short echo ("Got it, Biscuitron it is.")
+restates "The owner's dog is named Biscuitron" while a turn that shares a common word with it ("my dog") does not.
+A name the scope talks about often (a friend's, a city's) is the topic of many memories, not this one's content.
 """
 
 from __future__ import annotations
@@ -33,11 +39,17 @@ log = logging.getLogger(__name__)
 
 FORGOTTEN_FILE = "forgotten.jsonl"
 RESTATE_SHARE = 0.75
+DISTINCTIVE_DF = 3  # a name held by more memories of the scope than this is a topic of the scope, not distinctive
 MAX_ENTRIES = 2000
 REDACTED = "[removed: something the owner asked to forget]"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_OPENING = "\"'([“‘«"
+_CALENDAR = frozenset(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "january",
+                       "february", "march", "april", "may", "june", "july", "august", "september", "october",
+                       "november", "december"))  # fmt: skip
 
 Tokenize = Callable[[str], list[str]]
+DocFreq = Callable[[str], int]  # how many memories of a scope hold a BM25 token
 
 
 @dataclass(frozen=True)
@@ -99,31 +111,86 @@ def note_forgotten(sessions_dir: Path, gone: Sequence[MemoryUnit]) -> None:
                     "when it is consolidated", path, e.strerror or e)  # fmt: skip
 
 
-def restates(words: set[str], key: set[str]) -> bool:
-    """Whether a text (its BM25 tokens) restates a forgotten memory (its content words, `key`): it holds at least
-    RESTATE_SHARE of them."""
-    return bool(key) and len(key & words) >= RESTATE_SHARE * len(key)
+@dataclass(frozen=True)
+class ForgottenKey:
+    """What a text must hold to restate a forgotten memory: its content words and its distinctive ones."""
+
+    words: frozenset[str]
+    names: frozenset[str]  # its names and numbers; `distinctive` keeps the rare ones
+
+    def distinctive(self, doc_freq: DocFreq) -> ForgottenKey:
+        """The key with only the names that at most DISTINCTIVE_DF memories of the scope hold."""
+        return ForgottenKey(self.words, frozenset(t for t in self.names if doc_freq(t) <= DISTINCTIVE_DF))
 
 
-def _content_text(m: dict[str, Any]) -> str:
+def _is_name(word: str, opens_sentence: bool) -> bool:
+    """Whether a word of a text is a name or a number (see the module docstring)."""
+    bare = word.lstrip(_OPENING)
+    if any(c.isdigit() for c in bare):
+        return True
+    return not opens_sentence and bare[:1].isupper() and bare.strip(".,;:!?'\"”’)»").lower() not in _CALENDAR
+
+
+def key_of(text: str, tokenize: Tokenize) -> ForgottenKey:
+    """The key of a forgotten memory's text (its learned-mark left out), every name in it."""
+    body = split_trailing_date(text)[0]
+    words = frozenset(tokenize(body))
+    names: set[str] = set()
+    for sentence in _SENTENCE_END.split(body):
+        for n, word in enumerate(sentence.split()):
+            if _is_name(word, n == 0):
+                names.update(tokenize(word))
+    return ForgottenKey(words, frozenset(names & words))
+
+
+def _holds(words: set[str], part: frozenset[str]) -> bool:
+    return bool(part) and len(part & words) >= RESTATE_SHARE * len(part)
+
+
+def restates(words: set[str], key: ForgottenKey) -> bool:
+    """Whether a text (its BM25 tokens) restates a forgotten memory (its `key`): it holds at least RESTATE_SHARE of
+    its content words or of its distinctive ones."""
+    return _holds(words, key.words) or _holds(words, key.names)
+
+
+def _said(m: dict[str, Any]) -> str:
+    """The text a message says (its tool calls are not said)."""
     content = m.get("content")
     if isinstance(content, list):
         content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    parts = [content if isinstance(content, str) else ""]
+    return content if isinstance(content, str) else ""
+
+
+def _content_text(m: dict[str, Any]) -> str:
+    parts = [_said(m)]
     parts += [str((tc.get("function") or {}).get("arguments", "")) for tc in m.get("tool_calls") or []]
     return " ".join(parts)
+
+
+def _redacted(m: dict[str, Any]) -> dict[str, Any]:
+    """A message that restates a forgotten memory, as the model reads and the archive keeps it: what it said is
+    REDACTED, its tool calls' arguments are emptied. A message that said nothing (it only called a tool) still says
+    nothing: the archive keeps no turn for it, as for any tool call."""
+    out = {**m, "content": REDACTED} if _said(m).strip() else dict(m)
+    if m.get("tool_calls"):
+        out["tool_calls"] = [{**tc, "function": {**(tc.get("function") or {}), "arguments": "{}"}}
+                             for tc in m["tool_calls"]]  # fmt: skip
+    return out
 
 
 class Guard:
     """The memories of one scope forgotten since a chunk of a session began, and what follows for that chunk."""
 
     def __init__(self, forgotten: Sequence[ForgottenMemory], scope: str, msgs: Sequence[dict[str, Any]],
-                 tokenize: Tokenize) -> None:  # fmt: skip
+                 tokenize: Tokenize, doc_freq: DocFreq | None = None) -> None:  # fmt: skip
+        """`doc_freq`: how many memories of the scope hold a token (which names are distinctive; without it, every
+        name is)."""
         self._tokenize = tokenize
         times = [t for t in (_message_time(m) for m in msgs) if t]
         begin = min(times) if times else None
         self.entries = [f for f in forgotten if f.scope == scope and (begin is None or f.at >= begin)]
-        self._keys = [self._key(f.text) for f in self.entries]
+        keys = [key_of(f.text, tokenize) for f in self.entries]
+        self._keys = [k.distinctive(doc_freq) for k in keys] if doc_freq else keys
         # said again after it was forgotten: news, not a leftover
         self._said_again = [
             any(
@@ -139,10 +206,7 @@ class Guard:
         """The forgotten memories to name to the model (those not said again since)."""
         return [f.text for f, again in zip(self.entries, self._said_again, strict=True) if not again]
 
-    def _key(self, text: str) -> set[str]:
-        return set(self._tokenize(split_trailing_date(text)[0]))
-
-    def _restates(self, text: str, key: set[str]) -> bool:
+    def _restates(self, text: str, key: ForgottenKey) -> bool:
         return restates(set(self._tokenize(text)), key)
 
     def _hit(self, text: str, *, before: datetime | None = None, all_: bool = False) -> bool:
@@ -153,18 +217,13 @@ class Guard:
         )
 
     def redact(self, msgs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        """`msgs` with each message sent before a forget that restates what was forgotten replaced by REDACTED."""
+        """`msgs` with each message sent before a forget that restates what was forgotten `_redacted`."""
         if not self.entries:
             return list(msgs)
         out = []
         for m in msgs:
             t = _message_time(m)
-            if self._hit(_content_text(m), before=t, all_=True):
-                m = {**m, "content": REDACTED}
-                if m.get("tool_calls"):
-                    m["tool_calls"] = [{**tc, "function": {**(tc.get("function") or {}), "arguments": "{}"}}
-                                       for tc in m["tool_calls"]]  # fmt: skip
-            out.append(m)
+            out.append(_redacted(m) if self._hit(_content_text(m), before=t, all_=True) else m)
         return out
 
     def keeps(self, text: str | None) -> bool:

@@ -305,3 +305,14 @@ def test_with_the_real_tokenizer_recall_finds_the_memory() -> None:
     assert ix.search(tok.tokenize("What did Melanie paint?"), 3)[0][0] == "f2"
     assert ix.search(tok.tokenize("Who runs?"), 3)[0][0] == "h1"
     assert tok.tokenize("What was it?") == []  # stop words only: no BM25 query at all
+
+
+@pytest.mark.parametrize("cls", BACKENDS)
+def test_doc_freq_counts_the_live_documents_holding_a_term(cls: type[LexicalIndex]) -> None:
+    ix = cls()
+    ix.add("m1", ["dog", "name", "biscuitron", "biscuitron"])
+    ix.add("m2", ["dog", "walk"])
+    ix.add("m3", ["biscuitron"])
+    assert (ix.doc_freq("dog"), ix.doc_freq("biscuitron"), ix.doc_freq("cat")) == (2, 2, 0)
+    ix.remove("m3")
+    assert ix.doc_freq("biscuitron") == 1

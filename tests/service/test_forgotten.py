@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from memclaw.index.tokenizer import Tokenizer
 from memclaw.markdown.units import MemoryUnit
-from memclaw.service.forgotten import REDACTED, ForgottenMemory, Guard, load, record
+from memclaw.service.forgotten import DISTINCTIVE_DF, REDACTED, ForgottenMemory, Guard, key_of, load, record, restates
 
 T0 = datetime(2026, 3, 2, 18, 0).astimezone()
 FORGOT = "Sister Lena lives in Porto (2025-03-01)"
@@ -36,8 +36,8 @@ CHAT = [
 def test_messages_before_the_forget_that_restate_it_are_redacted():
     g = guard(CHAT)
     out = g.redact(CHAT)
-    assert [m["content"] for m in out] == [REDACTED, REDACTED, REDACTED, REDACTED, CHAT[4]["content"]]
-    assert out[1]["tool_calls"][0]["function"]["arguments"] == "{}"
+    assert [m["content"] for m in out] == [REDACTED, "", REDACTED, REDACTED, CHAT[4]["content"]]
+    assert out[1]["tool_calls"][0]["function"]["arguments"] == "{}"  # a tool call alone said nothing: still nothing
     assert CHAT[0]["content"].startswith("My sister")  # the session itself is not changed
     assert g.texts == [FORGOT]
 
@@ -74,3 +74,28 @@ def test_the_record_keeps_scope_text_and_time(tmp_path):
     record(path, [MemoryUnit("h1", "history", "people/x", "h", 1, "line one\nline two")], now=T0)
     got = load(path)
     assert [(f.scope, f.text, f.at) for f in got] == [("owner", FORGOT, T0), ("people/x", "line one\nline two", T0)]
+
+
+def said(text: str, forgot: str, doc_freq=lambda _: 1) -> bool:
+    tok = Tokenizer().tokenize
+    return restates(set(tok(text)), key_of(forgot, tok).distinctive(doc_freq))
+
+
+def test_a_short_echo_of_a_distinctive_name_or_number_restates_it():
+    dog = "The owner dog is named Biscuitron (2026-11-28)"
+    assert said("Got it, Biscuitron it is.", dog)
+    assert said("Locker 3917, noted.", "Maya's gym locker code is 3917")
+    assert said("Edinburgh, Scotland would be great", "John is considering Edinburgh, Scotland for the trip")
+    # a common word is not distinctive: not the sentence's first word, a weekday or a month, a plain word
+    assert not said("I walked the dog this morning", dog)
+    assert not said("The owner is back", dog)
+    assert not said("See you on Friday", "Maria ran a charity race last Friday")
+    assert not said("The gym closes at ten", "Maya's gym locker code is 3917")
+    assert not said("Edinburgh is lovely", "John is considering Edinburgh, Scotland for the trip")  # half the names
+
+
+def test_a_name_the_scope_holds_often_is_not_distinctive():
+    dog = "The owner dog is named Biscuitron"
+    assert said("Got it, Biscuitron it is.", dog, lambda _: DISTINCTIVE_DF)
+    assert not said("Got it, Biscuitron it is.", dog, lambda _: DISTINCTIVE_DF + 1)
+    assert said("My dog is named Biscuitron", dog, lambda _: 100)  # most of its words: restated whatever the names
