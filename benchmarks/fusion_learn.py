@@ -35,7 +35,7 @@ from fusion_lab import Query, load, score  # noqa: E402
 
 import memclaw.recall.ranking as ranking  # noqa: E402
 from memclaw.recall.confidence import bm25_confidence, vector_confidence  # noqa: E402
-from memclaw.recall.fusion import Fused, FusionParams, apply_floors  # noqa: E402
+from memclaw.recall.fusion import Fused, FusionParams, apply_floors, fuse  # noqa: E402
 
 NAMES = ("b", "v", "b_conf", "v_conf", "b_rank", "v_rank", "both")
 ADOPTED = np.array([0.6, 1.0, 0.15, 0.25, 0.0, 0.0, 0.0])
@@ -43,22 +43,14 @@ ADOPTED = np.array([0.6, 1.0, 0.15, 0.25, 0.0, 0.0, 0.0])
 
 def features(bm25: Sequence[tuple[str, float]], vector: Sequence[tuple[str, float]], p: FusionParams,
              bound: float) -> tuple[list[Fused], np.ndarray]:  # fmt: skip
-    """The candidates (with provenance, as memclaw.recall.fusion.fuse gives them) and their feature rows."""
-    hits: dict[str, Fused] = {}
-    for r, (i, s) in enumerate(bm25, 1):
-        h = hits.setdefault(i, Fused(i))
-        if h.bm25_rank is None:
-            h.bm25_rank, h.bm25_score = r, float(s)
-    for r, (i, s) in enumerate(vector, 1):
-        h = hits.setdefault(i, Fused(i))
-        if h.vector_rank is None:
-            h.vector_rank, h.vector_similarity = r, float(s)
+    """The candidates (with provenance: memclaw.recall.fusion.fuse's, whose scores are replaced) and their feature
+    rows."""
+    out = fuse(bm25, vector, p, bm25_bound=bound)
     bs, vs = [s for _i, s in bm25], [s for _i, s in vector]
     lb = math.log(bm25_confidence(bs, bound)) if bs else 0.0
     lv = math.log(vector_confidence(vs)) if vs else 0.0
     top = bs[0] if bs else 0.0
     span = (max(vs[0], p.vector_span_from) - p.min_similarity) if vs else 0.0
-    out = list(hits.values())
     x = np.zeros((len(out), len(NAMES)))
     for j, h in enumerate(out):
         b = h.bm25_score / top if top > 0 and h.bm25_score is not None else 0.0
