@@ -293,6 +293,7 @@ def run() -> None:
     from memclaw.errors import MemclawError
 
     tolerant_streams()
+    _closed_streams_to_devnull()
     try:
         code = app(standalone_mode=False)  # click returns typer.Exit's code here instead of exiting
         if code == 130:  # typer's word for a Ctrl-C: say what it left
@@ -304,6 +305,10 @@ def run() -> None:
             sys.exit(code)
     except BrokenPipeError:
         _quiet_exit_for_closed_stdout()
+    except OSError as e:
+        if e.errno not in _OUTPUT_ERRNOS:
+            raise
+        _exit_for_unwritable_output(e)
     except MemclawError as e:
         error_line(e)
         sys.exit(e.exit_code)
@@ -321,6 +326,8 @@ def run() -> None:
     except SystemExit as e:
         if _closed_stdout(e):
             _quiet_exit_for_closed_stdout()
+        if isinstance(e.__context__, OSError) and e.__context__.errno in _OUTPUT_ERRNOS:
+            _exit_for_unwritable_output(e.__context__)
         raise
     except Exception as e:  # usage errors arrive here in non-standalone mode
         _exit_for_click(e)
@@ -344,6 +351,30 @@ def _quiet_exit_for_closed_stdout() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     sys.exit(BROKEN_PIPE_EXIT)
+
+
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF})
+"""Errors of writing the output itself (`> /dev/full`, a full disk, a closed descriptor): one line, exit 1."""
+
+
+def _closed_streams_to_devnull() -> None:
+    """A process started with stdout or stderr closed (`memclaw recall x >&-`) has None there: it writes to
+    /dev/null instead (the work is done, nothing is shown), as if redirected."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 (lives as long as the process)
+
+
+def _exit_for_unwritable_output(e: OSError) -> None:
+    """One line on stderr (if it can take it), then exit 1 with stdout on /dev/null, so that the interpreter's last
+    flush of what is still buffered does not fail again."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"Error: cannot write the output: {e.strerror or e}; write it somewhere with room\n")
+        sys.stderr.flush()
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(1)
 
 
 def _exit_for_click(e: Exception) -> None:

@@ -106,3 +106,29 @@ def test_a_closed_stdout_ends_quietly_with_141(home, args):
     finally:
         os.close(write)
     assert (p.returncode, p.stderr) == (BROKEN_PIPE_EXIT, ""), args
+
+
+def _with_stdout(home: Path, redirect: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """The console script with its stdout redirected by the shell (`>&-` closes it, `>/dev/full` fills up)."""
+    env = dict(os.environ, MEMCLAW_HOME=str(home), COLUMNS="120")
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", LITELLM_LOCAL_MODEL_COST_MAP="True")
+    cmd = " ".join([sys.executable, "-m", "memclaw.cli.main", *(f"'{a}'" for a in args), redirect])
+    return subprocess.run(["sh", "-c", cmd], cwd=REPO, env=env, stderr=subprocess.PIPE, text=True, timeout=300)
+
+
+def test_a_closed_stdout_does_the_work_and_shows_nothing(home):
+    """`memclaw memory add x >&-`: Python starts with sys.stdout None; the command runs as if sent to /dev/null."""
+    p = _with_stdout(home, ">&-", "memory", "add", "The boat is blue")
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    p = _with_stdout(home, ">&-", "recall", "boat")
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert "The boat is blue" in (home / "workspace" / "memory" / "MEMORY.md").read_text("utf-8")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+@pytest.mark.parametrize("args", [("memory", "stats"), ("recall", "boat", "--json"), ("config",)])
+def test_an_output_that_cannot_be_written_is_one_line_exit_1(home, args):
+    p = _with_stdout(home, ">/dev/full", *args)
+    assert p.returncode == 1, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert lines == ["Error: cannot write the output: No space left on device; write it somewhere with room"], p.stderr
