@@ -126,6 +126,18 @@ class Workspace:
         self.memory_file(scope)
         self.history_file(scope)
 
+    def check_all(self) -> None:
+        """Refuse a workspace any command would refuse, before anything is created in it (onboard): a symlink among
+        the files and folders of any scope (memory files, their lock files, `people/`, the archive and its days)."""
+        from memclaw.markdown.files import lock_path
+
+        for scope in self.scopes():
+            self.check_scope(scope)
+            for path in (self.memory_file(scope), self.history_file(scope)):
+                refuse_symlinks(lock_path(path), self.memory_root)
+            if self.archive_dir(scope).is_dir():
+                self.archive_files(scope)
+
     def scopes(self) -> list[str]:
         """`owner` and every outside sender with a folder under memory/people/ (sorted). MemoryFileError if
         `people/` or a folder in it is a symlink (see memclaw.util.safepath): refused, never skipped in silence."""
@@ -318,15 +330,15 @@ def config_template(workspace: Path | None = None) -> str:
 
 
 def create_workspace_files(root: Path, created: list[Path] | None = None, kept: list[Path] | None = None) -> Workspace:
-    """Create the workspace's template files and folders that are missing; never touch existing files. A memory file
-    that is a symlink is refused as every command refuses it (Workspace.check_scope: MemoryFileError), before anything
-    is created in the workspace: a workspace no command can use is not "ready"."""
+    """Create the workspace's template files and folders that are missing; never touch existing files. A symlink
+    every command would refuse (a memory file, its lock, `people/`, the archive: Workspace.check_all, MemoryFileError)
+    is refused before anything is created in the workspace: a workspace no command can use is not "ready"."""
     created = [] if created is None else created
     kept = [] if kept is None else kept
     root = Path(root).expanduser()
     if root.exists() and not root.is_dir():
         raise WorkspaceError(f"{root} exists but is not a folder: choose another --workspace")
-    Workspace(root).check_scope(OWNER_SCOPE)
+    Workspace(root).check_all()
     _ensure_dir(root, created, kept)
     for rel in WORKSPACE_TEMPLATE_FILES:
         dest = root / rel

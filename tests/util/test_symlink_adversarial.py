@@ -139,6 +139,25 @@ def test_onboard_refuses_a_workspace_whose_memory_file_is_a_link(cli, ws, memcla
     assert cli("onboard").code == 0 and not link.is_symlink() and link.is_file()  # the link gone: ready again
 
 
+@pytest.mark.parametrize("which", ["archive", "people", "archive/2026-11-20.md", ".MEMORY.md.lock"])
+def test_onboard_refuses_any_link_the_other_commands_refuse(cli, ws, memclaw_home, tmp_path, which):
+    """A linked archive, archive day, people/ or lock file: onboard says what recall and status say (exit 3), not
+    "ready"."""
+    target = tmp_path / "elsewhere"
+    target.mkdir(exist_ok=True)
+    if which.endswith((".md", ".lock")):
+        target = target / "file.md"
+        target.write_text("# 2026-11-20\n", "utf-8")
+    link = ws / "memory" / which
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(target)
+    assert_error(cli("onboard"), 3, "is a symlink")
+    others = [cli(*args) for args in (["recall", "Porto"], ["status"], ["memory", "add", "I moved to Faro"])]
+    assert any(r.code == 3 and "is a symlink" in r.err for r in others)  # what onboard said, another command says
+    link.unlink()
+    assert cli("onboard").code == 0
+
+
 def test_history_append_through_a_link_is_refused(ws, outside, embedder):
     from datetime import datetime
 
