@@ -121,18 +121,15 @@ class Workspace:
             raise WorkspaceError(f"cannot list {d}: {e.strerror}; fix its permissions") from e
 
     def check_scope(self, scope: str) -> None:
-        """Refuse a scope that cannot be used safely before a turn or command reads anything of it: an invalid
-        scope (InvalidSenderError), or a symlink on the way to its files (MemoryFileError)."""
+        """Refuse a scope unsafe to use before anything of it is read: invalid (InvalidSenderError), or a symlink."""
         self.memory_file(scope)
         self.history_file(scope)
 
     def check_all(self) -> None:
-        """Refuse a workspace any command would refuse, before anything is created in it (onboard): a symlink among
-        the files and folders of any scope (memory files, their lock files, `people/`, the archive and its days)."""
+        """Refuse what any command would (onboard): a symlink for a scope's files, their locks, `people/`, archive."""
         from memclaw.markdown.files import lock_path
 
         for scope in self.scopes():
-            self.check_scope(scope)
             for path in (self.memory_file(scope), self.history_file(scope)):
                 refuse_symlinks(lock_path(path), self.memory_root)
             if self.archive_dir(scope).is_dir():

@@ -7,9 +7,6 @@ of reach, 5 LLM unavailable, 130 interrupted, 141 stdout closed by its reader (q
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -290,10 +287,17 @@ def status(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) -> None:
 def run() -> None:
     """Console-script entry point: the one place errors become messages and exit codes."""
     from memclaw.cli.common import error_line, tolerant_streams
+    from memclaw.cli.exits import (
+        OUTPUT_ERRNOS,
+        closed_stdout,
+        closed_streams_to_devnull,
+        exit_for_unwritable_output,
+        quiet_exit_for_closed_stdout,
+    )
     from memclaw.errors import MemclawError
 
     tolerant_streams()
-    _closed_streams_to_devnull()
+    closed_streams_to_devnull()
     try:
         code = app(standalone_mode=False)  # click returns typer.Exit's code here instead of exiting
         if code == 130:  # typer's word for a Ctrl-C: say what it left
@@ -304,11 +308,11 @@ def run() -> None:
         if isinstance(code, int) and code:
             sys.exit(code)
     except BrokenPipeError:
-        _quiet_exit_for_closed_stdout()
+        quiet_exit_for_closed_stdout()
     except OSError as e:
-        if e.errno not in _OUTPUT_ERRNOS:
+        if e.errno not in OUTPUT_ERRNOS:
             raise
-        _exit_for_unwritable_output(e)
+        exit_for_unwritable_output(e)
     except MemclawError as e:
         error_line(e)
         sys.exit(e.exit_code)
@@ -324,57 +328,14 @@ def run() -> None:
         typer.echo(interrupt_note(), err=True)
         sys.exit(130)
     except SystemExit as e:
-        if _closed_stdout(e):
-            _quiet_exit_for_closed_stdout()
-        if isinstance(e.__context__, OSError) and e.__context__.errno in _OUTPUT_ERRNOS:
-            _exit_for_unwritable_output(e.__context__)
+        if closed_stdout(e):
+            quiet_exit_for_closed_stdout()
+        if isinstance(e.__context__, OSError) and e.__context__.errno in OUTPUT_ERRNOS:
+            exit_for_unwritable_output(e.__context__)
         raise
     except Exception as e:  # usage errors arrive here in non-standalone mode
         _exit_for_click(e)
         raise
-
-
-BROKEN_PIPE_EXIT = 141
-"""A reader that closed stdout (`memclaw recall x | head -1`): no message, the shell's code for SIGPIPE (128 + 13)."""
-
-
-def _closed_stdout(e: SystemExit) -> bool:
-    """The exit is click's for a closed stdout: typer catches EPIPE inside a command and exits 1 quietly."""
-    cause = e.__context__
-    return isinstance(cause, OSError) and cause.errno == errno.EPIPE
-
-
-def _quiet_exit_for_closed_stdout() -> None:
-    """Exit BROKEN_PIPE_EXIT without a word, stdout pointed at /dev/null so that the interpreter's last flush
-    of what is still buffered fails on nothing (Python's documented way: "Note on SIGPIPE" in the signal module)."""
-    with contextlib.suppress(OSError, ValueError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    sys.exit(BROKEN_PIPE_EXIT)
-
-
-_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF})
-"""Errors of writing the output itself (`> /dev/full`, a full disk, a closed descriptor): one line, exit 1."""
-
-
-def _closed_streams_to_devnull() -> None:
-    """A process started with stdout or stderr closed (`memclaw recall x >&-`) has None there: it writes to
-    /dev/null instead (the work is done, nothing is shown), as if redirected."""
-    for name in ("stdout", "stderr"):
-        if getattr(sys, name) is None:
-            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 (lives as long as the process)
-
-
-def _exit_for_unwritable_output(e: OSError) -> None:
-    """One line on stderr (if it can take it), then exit 1 with stdout on /dev/null, so that the interpreter's last
-    flush of what is still buffered does not fail again."""
-    with contextlib.suppress(OSError, ValueError):
-        sys.stderr.write(f"Error: cannot write the output: {e.strerror or e}; write it somewhere with room\n")
-        sys.stderr.flush()
-    with contextlib.suppress(OSError, ValueError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    sys.exit(1)
 
 
 def _exit_for_click(e: Exception) -> None:

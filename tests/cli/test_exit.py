@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memclaw.cli.main import BROKEN_PIPE_EXIT
+from memclaw.cli.exits import BROKEN_PIPE_EXIT
 from memclaw.service.prefetch import Prefetch
 from memclaw.util.background import background_thread, wait_for_background
 

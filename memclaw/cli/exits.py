@@ -1,0 +1,52 @@
+"""How the console script ends when its output cannot be written: a reader that went away (`| head -1`: quietly,
+141), a closed stdout (`>&-`: as /dev/null), an output that cannot take the text (a full disk: one line, exit 1).
+memclaw.cli.main.run is the one place that calls these."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import sys
+
+BROKEN_PIPE_EXIT = 141
+"""A reader that closed stdout (`memclaw recall x | head -1`): no message, the shell's code for SIGPIPE (128 + 13)."""
+
+
+def closed_stdout(e: SystemExit) -> bool:
+    """The exit is click's for a closed stdout: typer catches EPIPE inside a command and exits 1 quietly."""
+    cause = e.__context__
+    return isinstance(cause, OSError) and cause.errno == errno.EPIPE
+
+
+def quiet_exit_for_closed_stdout() -> None:
+    """Exit BROKEN_PIPE_EXIT without a word, stdout pointed at /dev/null so that the interpreter's last flush
+    of what is still buffered fails on nothing (Python's documented way: "Note on SIGPIPE" in the signal module)."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(BROKEN_PIPE_EXIT)
+
+
+OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF})
+"""Errors of writing the output itself (`> /dev/full`, a full disk, a closed descriptor): one line, exit 1."""
+
+
+def closed_streams_to_devnull() -> None:
+    """A process started with stdout or stderr closed (`memclaw recall x >&-`) has None there: it writes to
+    /dev/null instead (the work is done, nothing is shown), as if redirected."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 (lives as long as the process)
+
+
+def exit_for_unwritable_output(e: OSError) -> None:
+    """One line on stderr (if it can take it), then exit 1 with stdout on /dev/null, so that the interpreter's last
+    flush of what is still buffered does not fail again."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"Error: cannot write the output: {e.strerror or e}; write it somewhere with room\n")
+        sys.stderr.flush()
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(1)
