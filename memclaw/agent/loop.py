@@ -4,8 +4,8 @@
 
 1. Slash commands (`/new`, `/help`; `/recall <query>`, `/forget <id>` and `/incognito` through
    memclaw.agent.commands) are answered directly and not stored in the session.
-2. The user's message is appended to the session JSONL (fsynced) before anything can fail (marked private when the
-   session is incognito, as is everything the turn appends).
+2. The session is read as its file is now and the user's message is appended to it (fsynced) before anything can
+   fail (marked private when the session is incognito, as is everything the turn appends).
 3. `memclaw.context.builder.build_messages` assembles the prompt for this sender (owner or outsider) with recalled
    memories of the sender's scope and the session history.
 4. The LLM is called with the tools this sender may use; tool calls are executed and their results appended (to
@@ -14,8 +14,10 @@
 5. The reply is appended to the session (fsynced) and returned; if the session is now longer than
    `agent.memory_window`, its older part is consolidated into memory (in the background by default).
 
-Turns of one chat run one at a time (a lock per chat); different chats run concurrently. Blocking work (index,
-embedding, files) runs in worker threads. A failure gives a short apology; the session and memory stay intact.
+Turns of one chat run one at a time (a lock per chat in this process, and the session's turn lock across
+processes and threads, memclaw.agent.turnlock: held from step 2 to step 5, so each reply directly follows its own
+message; `/new` holds it too); different chats run concurrently. Blocking work (index, embedding, files) runs in
+worker threads. A failure gives a short apology; the session and memory stay intact.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from memclaw.agent.commands import INCOGNITO_COMMAND, MEMORY_COMMANDS, incognito
 from memclaw.agent.consolidate import ConsolidationReport, Consolidator, describe
 from memclaw.agent.sessions import INCOGNITO, Session, SessionStore
 from memclaw.agent.turn import AgentReply, InboundMessage, ToolUse, TurnRecord, apology
+from memclaw.agent.turnlock import turn_held
 from memclaw.context.builder import IncomingMessage, build_messages
 from memclaw.context.senders import Sender, is_owner, scope_for
 from memclaw.errors import InvalidSenderError, LLMError, MemoryFileError
@@ -154,7 +157,19 @@ class Agent:
         cmd = text.split(maxsplit=1)[0].lower() if text.startswith("/") else ""
         if cmd in COMMANDS:
             return await self._command(cmd, text[len(cmd) :].strip(), msg, ctx, rec)
+        async with turn_held(self.sessions, msg.channel, msg.chat_id):  # one turn at a time per session
+            reply, replied = await self._turn(msg, sender, ctx, rec)
+        # 5. consolidation when the session outgrew the window (after the turn lock: it may wait for the claim)
+        if replied and self.consolidator is not None and len(replied.unconsolidated) > self.config.agent.memory_window:
+            await self._after_turn(msg.channel, msg.chat_id)
+        return reply
 
+    async def _turn(
+        self, msg: InboundMessage, sender: Sender, ctx: ToolContext, rec: TurnRecord
+    ) -> tuple[AgentReply, Session | None]:
+        """Steps 1-4 of a turn, under the session's turn lock: the session as its file is now, the user's message,
+        the model and tools, the reply. With the reply, the session when the reply was stored in it."""
+        owner, scope = ctx.is_owner, ctx.scope
         # 1. the user's message, on disk before anything else can fail
         t = time.perf_counter()
         session = await asyncio.to_thread(self.sessions.load, msg.channel, msg.chat_id)
@@ -219,10 +234,10 @@ class Agent:
                 text = f"Sorry, I could not get an answer from the model: {e}. Your message is saved."
             else:
                 text = "Sorry, I can't answer right now. Please try again in a little while."
-            return AgentReply(text, ok=False, record=rec)
+            return AgentReply(text, ok=False, record=rec), None
 
         if not final:  # nothing memclaw said: shown, never stored or archived as its words (the message is kept)
-            return AgentReply(EMPTY_REPLY, record=rec)
+            return AgentReply(EMPTY_REPLY, record=rec), None
 
         # 4. the reply, on disk before it is returned
         t = time.perf_counter()
@@ -232,11 +247,7 @@ class Agent:
         final_msg["usage"] = rec.usage.to_json()
         await asyncio.to_thread(self.sessions.append, session, *_private(session, final_msg))
         rec.timings_ms["session"] += (time.perf_counter() - t) * 1000
-
-        # 5. consolidation when the session outgrew the window
-        if self.consolidator is not None and len(session.unconsolidated) > self.config.agent.memory_window:
-            await self._after_turn(msg.channel, msg.chat_id)
-        return AgentReply(final, ok=not rec.stopped_at_limit, record=rec)
+        return AgentReply(final, ok=not rec.stopped_at_limit, record=rec), session
 
     def _account(self, rec: TurnRecord, resp: LLMResponse) -> None:
         rec.llm_calls += 1
@@ -310,6 +321,10 @@ class Agent:
         pending = [t for t in self._background if t.get_name() == f"consolidate {key[0]}/{key[1]}"]
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+        async with turn_held(self.sessions, msg.channel, msg.chat_id):  # a turn in flight ends first, then the claim
+            return await self._new_session(msg, rec)
+
+    async def _new_session(self, msg: InboundMessage, rec: TurnRecord) -> AgentReply:
         session = await asyncio.to_thread(self.sessions.load, msg.channel, msg.chat_id)
         if not session.unconsolidated:
             if session.messages:

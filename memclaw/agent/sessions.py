@@ -15,7 +15,8 @@ file's messages are already in long-term memory).
   so messages appended meanwhile are kept and a run already gone removes nothing; `set_pointer` writes a pointer only
   while the messages it counts are still the file's first ones.
 - A consolidation holds the session's claim (`try_claim`, a second lock file) from reading to trimming, so two
-  processes sharing a session (`agent -m`, `chat`, the gateway) never consolidate it at once.
+  processes sharing a session (`agent -m`, `chat`, the gateway) never consolidate it at once; a turn holds its
+  turn lock (a third, TURN_SUFFIX; memclaw.agent.turnlock) from its user message to its reply.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ partial failure does not write them twice. Cleared when the pointer moves past t
 
 CLAIM_SUFFIX = ".consolidation.lock"
 """The consolidation claim's lock file is the session file's name plus this (see SessionStore.try_claim)."""
+TURN_SUFFIX = ".turn.lock"
+"""The turn lock's file: one turn at a time per session, across processes and threads (memclaw.agent.turnlock)."""
 
 
 INCOGNITO = "incognito"
@@ -162,13 +165,14 @@ class SessionStore:
         with held:
             yield
 
-    def try_claim(self, session: Session) -> contextlib.ExitStack | None:
+    def try_claim(self, session: Session, suffix: str = CLAIM_SUFFIX) -> contextlib.ExitStack | None:
         """The session's consolidation claim, if no one else (thread or process) holds it now (None otherwise): a
         second lock file beside the session's own, held by a consolidation from reading the session to trimming it,
-        so that two consolidations of one session never overlap. Closing the returned stack releases it."""
+        so that two consolidations of one session never overlap (or, with TURN_SUFFIX, its turn lock). Closing the
+        returned stack releases it."""
         stack = contextlib.ExitStack()
         try:
-            stack.enter_context(self._locked(session.path, Path(str(session.path) + CLAIM_SUFFIX), wait=False))
+            stack.enter_context(self._locked(session.path, Path(str(session.path) + suffix), wait=False))
         except BlockingIOError:
             return None
         return stack
