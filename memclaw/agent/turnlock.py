@@ -29,7 +29,9 @@ POLL_S = 0.05
 """How often a turn waiting for another turn of its session tries the lock again."""
 NOTE_AFTER_S = 1.5
 """A turn that has waited this long says so (once)."""
-WAITING_NOTE = "waiting for another memclaw turn in this session (%s/%s) to finish"
+WAITING_NOTE = (
+    "waiting for another memclaw turn in this session (%s/%s) to finish; your message is saved when its turn starts"
+)
 
 
 @contextlib.asynccontextmanager
