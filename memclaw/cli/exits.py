@@ -28,8 +28,9 @@ def quiet_exit_for_closed_stdout() -> None:
     sys.exit(BROKEN_PIPE_EXIT)
 
 
-OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF})
-"""Errors of writing the output itself (`> /dev/full`, a full disk, a closed descriptor): one line, exit 1."""
+OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+"""No room to write (`> /dev/full`, a full disk or quota), met where no code path said it in its own words: one line,
+exit 1."""
 
 
 def closed_streams_to_devnull() -> None:
@@ -41,10 +42,11 @@ def closed_streams_to_devnull() -> None:
 
 
 def exit_for_unwritable_output(e: OSError) -> None:
-    """One line on stderr (if it can take it), then exit 1 with stdout on /dev/null, so that the interpreter's last
-    flush of what is still buffered does not fail again."""
+    """One line on stderr (if it can take it) naming what could not be written (a file, or the output), then exit 1
+    with stdout on /dev/null, so that the interpreter's last flush of what is still buffered does not fail again."""
+    what = f"cannot write {e.filename}" if e.filename else "cannot write the output"
     with contextlib.suppress(OSError, ValueError):
-        sys.stderr.write(f"Error: cannot write the output: {e.strerror or e}; write it somewhere with room\n")
+        sys.stderr.write(f"Error: {what}: {e.strerror or e}; free some space, or send the output elsewhere\n")
         sys.stderr.flush()
     with contextlib.suppress(OSError, ValueError):
         devnull = os.open(os.devnull, os.O_WRONLY)

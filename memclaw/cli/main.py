@@ -309,10 +309,6 @@ def run() -> None:
             sys.exit(code)
     except BrokenPipeError:
         quiet_exit_for_closed_stdout()
-    except OSError as e:
-        if e.errno not in OUTPUT_ERRNOS:
-            raise
-        exit_for_unwritable_output(e)
     except MemclawError as e:
         error_line(e)
         sys.exit(e.exit_code)
@@ -322,6 +318,10 @@ def run() -> None:
         err = from_permission_error(e)
         error_line(err)
         sys.exit(err.exit_code)
+    except OSError as e:  # (after PermissionError and BrokenPipeError, which are OSErrors said above)
+        if e.errno not in OUTPUT_ERRNOS:
+            raise
+        exit_for_unwritable_output(e)
     except KeyboardInterrupt:  # (outside a command: typer turns one inside into exit code 130, above)
         from memclaw.cli.common import interrupt_note
 

@@ -131,4 +131,6 @@ def test_an_output_that_cannot_be_written_is_one_line_exit_1(home, args):
     p = _with_stdout(home, ">/dev/full", *args)
     assert p.returncode == 1, p.stderr
     lines = p.stderr.strip().splitlines()
-    assert lines == ["Error: cannot write the output: No space left on device; write it somewhere with room"], p.stderr
+    assert lines == [
+        "Error: cannot write the output: No space left on device; free some space, or send the output elsewhere"
+    ], p.stderr
