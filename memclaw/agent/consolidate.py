@@ -31,11 +31,9 @@ never a count of messages, so turns appended meanwhile stay.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import logging
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -49,7 +47,8 @@ from memclaw.agent.conversation import (
     is_private,
     message_time,
 )
-from memclaw.agent.sessions import CHUNK_PROGRESS
+from memclaw.agent.sessions import CHUNK_PROGRESS, CLAIM_SUFFIX
+from memclaw.agent.turnlock import lock_held
 from memclaw.errors import ConsolidationError, LLMError, MemclawError, MemoryFileError
 from memclaw.markdown.archive import consolidation_id
 from memclaw.markdown.units import OWNER_SCOPE
@@ -64,9 +63,6 @@ if TYPE_CHECKING:
     from memclaw.service.facade import MemoryService
 
 log = logging.getLogger(__name__)
-
-CLAIM_POLL_S = 0.05
-"""How often a consolidation waiting for another's claim on its session tries again."""
 
 
 # ----- selecting what to consolidate ---------------------------------------------------------------------------
@@ -134,16 +130,9 @@ class Consolidator:
         failures: the report says what happened and the session is only trimmed on full success. Runs under the
         session's consolidation claim (waiting while another thread or process holds it) on the session as its file
         is then, so no two consolidations of one session overlap."""
-        async with self._claimed(session):
+        async with lock_held(self.sessions, session, CLAIM_SUFFIX):
             await asyncio.to_thread(self.sessions.refresh, session)
             return await self._consolidate(session, everything=everything, now=now)
-
-    @contextlib.asynccontextmanager
-    async def _claimed(self, session: Session) -> AsyncIterator[None]:
-        while (held := self.sessions.try_claim(session)) is None:
-            await asyncio.sleep(CLAIM_POLL_S)
-        with held:
-            yield
 
     async def _consolidate(self, session: Session, *, everything: bool, now: datetime | None) -> ConsolidationReport:
         start = session.last_consolidated

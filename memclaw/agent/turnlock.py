@@ -26,7 +26,7 @@ from memclaw.agent.sessions import TURN_SUFFIX, Session, SessionStore
 log = logging.getLogger(__name__)
 
 POLL_S = 0.05
-"""How often a turn waiting for another turn of its session tries the lock again."""
+"""How often a turn (or a consolidation) waiting for a lock of its session held elsewhere tries it again."""
 NOTE_AFTER_S = 1.5
 """A turn that has waited this long says so (once)."""
 WAITING_NOTE = (
@@ -39,23 +39,34 @@ async def turn_held(store: SessionStore, channel: str, chat_id: str) -> AsyncIte
     """Hold the turn lock of the session (channel, chat_id) for the `async with` block, waiting while another turn
     (thread or process) holds it."""
     session = Session(channel=channel, chat_id=chat_id, path=store.path_for(channel, chat_id))
-    held = store.try_claim(session, TURN_SUFFIX)
+    async with lock_held(store, session, TURN_SUFFIX, note=WAITING_NOTE):
+        yield
+
+
+@contextlib.asynccontextmanager
+async def lock_held(
+    store: SessionStore, session: Session, suffix: str, *, note: str | None = None
+) -> AsyncIterator[None]:
+    """Hold one of the session's lock files (SessionStore.try_claim: the consolidation claim, or with TURN_SUFFIX the
+    turn lock) for the `async with` block, polling every POLL_S while a thread or process holds it (a Ctrl-C or a
+    cancellation stops the wait at once); after NOTE_AFTER_S, `note` (if any) is logged once."""
+    held = store.try_claim(session, suffix)
     if held is None:
-        held = await _wait(store, session)
+        held = await _wait(store, session, suffix, note)
     with held:
         yield
 
 
-async def _wait(store: SessionStore, session: Session) -> contextlib.ExitStack:
+async def _wait(store: SessionStore, session: Session, suffix: str, note: str | None) -> contextlib.ExitStack:
     noted = False
     since = time.monotonic()
     while True:
         await asyncio.sleep(POLL_S)
-        held = store.try_claim(session, TURN_SUFFIX)
+        held = store.try_claim(session, suffix)
         if held is not None:
             if noted:
-                log.info("session %s/%s: the other turn finished; this one goes on", *session.key)
+                log.info("session %s/%s: the lock is free again; going on", *session.key)
             return held
-        if not noted and time.monotonic() - since >= NOTE_AFTER_S:
-            log.warning(WAITING_NOTE, *session.key)
+        if note and not noted and time.monotonic() - since >= NOTE_AFTER_S:
+            log.warning(note, *session.key)
             noted = True
