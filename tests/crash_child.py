@@ -104,9 +104,15 @@ def plans_dir(root: Path) -> Path:
     return root.parent / "plans"
 
 
-def emit(kind: str, payload: dict[str, Any]) -> None:
-    sys.stdout.write(f"{kind} {json.dumps(payload, ensure_ascii=False)}\n")
+def say(line: str) -> None:
+    # One write call per line: under PYTHONUNBUFFERED, print() writes the text and its newline apart, and a forked
+    # worker's line could land between them ("PID 26971BEGIN ...").
+    sys.stdout.write(line + "\n")
     sys.stdout.flush()
+
+
+def emit(kind: str, payload: dict[str, Any]) -> None:
+    say(f"{kind} {json.dumps(payload, ensure_ascii=False)}")
 
 
 async def _workload(root: Path, seed: int, run: int, resume_only: bool = False) -> None:
@@ -222,7 +228,7 @@ def serve() -> None:
     from memclaw.embedding.load import load_embedder
 
     load_embedder(EmbeddingsConfig()).encode(["warm up"])
-    print("READY", flush=True)
+    say("READY")
     for line in sys.stdin:
         cmd = line.split()
         if not cmd:
@@ -230,7 +236,7 @@ def serve() -> None:
         if cmd[0] == "QUIT":
             return
         if cmd[0] != "RUN":
-            print(f"ERROR unknown command {cmd[0]!r}", flush=True)
+            say(f"ERROR unknown command {cmd[0]!r}")
             continue
         root, seed, run = Path(cmd[1]), int(cmd[2]), int(cmd[3])
         resume_only = cmd[4:] == ["resume"]
@@ -247,9 +253,9 @@ def serve() -> None:
             finally:
                 sys.stdout.flush()
                 os._exit(code)
-        print(f"PID {pid}", flush=True)
+        say(f"PID {pid}")
         _, status = os.waitpid(pid, 0)
-        print(f"DONE {pid} {status}", flush=True)
+        say(f"DONE {pid} {status}")
 
 
 if __name__ == "__main__":
