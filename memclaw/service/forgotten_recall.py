@@ -4,6 +4,13 @@ and numbers, distinctive by how few memories of the scope hold them now) and was
 out, as a hit and from every excerpt's window (the window stops short of it). A turn said
 after the forget is news, and kept, as consolidation keeps it.
 
+Facts and history entries follow the same rule (`restates`), for the units that restated a forgotten memory when it
+was forgotten (its `mentions`, noted by `mentions` at forget time): such a fact is left out; such a history entry is
+served with each sentence that restates it masked (memclaw.service.forgotten.MASKED), and left out when nothing else
+is left. The Markdown is not rewritten: the files stay the owner's, and `memclaw memory forget` names these units.
+A unit written after the forget is news, as a turn is. A memory forgotten before mentions were noted masks the
+history entries dated before its forget.
+
 The forgotten file (`sessions/forgotten.jsonl`) is read again only when it changed (its size and mtime).
 """
 
@@ -12,12 +19,21 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.results import RecallHit, RecallResult
-from memclaw.service.forgotten import FORGOTTEN_FILE, DocFreq, ForgottenKey, ForgottenMemory, key_of, load, restates
+from memclaw.service.forgotten import (
+    FORGOTTEN_FILE,
+    DocFreq,
+    ForgottenKey,
+    ForgottenMemory,
+    key_of,
+    load,
+    masked,
+    restates,
+)
 
 Tokenize = Callable[[str], list[str]]
 Keys = list[tuple[ForgottenMemory, ForgottenKey]]
@@ -64,10 +80,62 @@ class ForgottenFilter:
         doc_freq = self.doc_freq(scope)
         return [(f, key.distinctive(doc_freq)) for f, key in entries]
 
+    def _restates(self, text: str, key: ForgottenKey) -> bool:
+        return restates(set(self.tokenize(text)), key)
+
+    def _mentioned(self, u: MemoryUnit, keys: Keys) -> list[ForgottenKey]:
+        """The keys of the forgotten memories that fact or history entry `u` restated when they were forgotten."""
+        if u.kind == "archive":
+            return []
+        return [key for f, key in keys if self._restated(u, f, key)]
+
+    def _restated(self, u: MemoryUnit, f: ForgottenMemory, key: ForgottenKey) -> bool:
+        if f.mentions is not None:
+            return u.id in f.mentions
+        # noted before mentions were: a history entry dated before the forget that restates it
+        dated = u.kind == "history" and u.timestamp is not None and u.timestamp.astimezone() <= f.at
+        return dated and self._restates(u.text, key)
+
+    def shown(self, u: MemoryUnit, keys: Keys) -> MemoryUnit | None:
+        """A fact or history entry as recall serves it (the module docstring): itself, masked, or None (left out)."""
+        mentioned = self._mentioned(u, keys)
+        if not mentioned:
+            return u
+        if u.kind != "history":
+            return None
+        text = masked(u.text, lambda s: any(self._restates(s, k) for k in mentioned))
+        # restated by the entry as a whole, by no one sentence of it: nothing useful is left once it is out
+        if text is None or text == u.text:
+            return None
+        return dataclasses.replace(u, text=text)
+
+    def mentions(self, scope: str, gone: Sequence[MemoryUnit], units: Sequence[MemoryUnit]) -> dict[str, list[str]]:
+        """For each fact or history entry about to be forgotten: the ids of the other facts and history entries
+        of `units` that restate it (its names distinctive in the scope as it is indexed now)."""
+        doc_freq = self.doc_freq(scope)
+        ids = {u.id for u in gone}
+        rest = [(u, set(self.tokenize(u.text))) for u in units if u.kind != "archive" and u.id not in ids]
+        out: dict[str, list[str]] = {}
+        for g in gone:
+            if g.kind == "archive":
+                continue
+            key = key_of(g.text, self.tokenize).distinctive(doc_freq)
+            out[g.id] = [u.id for u, words in rest if restates(words, key)]
+        return out
+
+    def marks(self, scope: str, units: Sequence[MemoryUnit]) -> dict[str, str]:
+        """Which facts and history entries recall leaves out ("hidden") or serves in part ("masked"), by id."""
+        keys = self._keys(scope)
+        out: dict[str, str] = {}
+        for u in units if keys else ():
+            shown = self.shown(u, keys)
+            if shown is not u:
+                out[u.id] = "hidden" if shown is None else "masked"
+        return out
+
     def apply(self, result: RecallResult) -> RecallResult:
-        """`result` without the archived turns the owner's forgets hide (hits and window turns)."""
-        if not any(h.unit.kind == "archive" for h in result.hits):
-            return result
+        """`result` without what the owner's forgets hide: archived turns (hits and window turns), facts, and the
+        sentences of history entries."""
         keys = self._keys(result.scope)
         if not keys:
             return result
@@ -77,7 +145,10 @@ class ForgottenFilter:
                 continue
             if h.excerpt:
                 h = dataclasses.replace(h, excerpt=_window_without(h, lambda t: self.hides(t, keys)))
-            kept.append(h)
+            shown = self.shown(h.unit, keys)
+            if shown is None:
+                continue
+            kept.append(h if shown is h.unit else dataclasses.replace(h, unit=shown))
         result.hits = kept
         return result
 
