@@ -5,11 +5,12 @@ out, as a hit and from every excerpt's window (the window stops short of it). A 
 after the forget is news, and kept, as consolidation keeps it.
 
 Facts and history entries follow the same rule (`restates`), for the units that restated a forgotten memory when it
-was forgotten (its `mentions`, noted by `mentions` at forget time): such a fact is left out; such a history entry is
-served with each sentence that restates it masked (memclaw.service.forgotten.MASKED), and left out when nothing else
-is left. The Markdown is not rewritten: the files stay the owner's, and `memclaw memory forget` names these units.
-A unit written after the forget is news, as a turn is. A memory forgotten before mentions were noted masks the
-history entries dated before its forget.
+was forgotten (its `mentions`, noted by `mentions` at forget time). Such a fact is left out. Such a history entry is
+served with each sentence that restates it masked (memclaw.service.forgotten.MASKED). It is left out when nothing
+else is left, or when what is left shares no word with the query (it matched through what was masked). The Markdown
+is not rewritten: the files stay the owner's, and `memclaw memory forget` names these units. A unit written after
+the forget is news, as a turn is. A memory forgotten before mentions were noted masks the history entries dated
+before its forget.
 
 The forgotten file (`sessions/forgotten.jsonl`) is read again only when it changed (its size and mtime).
 """
@@ -26,6 +27,7 @@ from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.results import RecallHit, RecallResult
 from memclaw.service.forgotten import (
     FORGOTTEN_FILE,
+    MASKED,
     DocFreq,
     ForgottenKey,
     ForgottenMemory,
@@ -72,7 +74,7 @@ class ForgottenFilter:
         words = set(self.tokenize(u.text.split(": ", 1)[-1]))
         return any((said is None or said <= f.at) and restates(words, key) for f, key in keys)
 
-    def _keys(self, scope: str) -> Keys:
+    def keys_in(self, scope: str) -> Keys:
         """The keys of the memories forgotten in `scope`, their names distinctive in it now."""
         entries = [(f, key) for f, key in self._load() if f.scope == scope]
         if not entries:
@@ -109,6 +111,11 @@ class ForgottenFilter:
             return None
         return dataclasses.replace(u, text=text)
 
+    def _still_matches(self, shown: MemoryUnit, query: set[str]) -> bool:
+        """Whether a masked entry's visible text still shares a word with the query (a query of stop words only:
+        yes). An entry that matched only through what was masked is left out, not served as a masked first hit."""
+        return not query or bool(query & set(self.tokenize(shown.text.replace(MASKED, " "))))
+
     def mentions(self, scope: str, gone: Sequence[MemoryUnit], units: Sequence[MemoryUnit]) -> dict[str, list[str]]:
         """For each fact or history entry about to be forgotten: the ids of the other facts and history entries
         of `units` that restate it (its names distinctive in the scope as it is indexed now)."""
@@ -125,7 +132,7 @@ class ForgottenFilter:
 
     def marks(self, scope: str, units: Sequence[MemoryUnit]) -> dict[str, str]:
         """Which facts and history entries recall leaves out ("hidden") or serves in part ("masked"), by id."""
-        keys = self._keys(scope)
+        keys = self.keys_in(scope)
         out: dict[str, str] = {}
         for u in units if keys else ():
             shown = self.shown(u, keys)
@@ -136,9 +143,10 @@ class ForgottenFilter:
     def apply(self, result: RecallResult) -> RecallResult:
         """`result` without what the owner's forgets hide: archived turns (hits and window turns), facts, and the
         sentences of history entries."""
-        keys = self._keys(result.scope)
+        keys = self.keys_in(result.scope)
         if not keys:
             return result
+        query = set(self.tokenize(result.query))
         kept: list[RecallHit] = []
         for h in result.hits:
             if self.hides(h.unit, keys):
@@ -146,7 +154,7 @@ class ForgottenFilter:
             if h.excerpt:
                 h = dataclasses.replace(h, excerpt=_window_without(h, lambda t: self.hides(t, keys)))
             shown = self.shown(h.unit, keys)
-            if shown is None:
+            if shown is None or (shown is not h.unit and not self._still_matches(shown, query)):
                 continue
             kept.append(h if shown is h.unit else dataclasses.replace(h, unit=shown))
         result.hits = kept
