@@ -35,6 +35,7 @@ from memclaw.service.forgotten import (
     load,
     masked,
     restates,
+    sentences,
 )
 
 Tokenize = Callable[[str], list[str]]
@@ -85,18 +86,28 @@ class ForgottenFilter:
     def _restates(self, text: str, key: ForgottenKey) -> bool:
         return restates(set(self.tokenize(text)), key)
 
+    def restated_in(self, u: MemoryUnit, key: ForgottenKey) -> bool:
+        """Whether fact or history entry `u` restates a forgotten memory: a fact as a whole, a history entry in one of
+        its sentences at least (as consolidation's scrub reads a new one). A long entry that holds the words of a
+        short fact spread over many sentences does not restate it."""
+        parts = sentences(u.text) if u.kind == "history" else [u.text]
+        return any(self._restates(p, key) for p in parts)
+
     def _mentioned(self, u: MemoryUnit, keys: Keys) -> list[ForgottenKey]:
-        """The keys of the forgotten memories that fact or history entry `u` restated when they were forgotten."""
+        """The keys of the forgotten memories that fact or history entry `u` restated when they were forgotten (one
+        noted before mentions were: a history entry dated before the forget that restates it)."""
         if u.kind == "archive":
             return []
-        return [key for f, key in keys if self._restated(u, f, key)]
-
-    def _restated(self, u: MemoryUnit, f: ForgottenMemory, key: ForgottenKey) -> bool:
-        if f.mentions is not None:
-            return u.id in f.mentions
-        # noted before mentions were: a history entry dated before the forget that restates it
-        dated = u.kind == "history" and u.timestamp is not None and u.timestamp.astimezone() <= f.at
-        return dated and self._restates(u.text, key)
+        said = u.timestamp.astimezone() if u.kind == "history" and u.timestamp is not None else None
+        out = []
+        for f, key in keys:
+            if f.mentions is not None:
+                hit = u.id in f.mentions
+            else:
+                hit = said is not None and said <= f.at and self.restated_in(u, key)
+            if hit:
+                out.append(key)
+        return out
 
     def shown(self, u: MemoryUnit, keys: Keys) -> MemoryUnit | None:
         """A fact or history entry as recall serves it (the module docstring): itself, masked, or None (left out)."""
@@ -106,7 +117,7 @@ class ForgottenFilter:
         if u.kind != "history":
             return None
         text = masked(u.text, lambda s: any(self._restates(s, k) for k in mentioned))
-        # restated by the entry as a whole, by no one sentence of it: nothing useful is left once it is out
+        # no one sentence restates it now (its names' frequencies changed since): the whole entry is out
         if text is None or text == u.text:
             return None
         return dataclasses.replace(u, text=text)
@@ -121,13 +132,13 @@ class ForgottenFilter:
         of `units` that restate it (its names distinctive in the scope as it is indexed now)."""
         doc_freq = self.doc_freq(scope)
         ids = {u.id for u in gone}
-        rest = [(u, set(self.tokenize(u.text))) for u in units if u.kind != "archive" and u.id not in ids]
+        rest = [u for u in units if u.kind != "archive" and u.id not in ids]
         out: dict[str, list[str]] = {}
         for g in gone:
             if g.kind == "archive":
                 continue
             key = key_of(g.text, self.tokenize).distinctive(doc_freq)
-            out[g.id] = [u.id for u, words in rest if restates(words, key)]
+            out[g.id] = [u.id for u in rest if self.restated_in(u, key)]
         return out
 
     def marks(self, scope: str, units: Sequence[MemoryUnit]) -> dict[str, str]:

@@ -138,3 +138,17 @@ def test_a_memory_forgotten_before_mentions_were_noted_masks_history_dated_befor
     assert filt.shown(entry(20), keys) == entry(20)  # written after the forget: news
     fact = MemoryUnit("f9", "fact", "owner", "memory/MEMORY.md", 1, "Sister Lena lives in Porto")
     assert filt.shown(fact, keys) is fact  # which facts restated it was not noted: none is hidden
+
+
+def test_a_history_entry_restates_a_fact_in_one_sentence_not_in_words_spread_over_many(tmp_path):
+    from memclaw.service.forgotten_recall import ForgottenFilter
+
+    filt = ForgottenFilter(tmp_path, Tokenizer().tokenize, lambda scope: lambda term: 1)
+    fact = MemoryUnit("f1", "fact", "owner", "memory/MEMORY.md", 1, FORGOT)
+
+    def entry(uid: str, text: str) -> MemoryUnit:
+        return MemoryUnit(uid, "history", "owner", "memory/HISTORY.md", 1, text, T0)
+
+    spread = entry("h1", "My sister called. Lena is fine. We talked about Porto wine. She lives well.")
+    said = entry("h2", "We hiked. Lena, the sister, lives in Porto now.")
+    assert filt.mentions("owner", [fact], [fact, spread, said]) == {"f1": ["h2"]}
