@@ -86,12 +86,15 @@ class ForgottenFilter:
     def _restates(self, text: str, key: ForgottenKey) -> bool:
         return restates(set(self.tokenize(text)), key)
 
-    def restated_in(self, u: MemoryUnit, key: ForgottenKey) -> bool:
-        """Whether fact or history entry `u` restates a forgotten memory: a fact as a whole, a history entry in one of
-        its sentences at least (as consolidation's scrub reads a new one). A long entry that holds the words of a
-        short fact spread over many sentences does not restate it."""
-        parts = sentences(u.text) if u.kind == "history" else [u.text]
-        return any(self._restates(p, key) for p in parts)
+    def said_in(self, u: MemoryUnit) -> list[set[str]]:
+        """The words of fact or history entry `u` as `restated_in` reads them: a fact whole, an entry per sentence."""
+        return [set(self.tokenize(p)) for p in (sentences(u.text) if u.kind == "history" else [u.text])]
+
+    def restated_in(self, said: list[set[str]], key: ForgottenKey) -> bool:
+        """Whether a fact or history entry (its `said_in`) restates a forgotten memory: a fact as a whole, a history
+        entry in one of its sentences at least (as consolidation's scrub reads a new one). A long entry that holds
+        the words of a short fact spread over many sentences does not restate it."""
+        return any(restates(words, key) for words in said)
 
     def _mentioned(self, u: MemoryUnit, keys: Keys) -> list[ForgottenKey]:
         """The keys of the forgotten memories that fact or history entry `u` restated when they were forgotten (one
@@ -99,12 +102,16 @@ class ForgottenFilter:
         if u.kind == "archive":
             return []
         said = u.timestamp.astimezone() if u.kind == "history" and u.timestamp is not None else None
+        words: list[set[str]] | None = None
         out = []
         for f, key in keys:
             if f.mentions is not None:
                 hit = u.id in f.mentions
+            elif said is not None and said <= f.at:
+                words = self.said_in(u) if words is None else words
+                hit = self.restated_in(words, key)
             else:
-                hit = said is not None and said <= f.at and self.restated_in(u, key)
+                hit = False
             if hit:
                 out.append(key)
         return out
@@ -132,13 +139,13 @@ class ForgottenFilter:
         of `units` that restate it (its names distinctive in the scope as it is indexed now)."""
         doc_freq = self.doc_freq(scope)
         ids = {u.id for u in gone}
-        rest = [u for u in units if u.kind != "archive" and u.id not in ids]
+        rest = [(u, self.said_in(u)) for u in units if u.kind != "archive" and u.id not in ids]
         out: dict[str, list[str]] = {}
         for g in gone:
             if g.kind == "archive":
                 continue
             key = key_of(g.text, self.tokenize).distinctive(doc_freq)
-            out[g.id] = [u.id for u in rest if self.restated_in(u, key)]
+            out[g.id] = [u.id for u, said in rest if self.restated_in(said, key)]
         return out
 
     def marks(self, scope: str, units: Sequence[MemoryUnit]) -> dict[str, str]:
