@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memclaw.context.recall_view import recall_text
-from memclaw.context.views import forgot_text
+from memclaw.context.views import forgot_text, mentioned_text
 from memclaw.errors import MemclawError
 
 if TYPE_CHECKING:
@@ -72,10 +72,11 @@ def memory_command(
         return CommandOutcome("Memory is not available.", ok=False)
     if cmd == "/forget":
         try:
-            gone = memory.forget(arg.split(), scope=scope)
+            forgot = memory.forget_detailed(arg.split(), scope=scope)
         except MemclawError as e:
             return CommandOutcome(f"Forget failed: {e}", ok=False)
-        text = forgot_text(gone)
+        also = mentioned_text(forgot.also, "/forget")
+        text = forgot_text(forgot.gone) + (f"\n{also[:1].upper()}{also[1:]}" if also else "")
         return CommandOutcome(text if limit is None else text[:limit])
     try:
         result = memory.recall_detailed(arg, scope=scope)

@@ -237,21 +237,44 @@ def list_memories(sender: str | None, kind: str | None, json_out: bool, workspac
     mem = open_memory(workspace)
     scope = sender_scope_for(mem.config, sender).scope
     units = mem.list_units(scope, kind)
+    # (a fact or history entry that restates a forgotten memory: recall leaves it out or masks it)
+    notes = mem.restating(units, scope=scope)
     if json_out:
-        print_json([unit_json(u) for u in units])
+        print_json([unit_json(u) | {"restates_forgotten": notes.get(u.id)} for u in units])
         return
     from memclaw.context.views import memory_table
 
-    console.print(memory_table(units, scope, width=console.width))
+    console.print(memory_table(units, scope, width=console.width, notes=notes))
 
 
 def forget(ids: list[str], sender: str | None, json_out: bool, workspace: Path | None) -> None:
     mem = open_memory(workspace, json_out=json_out)
-    gone = mem.forget(ids, scope=sender_scope_for(mem.config, sender).scope)
+    forgot = mem.forget_detailed(ids, scope=sender_scope_for(mem.config, sender).scope)
+    command = forget_command(sender, workspace)
     if json_out:
-        print_json([unit_json(u) for u in gone])
+        out = []
+        for u in forgot.gone:
+            also = [m.id for m in forgot.mentions.get(u.id, [])]
+            extra = {"forget_too": f"{command} {' '.join(also)}"} if also else {}
+            out.append(unit_json(u) | {"mentioned_in": also} | extra)
+        print_json(out)
         return
-    print_forgot(gone)
+    print_forgot(forgot.gone)
+    from memclaw.context.views import mentioned_text
+
+    also = mentioned_text(forgot.also, command)
+    if also is not None:
+        console.print(line(also), soft_wrap=True)
+
+
+def forget_command(sender: str | None, workspace: Path | None) -> str:
+    """The `memory forget` command for the same sender and workspace, for the ids to append to it."""
+    import shlex
+
+    parts = ["memclaw", "memory", "forget"]
+    parts += ["--sender", shlex.quote(sender)] if sender is not None else []
+    parts += ["-w", shlex.quote(str(workspace))] if workspace is not None else []
+    return " ".join(parts)
 
 
 def print_forgot(gone: list[MemoryUnit]) -> None:

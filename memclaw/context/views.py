@@ -184,10 +184,20 @@ def sync_table(rows: list[dict[str, Any]]) -> Table:
     return t
 
 
-def memory_table(units: list[MemoryUnit], scope: str, *, width: int = 140) -> Table:
+RESTATES = {
+    "hidden": "restates a forgotten memory: not recalled",
+    "masked": "restates a forgotten memory in part: recall masks that part",
+}
+"""`memory list`'s note on a fact or history entry that restates a forgotten memory (memclaw.service.
+forgotten_recall), by what recall does with it."""
+
+
+def memory_table(units: list[MemoryUnit], scope: str, *, width: int = 140,
+                 notes: dict[str, str] | None = None) -> Table:  # fmt: skip
     """`memclaw memory list`: each memory with the id that `memory forget` takes (an archive chunk: its
     consolidation id, time, speakers, turns and first words). On a narrow terminal the source column goes first,
-    then the kind, then the section or date."""
+    then the kind, then the section or date. `notes`: a unit's id -> a key of RESTATES, said before its text."""
+    notes = notes or {}
     ident, kind = _Col("id"), _Col("kind", drop=2)
     where, source = _Col("section / date", drop=1, wrap_max=24), _Col("source", drop=3)
     texts: list[Text] = []
@@ -197,7 +207,9 @@ def memory_table(units: list[MemoryUnit], scope: str, *, width: int = 140) -> Ta
         stamp = u.timestamp.strftime("%Y-%m-%d %H:%M") if u.kind != "fact" and u.timestamp else None
         where.cells.append(lit(stamp or u.section or ""))
         source.cells.append(lit(f"{u.source}:{u.line}"))
-        texts.append(lit(shorten(listed_text(u), MEMORY_CHARS)))
+        text = lit(shorten(listed_text(u), MEMORY_CHARS))
+        note = RESTATES.get(notes.get(u.id, ""))
+        texts.append(Text.assemble((f"({note}) ", "italic yellow"), text) if note else text)
     cols = [ident, kind, where, source]
     return _table(lit(f"memories · scope {scope} · {len(units)}"), None, _layout(cols, width), texts, cols)
 
@@ -212,6 +224,20 @@ def listed_text(u: MemoryUnit) -> str:
 def forgot_text(units: list[MemoryUnit]) -> str:
     """What /forget removed, one line per memory (plain text for chat channels)."""
     return "\n".join(["Forgot:"] + [f"- {u.id} ({u.kind}): {shorten(listed_text(u), MEMORY_CHARS)}" for u in units])
+
+
+def mentioned_text(also: list[MemoryUnit], forget_command: str) -> str | None:
+    """The line after a forget naming the facts and history entries that still restate what it forgot, and the
+    command (`forget_command`, quoted by the caller) that forgets them too; None when there are none."""
+    if not also:
+        return None
+    n_hist = sum(u.kind == "history" for u in also)
+    n_fact = len(also) - n_hist
+    kinds = [f"{n} {word}" for n, word in ((n_hist, "history entry" if n_hist == 1 else "history entries"),
+                                           (n_fact, "fact" if n_fact == 1 else "facts")) if n]  # fmt: skip
+    it = "it" if len(also) == 1 else "them"
+    return (f"also mentioned in {' and '.join(kinds)}: {', '.join(u.id for u in also)} (recall hides it there); "
+            f"forget {it} too with {forget_command} {' '.join(u.id for u in also)}")  # fmt: skip
 
 
 def forgot_lines(units: list[MemoryUnit]) -> list[Text]:

@@ -27,6 +27,7 @@ from memclaw.markdown.units import OWNER_SCOPE, MemoryUnit
 from memclaw.recall.results import RecallHit, RecallOptions, RecallResult
 from memclaw.recall.search import Recall
 from memclaw.service.consolidation_record import STEPS, ConsolidationRecord, ConsolidationWriter, RecordResult
+from memclaw.service.forgotten import Forgot
 from memclaw.service.forgotten_recall import ForgottenFilter
 from memclaw.service.prefetch import Prefetch
 from memclaw.service.stats import index_stats
@@ -338,7 +339,28 @@ class MemoryService:
 
     def forget(self, ids: Sequence[str], *, scope: str = OWNER_SCOPE) -> list[MemoryUnit]:
         """Remove these memories from the Markdown, then from the index (memclaw.service.writes)."""
-        return self._writer.forget(ids, scope=scope)
+        return self.forget_detailed(ids, scope=scope).gone
+
+    def forget_detailed(self, ids: Sequence[str], *, scope: str = OWNER_SCOPE) -> Forgot:
+        """`forget`, and the facts and history entries that still restate what it forgot (memclaw.service.
+        forgotten): recall hides or masks them from now on, and the owner may forget them too."""
+        said: dict[str, list[str]] = {}
+        units: dict[str, MemoryUnit] = {}
+
+        def mentions(gone: Sequence[MemoryUnit], current: Sequence[MemoryUnit]) -> dict[str, list[str]]:
+            units.update((u.id, u) for u in current)
+            said.update(self._forgotten.mentions(scope, gone, current))
+            return said
+
+        gone = self._writer.forget(ids, scope=scope, mentions=mentions)
+        gone_ids = {u.id for u in gone}
+        also = {g: [units[i] for i in m if i in units and i not in gone_ids] for g, m in said.items()}
+        return Forgot(gone, {g: m for g, m in also.items() if m})
+
+    def restating(self, units: Sequence[MemoryUnit], *, scope: str = OWNER_SCOPE) -> dict[str, str]:
+        """Which of `units` recall leaves out ("hidden") or masks in part ("masked") because they restate a
+        forgotten memory, by id (memclaw.service.forgotten_recall)."""
+        return self._forgotten.marks(scope, units)
 
     # ----- stats -----------------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:

@@ -10,6 +10,10 @@ session is consolidated, a `Guard` for each scope takes the memories forgotten s
 
 unless the owner said it again after forgetting it (then it is news, and kept). The file keeps the last MAX_ENTRIES.
 
+Each entry also names the facts and history entries that restated the forgotten memory when it was forgotten (its
+`mentions`): the Markdown keeps them as the owner wrote them, recall hides those facts and masks those sentences
+(memclaw.service.forgotten_recall), and the forget says which they are, so the owner can forget them too.
+
 A text "restates" a forgotten one (`restates`, the one rule for consolidation and recall: memclaw.service.
 forgotten_recall) when it holds at least RESTATE_SHARE of the forgotten text's content words (BM25 tokens: stop
 words out, words stemmed), so rewording, another order or extra words do not hide it; or RESTATE_SHARE of its
@@ -25,7 +29,7 @@ import contextlib
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -42,6 +46,7 @@ RESTATE_SHARE = 0.75
 DISTINCTIVE_DF = 3  # a name held by more memories of the scope than this is a topic of the scope, not distinctive
 MAX_ENTRIES = 2000
 REDACTED = "[removed: something the owner asked to forget]"
+MASKED = "[forgotten]"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _OPENING = "\"'([“‘«"
 _CALENDAR = frozenset(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "january",
@@ -57,6 +62,21 @@ class ForgottenMemory:
     scope: str
     text: str
     at: datetime  # when it was forgotten (aware)
+    mentions: frozenset[str] | None = None  # ids of the units that restated it then; None: noted before mentions were
+
+
+@dataclass(frozen=True)
+class Forgot:
+    """What a forget removed, and what still restates it: a forgotten unit's id -> the facts and history entries
+    that restated it (recall hides or masks them; the owner may forget them too)."""
+
+    gone: list[MemoryUnit]
+    mentions: dict[str, list[MemoryUnit]]
+
+    @property
+    def also(self) -> list[MemoryUnit]:
+        """Every unit that still restates something forgotten, once each, in the order found."""
+        return list({u.id: u for units in self.mentions.values() for u in units}.values())
 
 
 def _aware(ts: datetime) -> datetime:
@@ -83,29 +103,41 @@ def load(path: Path) -> list[ForgottenMemory]:
     for line in raw.splitlines():
         with contextlib.suppress(ValueError, TypeError, KeyError, AttributeError):
             d = json.loads(line)
-            out.append(ForgottenMemory(str(d["scope"]), str(d["text"]), _aware(datetime.fromisoformat(d["at"]))))
+            said = d.get("mentions")
+            mentions = frozenset(str(i) for i in said) if isinstance(said, list) else None
+            at = _aware(datetime.fromisoformat(d["at"]))
+            out.append(ForgottenMemory(str(d["scope"]), str(d["text"]), at, mentions))
     return out
 
 
-def record(path: Path, units: Iterable[MemoryUnit], now: datetime | None = None) -> None:
-    """Add forgotten memories to the file (one atomic rewrite keeping the last MAX_ENTRIES). Raises OSError."""
+def _line(e: ForgottenMemory) -> str:
+    d: dict[str, Any] = {"scope": e.scope, "text": e.text, "at": e.at.isoformat()}
+    if e.mentions is not None:
+        d["mentions"] = sorted(e.mentions)
+    return json.dumps(d, ensure_ascii=False)
+
+
+def record(path: Path, units: Iterable[MemoryUnit], now: datetime | None = None,
+           mentions: Mapping[str, Sequence[str]] | None = None) -> None:  # fmt: skip
+    """Add forgotten memories to the file (one atomic rewrite keeping the last MAX_ENTRIES). `mentions`: a forgotten
+    unit's id -> the ids of the units that restate it. Raises OSError."""
     at = _aware(now or datetime.now())
-    new = [ForgottenMemory(u.scope, u.text, at) for u in units]
+    said = mentions or {}
+    new = [ForgottenMemory(u.scope, u.text, at, frozenset(said.get(u.id, ()))) for u in units]
     if not new:
         return
     entries = (load(path) + new)[-MAX_ENTRIES:]
-    lines = [
-        json.dumps({"scope": e.scope, "text": e.text, "at": e.at.isoformat()}, ensure_ascii=False) for e in entries
-    ]
+    lines = [_line(e) for e in entries]
     replace_atomically(Path(path), ("\n".join(lines) + "\n").encode("utf-8"), mode=0o600)
 
 
-def note_forgotten(sessions_dir: Path, gone: Sequence[MemoryUnit]) -> None:
+def note_forgotten(sessions_dir: Path, gone: Sequence[MemoryUnit],
+                   mentions: Mapping[str, Sequence[str]] | None = None) -> None:  # fmt: skip
     """`record` the memories just forgotten in `sessions_dir`. They are deleted already: a note that cannot be
     written is a warning, not a failure of the forget."""
     path = Path(sessions_dir) / FORGOTTEN_FILE
     try:
-        record(path, gone)
+        record(path, gone, mentions=mentions)
     except OSError as e:
         log.warning("cannot note the forgotten memories in %s (%s): a chat that said them may write them back "
                     "when it is consolidated", path, e.strerror or e)  # fmt: skip
@@ -151,6 +183,26 @@ def restates(words: set[str], key: ForgottenKey) -> bool:
     """Whether a text (its BM25 tokens) restates a forgotten memory (its `key`): it holds at least RESTATE_SHARE of
     its content words or of its distinctive ones."""
     return _holds(words, key.words) or _holds(words, key.names)
+
+
+def sentences(text: str) -> list[str]:
+    """A history entry's sentences, as `Guard.scrub` and recall's masking split it."""
+    return _SENTENCE_END.split(text)
+
+
+def masked(text: str, restated: Callable[[str], bool]) -> str | None:
+    """`text` with each run of sentences that `restated` holds true of replaced by MASKED; None when nothing else is
+    left. `text` itself when no sentence is."""
+    parts = sentences(text)
+    out: list[str] = []
+    for s in parts:
+        if not restated(s):
+            out.append(s)
+        elif not out or out[-1] != MASKED:
+            out.append(MASKED)
+    if len(out) == len(parts) and MASKED not in out:
+        return text
+    return None if all(s == MASKED for s in out) else " ".join(out)
 
 
 def _said(m: dict[str, Any]) -> str:
@@ -237,7 +289,7 @@ class Guard:
         """The history entry without the sentences that restate a forgotten memory."""
         if not entry or not self.entries:
             return entry
-        kept = [s for s in _SENTENCE_END.split(entry) if not self._hit(s)]
-        if len(kept) < len(_SENTENCE_END.split(entry)):
+        kept = [s for s in sentences(entry) if not self._hit(s)]
+        if len(kept) < len(sentences(entry)):
             log.info("consolidation's history entry restated a forgotten memory; that sentence was dropped")
         return " ".join(kept)

@@ -3,7 +3,7 @@ and deleted, history appended, memories forgotten, and what a scope holds now.""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +15,11 @@ from memclaw.permission_errors import from_permission_error
 if TYPE_CHECKING:
     from memclaw.index.scopes import ScopeCache
     from memclaw.markdown.incremental import FileMark
+
+
+Mentions = Callable[[Sequence[MemoryUnit], Sequence[MemoryUnit]], Mapping[str, Sequence[str]]]
+"""(the units about to be forgotten, every fact and history entry of the scope) -> a forgotten unit's id -> the ids
+of the others that restate it"""
 
 
 class MemoryWriter:
@@ -149,11 +154,12 @@ class MemoryWriter:
         out = [u for u in self.scopes.parse(scope, ("fact", "history")) if kind is None or u.kind == kind]
         return out + (archive_rows(self.workspace, scope) if kind in (None, "archive") else [])
 
-    def forget(self, ids: Sequence[str], *, scope: str) -> list[MemoryUnit]:
+    def forget(self, ids: Sequence[str], *, scope: str, mentions: Mentions | None = None) -> list[MemoryUnit]:
         """Remove these memories from the Markdown, then from the index: facts and history entries by id (as
         `list_units` and recall give them), archived turns by id, whole chunks of the archive by consolidation id,
         whole days of it by date (memclaw.service.archive_writes). Every id is checked before anything is written.
-        Returns what was forgotten."""
+        `mentions(gone, units)`: which other units restate each forgotten one, noted with it
+        (memclaw.service.forgotten). Returns what was forgotten."""
         from memclaw.markdown.fact_ops import FactOp, apply_fact_ops
         from memclaw.markdown.history_file import delete_history_entries
         from memclaw.service.archive_writes import forget_archive, plan_forget
@@ -179,7 +185,8 @@ class MemoryWriter:
             path = self.workspace.history_file(scope)
             delete_history_entries(path, scope, self.workspace.source_of(path), history)
         gone = [current[i] for i in ids if i in current]
-        note_forgotten(self.workspace.sessions_dir, gone)  # so that no chat that said them writes them back
+        said = mentions(gone, list(current.values())) if mentions is not None and gone else None
+        note_forgotten(self.workspace.sessions_dir, gone, said)  # so that no chat that said them writes them back
         gone += forget_archive(self.workspace, scope, plan) if plan else []
         self._sync([scope])
         return gone

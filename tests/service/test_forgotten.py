@@ -4,6 +4,7 @@ test_agent_memory.py and test_discord_gateway.py."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 
 from memclaw.index.tokenizer import Tokenizer
@@ -99,3 +100,55 @@ def test_a_name_the_scope_holds_often_is_not_distinctive():
     assert said("Got it, Biscuitron it is.", dog, lambda _: DISTINCTIVE_DF)
     assert not said("Got it, Biscuitron it is.", dog, lambda _: DISTINCTIVE_DF + 1)
     assert said("My dog is named Biscuitron", dog, lambda _: 100)  # most of its words: restated whatever the names
+
+
+def test_masked_replaces_each_run_of_restating_sentences_once():
+    from memclaw.service.forgotten import MASKED, masked
+
+    says = lambda s: "Porto" in s  # noqa: E731
+    assert masked("Lena moved to Porto. She loves Porto! We hiked.", says) == f"{MASKED} We hiked."
+    assert masked("We hiked. Lena moved to Porto. We ate.", says) == f"We hiked. {MASKED} We ate."
+    assert masked("Lena moved to Porto.", says) is None  # nothing else left
+    assert masked("We hiked.", says) == "We hiked."
+
+
+def test_mentions_are_kept_with_each_forgotten_memory_and_an_old_line_reads_without(tmp_path):
+    path = tmp_path / "forgotten.jsonl"
+    path.write_text('{"scope": "owner", "text": "old", "at": "2026-03-01T10:00:00+00:00"}\n', "utf-8")
+    units = [MemoryUnit(i, "fact", "owner", "memory/MEMORY.md", 1, t) for i, t in (("f1", FORGOT), ("f2", "x"))]
+    record(path, units, now=T0, mentions={"f1": ["h9", "f7"]})
+    old, f1, f2 = load(path)
+    assert old.mentions is None  # noted before mentions were: recall masks history entries dated before it
+    assert f1.mentions == frozenset({"h9", "f7"}) and f2.mentions == frozenset()
+
+
+def test_a_memory_forgotten_before_mentions_were_noted_masks_history_dated_before_its_forget(tmp_path):
+    from memclaw.service.forgotten_recall import ForgottenFilter
+
+    line = {"scope": "owner", "text": FORGOT, "at": (T0 + timedelta(minutes=10)).isoformat()}
+    (tmp_path / "forgotten.jsonl").write_text(json.dumps(line) + "\n", "utf-8")
+    filt = ForgottenFilter(tmp_path, Tokenizer().tokenize, lambda scope: lambda term: 1)
+    keys = filt.keys_in("owner")
+
+    def entry(minutes: int) -> MemoryUnit:
+        text = "Lena moved to Porto, the sister said. We planned a hike in the Jura."
+        return MemoryUnit("h1", "history", "owner", "memory/HISTORY.md", 1, text, T0 + timedelta(minutes=minutes))
+
+    assert filt.shown(entry(5), keys).text == "[forgotten] We planned a hike in the Jura."
+    assert filt.shown(entry(20), keys) == entry(20)  # written after the forget: news
+    fact = MemoryUnit("f9", "fact", "owner", "memory/MEMORY.md", 1, "Sister Lena lives in Porto")
+    assert filt.shown(fact, keys) is fact  # which facts restated it was not noted: none is hidden
+
+
+def test_a_history_entry_restates_a_fact_in_one_sentence_not_in_words_spread_over_many(tmp_path):
+    from memclaw.service.forgotten_recall import ForgottenFilter
+
+    filt = ForgottenFilter(tmp_path, Tokenizer().tokenize, lambda scope: lambda term: 1)
+    fact = MemoryUnit("f1", "fact", "owner", "memory/MEMORY.md", 1, FORGOT)
+
+    def entry(uid: str, text: str) -> MemoryUnit:
+        return MemoryUnit(uid, "history", "owner", "memory/HISTORY.md", 1, text, T0)
+
+    spread = entry("h1", "My sister called. Lena is fine. We talked about Porto wine. She lives well.")
+    said = entry("h2", "We hiked. Lena, the sister, lives in Porto now.")
+    assert filt.mentions("owner", [fact], [fact, spread, said]) == {"f1": ["h2"]}
