@@ -183,7 +183,15 @@ class AgentConfig(_Section):
     """Per-model settings, e.g. {"ollama/llama3": {"context_window": 8192}}."""
     name: str = "memclaw"
     exec_timeout_s: float = Field(30.0, gt=0)
-    exec_enabled: bool = True
+    exec_enabled: bool = False
+    """Offer the owner's model the `exec` tool: any shell command, run in the workspace. Off by default: a prompt
+    injection that reaches the owner's model (a web page, a file, a pasted text) can then run commands as you."""
+    exec_sandbox: Literal["bwrap", "none"] = "bwrap"
+    """bwrap: each command runs in a bubblewrap sandbox that sees the system's programs and the workspace, never
+    memclaw's process, home, config or environment, nor your home (exec refuses to run without bwrap). none:
+    unsafe, the command runs as you and can read every file you can, memclaw's config and environment included."""
+    exec_network: bool = False
+    """Let exec's sandboxed commands use the network (off: they see no network at all)."""
     restrict_to_workspace: bool = True
 
 

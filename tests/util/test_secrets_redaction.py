@@ -126,7 +126,7 @@ def test_exec_environment_drops_every_known_secret_whatever_its_name(tmp_path, m
     from memclaw.tools.registry import ToolRegistry
 
     cfg = Config(
-        agent={"api_key": API_KEY},
+        agent={"api_key": API_KEY, "exec_enabled": True, "exec_sandbox": "none"},  # bwrap clears the whole env
         memory={"chroma_headers": {"Authorization": HEADER}},
         channels={"discord": {"token": "discord-bot-SECRET-token-31"}},
     )
