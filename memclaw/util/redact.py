@@ -34,6 +34,7 @@ SECRET_NAME_RE = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)
 _URL_USERINFO_RE = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#\s'\"<>]*)@")
 _known: set[str] = set()
 _known_lock = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 def redact_url(url: str) -> str:
@@ -170,3 +171,13 @@ def mask_secrets(text: str) -> str:
     text = _BEARER.sub(lambda m: value(m, check=True), text)
     text = _KEYED.sub(lambda m: value(m, check=True), text)
     return _PASSWORD.sub(lambda m: value(m, check=False), text)
+
+
+def mask_for_memory(text: str, secrets: Iterable[str] = ()) -> str:
+    """`mask_secrets(text)` (and `secrets` masked too) for a text about to be saved to memory (a fact, a history
+    entry), with one warning line when it masked something: the text is saved masked, never refused."""
+    out = mask_secrets(redact_text(text, secrets) if secrets else text)
+    if out != text:
+        n = max(1, out.count(MASK) - text.count(MASK))
+        log.warning("masked %d secret%s before saving (%s)", n, "" if n == 1 else "s", MASK)
+    return out
