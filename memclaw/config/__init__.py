@@ -341,10 +341,9 @@ def dump_config(cfg: Config) -> dict[str, Any]:
 
 
 def config_secrets(config: Config) -> list[str]:
-    """Every secret value `config` holds: API keys, Chroma headers, the Discord token, URL credentials."""
-    from urllib.parse import unquote, urlsplit
-
-    from memclaw.util.redact import MIN_SECRET_CHARS, has_url_credentials, secret_pieces
+    """Every secret value `config` holds: API keys, Chroma headers, the Discord token, URL credentials (userinfo
+    and secret query parameters)."""
+    from memclaw.util.redact import secret_pieces, url_secrets
 
     vals: list[str] = []
     for v in (
@@ -356,10 +355,6 @@ def config_secrets(config: Config) -> list[str]:
         if v is not None:
             vals += secret_pieces(v.get_secret_value())
     for url in (config.memory.chroma_url, config.agent.api_base, config.embeddings.api_base):
-        if url and has_url_credentials(url):
-            try:
-                parts = urlsplit(url)
-            except ValueError:
-                continue
-            vals += [unquote(x) for x in (parts.password, parts.username) if x and len(x) >= MIN_SECRET_CHARS]
+        if url:
+            vals += url_secrets(url)
     return vals
