@@ -176,3 +176,26 @@ def test_consolidation_saves_secrets_masked(home, llm_server, embedder, who, cap
     out = recall_everything(home, sender)
     assert "The OpenAI key is ***" in out
     assert_no_secret(out)
+
+
+def test_owners_file_tools_write_memory_files_masked(home, llm_server, embedder):
+    """The owner's model writing MEMORY.md or HISTORY.md with its file tools: the text it adds is masked too;
+    a file outside memory/ is the owner's own and written as given."""
+    agent = make_agent(home, embedder)
+    ws = home / "workspace"
+    memory_md = f"# Notes\n- My key is {SHAPED}\n- The bot token is {DISCORD}\n"
+    llm_server.tool_call("write_file", {"path": "memory/MEMORY.md", "content": memory_md})
+    added = "# Notes\n- wifi password: hunter2\n"
+    llm_server.tool_call("edit_file", {"path": "memory/MEMORY.md", "old_text": "# Notes\n", "new_text": added})
+    llm_server.tool_call("write_file", {"path": "notes/todo.md", "content": f"rotate {API_KEY}\n"})
+    llm_server.reply("Done.")
+    assert asyncio.run(agent.handle(owner("write my keys down"))).ok
+    results = [m["content"] for m in llm_server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert results[0].startswith("Wrote ") and results[1].startswith("Edited "), results
+    want = "# Notes\n- wifi password: ***\n- My key is ***\n- The bot token is ***\n"
+    assert (ws / "memory" / "MEMORY.md").read_text() == want
+    assert (ws / "notes" / "todo.md").read_text() == f"rotate {API_KEY}\n"
+    agent.memory.close()
+    out = recall_everything(home, None)
+    assert "My key is ***" in out
+    assert_no_secret(memory_bytes(home), index_bytes(home), out)
