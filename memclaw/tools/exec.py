@@ -214,14 +214,15 @@ HOME_PRIVATE = ("config.toml", "config.json", "chat_history")
 
 def hidden_in_workspace(root: Path) -> list[Path]:
     """What of memclaw's own lies inside the workspace `root` and is covered in the sandbox: memclaw's home (when
-    inside the workspace), else its private files (when the home is the workspace)."""
+    inside the workspace), and each private file of the home that is, or links to, a file in the workspace."""
     home = memclaw_home().resolve()
     ws = root.resolve()
-    if home != ws and home.is_relative_to(ws) and home.is_dir():
-        return [home]
-    if home == ws:
-        return [home / n for n in HOME_PRIVATE if (home / n).exists()]
-    return []
+    out = [home] if home != ws and home.is_relative_to(ws) and home.is_dir() else []
+    for name in HOME_PRIVATE:
+        real = (home / name).resolve()
+        if real.is_file() and real.is_relative_to(ws) and not any(real.is_relative_to(h) for h in out):
+            out.append(real)
+    return out
 
 
 def _refusal(why: str, *, install: bool = False) -> str:

@@ -18,7 +18,7 @@ from memclaw.agent.turn import InboundMessage
 from memclaw.config import Config, load_config
 from memclaw.llm.client import LLMClient
 from memclaw.tools.base import ToolContext
-from memclaw.tools.exec import sandbox_argv
+from memclaw.tools.exec import hidden_in_workspace, sandbox_argv
 from memclaw.tools.registry import ToolRegistry
 from tests.llm_server import scripted_server
 
@@ -135,14 +135,19 @@ def test_exec_has_no_network_unless_the_owner_allows_it(home, llm_server):
 
 
 @needs_bwrap
-@pytest.mark.parametrize("layout", ["home is the workspace", "home inside the workspace"])
+@pytest.mark.parametrize("layout", ["home is the workspace", "home inside the workspace", "config linked into it"])
 def test_config_inside_the_workspace_is_not_visible(tmp_path, monkeypatch, layout):
     ws = tmp_path / "ws"
     ws.mkdir()
-    home = ws if layout == "home is the workspace" else ws / ".memclaw"
+    home = {"home is the workspace": ws, "home inside the workspace": ws / ".memclaw"}.get(layout, tmp_path / "h")
     home.mkdir(exist_ok=True)
     (home / "config.toml").write_text(f'[agent]\napi_key = "{API_KEY}"\nexec_enabled = true\n', "utf-8")
     (home / "chat_history").write_text("my password is hunter2\n", "utf-8")
+    if layout == "config linked into it":  # the real files in a folder of the workspace, linked from the home
+        (ws / ".memclaw").mkdir()
+        for name in ("config.toml", "chat_history"):
+            (home / name).rename(ws / ".memclaw" / name)
+            (home / name).symlink_to(ws / ".memclaw" / name)
     monkeypatch.setenv("MEMCLAW_HOME", str(home))
     cfg = Config()  # not load_config: the config's key is not known as a secret, so masking cannot hide it
     cfg.agent.exec_enabled = True
@@ -153,6 +158,7 @@ def test_config_inside_the_workspace_is_not_visible(tmp_path, monkeypatch, layou
     assert API_KEY not in r.content and "api_key" not in r.content and "hunter2" not in r.content, r.content
     assert (home / "config.toml").read_text().startswith("[agent]")  # covered in the sandbox, not removed
     assert (home / "chat_history").read_text() == "my password is hunter2\n"
+    assert len(hidden_in_workspace(ws)) == (1 if layout == "home inside the workspace" else 2)
 
 
 def fake_bin(tmp_path, name: str, script: str):
