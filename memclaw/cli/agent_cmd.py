@@ -44,10 +44,13 @@ def make_agent(workspace: Path | None, *, need_key: bool = False) -> Agent:
 def _print_reply(reply: AgentReply) -> None:
     """The model's reply (and /help) as Markdown on a terminal (memclaw.util.markdown_view: control characters as
     symbols, links with their URL); a command's answer (it quotes memories, queries and ids) and anything on a
-    pipe as written (control characters as symbols too)."""
+    pipe as written (control characters as symbols too). Every known secret value in it is shown as ***."""
+    from memclaw.util.redact import redact_text
+
     style = "" if reply.ok else "yellow"
+    text = redact_text(reply.text)
     if _failed(reply):  # an error is not a reply: stderr, so a script reading stdout never takes it for one
-        err_console.print(lit(reply.text, "yellow"))
+        err_console.print(lit(text, "yellow"))
     elif reply.recall is not None and reply.recall.hits:  # /recall: the table of `memclaw recall`, with ids
         from memclaw.context.views import recall_table
 
@@ -57,9 +60,9 @@ def _print_reply(reply: AgentReply) -> None:
     elif console.is_terminal and reply.command in (None, "/help"):
         from memclaw.util.markdown_view import reply_markdown
 
-        console.print(reply_markdown(reply.text), style=style)
+        console.print(reply_markdown(text), style=style)
     else:
-        console.print(lit(reply.text, style), soft_wrap=True)
+        console.print(lit(text, style), soft_wrap=True)
 
 
 def _failed(reply: AgentReply) -> bool:

@@ -183,7 +183,15 @@ class AgentConfig(_Section):
     """Per-model settings, e.g. {"ollama/llama3": {"context_window": 8192}}."""
     name: str = "memclaw"
     exec_timeout_s: float = Field(30.0, gt=0)
-    exec_enabled: bool = True
+    exec_enabled: bool = False
+    """Offer the owner's model the `exec` tool: any shell command, run in the workspace. Off by default: a prompt
+    injection that reaches the owner's model (a web page, a file, a pasted text) can then run commands as you."""
+    exec_sandbox: Literal["bwrap", "none"] = "bwrap"
+    """bwrap: each command runs in a bubblewrap sandbox that sees the system's programs and the workspace, never
+    memclaw's process, home, config or environment, nor your home (exec refuses to run without bwrap). none:
+    unsafe, the command runs as you and can read every file you can, memclaw's config and environment included."""
+    exec_network: bool = False
+    """Let exec's sandboxed commands use the network (off: they see no network at all)."""
     restrict_to_workspace: bool = True
 
 
@@ -333,10 +341,9 @@ def dump_config(cfg: Config) -> dict[str, Any]:
 
 
 def config_secrets(config: Config) -> list[str]:
-    """Every secret value `config` holds: API keys, Chroma headers, the Discord token, URL credentials."""
-    from urllib.parse import unquote, urlsplit
-
-    from memclaw.util.redact import MIN_SECRET_CHARS, has_url_credentials, secret_pieces
+    """Every secret value `config` holds: API keys, Chroma headers, the Discord token, URL credentials (userinfo
+    and secret query parameters)."""
+    from memclaw.util.redact import secret_pieces, url_secrets
 
     vals: list[str] = []
     for v in (
@@ -348,10 +355,6 @@ def config_secrets(config: Config) -> list[str]:
         if v is not None:
             vals += secret_pieces(v.get_secret_value())
     for url in (config.memory.chroma_url, config.agent.api_base, config.embeddings.api_base):
-        if url and has_url_credentials(url):
-            try:
-                parts = urlsplit(url)
-            except ValueError:
-                continue
-            vals += [unquote(x) for x in (parts.password, parts.username) if x and len(x) >= MIN_SECRET_CHARS]
+        if url:
+            vals += url_secrets(url)
     return vals

@@ -5,6 +5,9 @@ when the file is still what the index last saw).
 A fact added without a section goes under DEFAULT_SECTION ("# Notes", created at the end of the file the first
 time), never under whatever heading happens to be last. A fact for a section that is the file's last one is
 appended at the very end (so an append to a synced file needs no full parse, see `append_fact`).
+
+Every fact written is masked for secrets (memclaw.util.redact.mask_secrets), whoever wrote it: no path to MEMORY.md
+skips it. The service masks first and warns (`mask_for_memory`); this is the floor under every writer.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from memclaw.markdown.formats import clean_text, normalize_section
 from memclaw.markdown.memory_md import FactBlock, parse_memory, scan_memory
 from memclaw.markdown.syntax import bullet_first_line, is_thematic_break, underlines
 from memclaw.markdown.units import MemoryUnit
+from memclaw.util.redact import mask_secrets
 
 if TYPE_CHECKING:
     from memclaw.markdown.incremental import FileMark
@@ -128,7 +132,7 @@ def _plan(text: str, path: Path, scope: str, source: str, ops: list[FactOp]) -> 
             raise MemoryFileError(f"op {n}: unknown fact op {kind!r}: use add, update or delete")
         new_text = None
         if kind in ("add", "update"):
-            new_text = normalize_fact_text(op.text or "")
+            new_text = mask_secrets(normalize_fact_text(op.text or ""))
             if not new_text:
                 raise MemoryFileError(f"op {n} ({kind}): empty fact text: say what to remember")
         if kind == "add":
@@ -305,7 +309,7 @@ def _append_fast(path: Path, text: str, section: str, mark: FileMark) -> bool:
         mark = appended[1]
     if not mark.resumable or mark.section != section:
         return False
-    new_text = normalize_fact_text(text)
+    new_text = mask_secrets(normalize_fact_text(text))
     if not new_text:
         raise MemoryFileError("op 1 (add): empty fact text: say what to remember")
     first_end = data.find(b"\n")

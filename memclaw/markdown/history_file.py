@@ -12,6 +12,7 @@ from memclaw.errors import MemoryFileError
 from memclaw.markdown.files import append_block, atomic_write, encode_text, locked, read_text
 from memclaw.markdown.formats import clean_text, format_history_entry, parse_history, scan_history
 from memclaw.markdown.units import MemoryUnit
+from memclaw.util.redact import mask_secrets
 
 
 def _norm(t: str) -> str:
@@ -55,9 +56,9 @@ def delete_history_entries(path: Path, scope: str, source: str, ids: list[str]) 
 def append_history(path: Path, ts: datetime, text: str, *, cid: str | None = None) -> bool:
     """Append one entry `[YYYY-MM-DD HH:MM] text` (`[... #cid]` for a consolidation's entry) to HISTORY.md: a true
     append (earlier bytes are never rewritten), blank-line separated, fsynced. A line of `text` that would read as a
-    stamp is escaped. With `cid`, the same entry already there with that id (a write repeated after a crash) is not
-    appended again: False, nothing written."""
-    body = clean_text(text).strip()
+    stamp is escaped; secrets are masked (memclaw.util.redact.mask_secrets). With `cid`, the same entry already
+    there with that id (a write repeated after a crash) is not appended again: False, nothing written."""
+    body = mask_secrets(clean_text(text)).strip()
     if not body:
         raise MemoryFileError("empty history entry: nothing to write")
     entry = format_history_entry(ts, body, cid=cid)

@@ -15,6 +15,8 @@ first turn). `record_consolidation` writes it in three steps, in this order, eac
    dropped (a delete repeated, or a hand edit since).
 3. **history**: the summary appended to HISTORY.md stamped `[2026-11-25 14:02 #cid]`.
 
+Facts and the summary are masked for secrets as the archive is (`mask_for_memory`: one warning line when it masks).
+
 Every step is idempotent by `cid`, so a consolidation repeated after a crash writes nothing twice: the archive skips
 a chunk whose id the day file holds, the facts step is done when a fact it would write is already there word for
 word (marks included), the history step when an entry with that id and text is. `sync=False` leaves the index to
@@ -101,6 +103,7 @@ class ConsolidationWriter:
         from memclaw.markdown.fact_ops import apply_fact_ops
         from memclaw.markdown.files import read_units
         from memclaw.service.learned import bare_fact, mark_fact
+        from memclaw.util.redact import mask_for_memory
 
         if not record.fact_ops:
             return False
@@ -119,7 +122,7 @@ class ConsolidationWriter:
                 ops.append(op)
                 continue
             old = current[op.id].text if op.op == "update" and op.id else None
-            text = mark_fact(op.text or "", on, record.cid, replaces=old)
+            text = mark_fact(mask_for_memory(op.text or ""), on, record.cid, replaces=old)
             if text in texts:  # written by this consolidation before a crash: the step is done
                 return False
             if op.op == "add" and bare_fact(text) in known:
@@ -134,11 +137,12 @@ class ConsolidationWriter:
 
     def _history(self, scope: str, record: ConsolidationRecord, res: RecordResult) -> bool:
         from memclaw.markdown.history_file import append_history
+        from memclaw.util.redact import mask_for_memory
 
         if not record.history_entry.strip():
             return False
         path = self.workspace.history_file(scope)
         path.parent.mkdir(parents=True, exist_ok=True)
-        wrote = append_history(path, record.when, record.history_entry, cid=record.cid)
+        wrote = append_history(path, record.when, mask_for_memory(record.history_entry), cid=record.cid)
         res.history = True
         return wrote

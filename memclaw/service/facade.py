@@ -17,7 +17,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
-from memclaw.config import Config
+from memclaw.config import Config, config_secrets
 from memclaw.errors import EmbeddingUnavailable, VectorStoreCorrupted
 from memclaw.index import layout as ix
 from memclaw.index.identity import IndexIdentity, what_broke
@@ -32,6 +32,7 @@ from memclaw.service.forgotten_recall import ForgottenFilter
 from memclaw.service.prefetch import Prefetch
 from memclaw.service.stats import index_stats
 from memclaw.service.writes import MemoryWriter
+from memclaw.util.redact import remember_secrets
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -65,6 +66,9 @@ class MemoryService:
     ) -> None:
         self.workspace = workspace
         self.config = config
+        # every text written to memory is masked for the config's secrets too (load_config remembers them; a
+        # config made in code, as a library user or a test does, is remembered here)
+        remember_secrets(config_secrets(config))
         self._embedder = embedder
         self._store = store
         if tokenizer is None:

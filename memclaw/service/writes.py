@@ -48,9 +48,11 @@ class MemoryWriter:
         from memclaw.markdown.formats import normalize_section
         from memclaw.markdown.unit_size import section_too_long, too_long
         from memclaw.service.learned import mark_fact
+        from memclaw.util.redact import mask_for_memory
 
         if not normalize_fact_text(text):
             raise UsageError("empty fact: say what to remember")
+        text = mask_for_memory(text)  # a secret is saved as ***, with one warning line
         text = mark_fact(text, learned or date.today())  # as it will read back, with when it was learned
         refused = too_long(text) or section_too_long(section)
         if refused:
@@ -133,10 +135,11 @@ class MemoryWriter:
 
     def append_history(self, scope: str, text: str, ts: datetime) -> MemoryUnit:
         from memclaw.markdown.history_file import append_history
+        from memclaw.util.redact import mask_for_memory
 
         path = self.workspace.history_file(scope)
         path.parent.mkdir(parents=True, exist_ok=True)
-        append_history(path, ts, text)
+        append_history(path, ts, mask_for_memory(text))
         self._sync([scope])
         sc = self.scopes.get(scope)
         last = sc.state.units.last("history") if sc is not None else None

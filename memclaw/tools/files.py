@@ -1,7 +1,8 @@
 """The file tools of the owner: read_file, write_file, edit_file, list_dir. Confined to the workspace
 (`agent.restrict_to_workspace`), never through a symlink inside it (a link could lead outside it or into another
 person's memory: see memclaw.util.safepath); the derived index and the session files are never writable through
-them. A write into `memory/` is followed by an index sync of that scope."""
+them. A write into `memory/` is followed by an index sync of that scope; the text it adds to a memory Markdown file
+is masked for secrets first, as every other write to memory is (memclaw.util.redact.mask_for_memory)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from pathlib import Path
 
 from pydantic import Field
 
+from memclaw.config import config_secrets
 from memclaw.errors import MemclawError
 from memclaw.tools.base import Args, Tool, ToolContext, ToolFailure
 from memclaw.util.files import replace_atomically
+from memclaw.util.redact import mask_for_memory
 from memclaw.util.safepath import read_nofollow, symlink_below
 
 log = logging.getLogger(__name__)
@@ -81,10 +84,20 @@ def display_path(ctx: ToolContext, p: Path) -> str:
     return str(p.relative_to(root)) if p.is_relative_to(root) else str(p)
 
 
+def is_memory_file(ctx: ToolContext, p: Path) -> bool:
+    """Is `p` one of the memory Markdown files (`memory/**/*.md`) of the workspace?"""
+    return p.is_relative_to(ctx.root.resolve() / "memory") and p.suffix == ".md"
+
+
+def for_memory(ctx: ToolContext, p: Path, text: str) -> str:
+    """`text` as it may be written to `p`: with its secrets masked when `p` is a memory file."""
+    return mask_for_memory(text, config_secrets(ctx.config)) if is_memory_file(ctx, p) else text
+
+
 def after_memory_write(ctx: ToolContext, p: Path) -> str:
     """Sync the index when a memory Markdown file was written by a tool; returns a note for the result."""
     root = ctx.root.resolve()
-    if ctx.memory is None or not p.is_relative_to(root / "memory") or p.suffix != ".md":
+    if ctx.memory is None or not is_memory_file(ctx, p):
         return ""
     from memclaw.markdown.units import OWNER_SCOPE, scope_from_dirname
 
@@ -127,7 +140,7 @@ class WriteFile(Tool):
         p = resolve_path(ctx, args.path, write=True)
         if p.is_dir():
             raise ToolFailure(f"{args.path!r} is a directory")
-        data = args.content.encode("utf-8")
+        data = for_memory(ctx, p, args.content).encode("utf-8")
         replace_atomically(p, data)
         note = after_memory_write(ctx, p)
         return f"Wrote {len(data)} bytes to {display_path(ctx, p)}{note}"
@@ -148,7 +161,8 @@ class EditFile(Tool):
             raise ToolFailure(f"old_text was not found in {args.path!r}; read the file and copy the text exactly")
         if n > 1:
             raise ToolFailure(f"old_text occurs {n} times in {args.path!r}; include more context to make it unique")
-        replace_atomically(p, text.replace(args.old_text, args.new_text, 1).encode("utf-8"))
+        new_text = for_memory(ctx, p, args.new_text)
+        replace_atomically(p, text.replace(args.old_text, new_text, 1).encode("utf-8"))
         note = after_memory_write(ctx, p)
         return f"Edited {display_path(ctx, p)}{note}"
 

@@ -11,9 +11,10 @@ that fails all come back as a tool result starting with "Error:" so the model ca
 File tools are confined to the workspace (`agent.restrict_to_workspace`) and never follow a symlink inside it (a
 link could lead outside it or into another person's memory: see memclaw.util.safepath); the derived index and the
 session files are never writable through them.
-A write into `memory/` is followed by an index sync of that scope. `exec` runs in the workspace with a timeout, an
-output cap, an environment without secrets, and a deny list for destructive commands; it is a guard against
-accidents, not a sandbox.
+A write into `memory/` is followed by an index sync of that scope. `exec` (off by default) runs in the workspace
+inside a bubblewrap sandbox, with a timeout, an output cap and a deny list for destructive commands
+(memclaw.tools.exec).
+Every tool result is masked for the secret values memclaw knows before anyone sees it.
 """
 
 from __future__ import annotations
@@ -25,12 +26,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from memclaw.config import config_secrets
 from memclaw.errors import MemclawError
 from memclaw.tools.base import MAX_RESULT_CHARS, Tool, ToolContext, ToolFailure, cap
 from memclaw.tools.exec import Exec
 from memclaw.tools.files import EditFile, ListDir, ReadFile, WriteFile
 from memclaw.tools.memory import MemorySearch, Remember
 from memclaw.util.jsonfix import extract_json
+from memclaw.util.redact import redact_text
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +96,13 @@ class ToolRegistry:
             raise ToolFailure(f"invalid arguments for {name}: {problems} (parameters: {params})") from None
 
     async def execute(self, name: str, arguments: str | dict[str, Any] | None, ctx: ToolContext) -> ToolResult:
-        """Run a tool; every failure becomes an "Error: ..." result, never an exception."""
+        """Run a tool; every failure becomes an "Error: ..." result, never an exception. Every known secret value in
+        the result (the config's keys and tokens, the environment's secrets, URL credentials) is masked, so none
+        reaches the model, the session file or the terminal."""
+        res = await self._execute(name, arguments, ctx)
+        return ToolResult(redact_text(res.content, config_secrets(ctx.config)), res.ok)
+
+    async def _execute(self, name: str, arguments: str | dict[str, Any] | None, ctx: ToolContext) -> ToolResult:
         try:
             tool, args = self.validate(name, arguments, ctx)
             out = await asyncio.to_thread(tool.run, args, ctx)

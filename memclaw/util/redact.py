@@ -1,7 +1,8 @@
 """Secrets are never shown: the one helper every place that prints a URL, an error or a log line goes through.
 
-* `redact_url` / `redact_text`: the credentials of a URL (`http://user:TOKEN@host` -> `http://***@host`), wherever
-  one appears in a text, and every value memclaw knows to be secret, become `***`.
+* `redact_url` / `redact_text`: the credentials of a URL (`http://user:TOKEN@host` -> `http://***@host`, and
+  `?api_key=TOKEN` -> `?api_key=***`), wherever one appears in a text, and every value memclaw knows to be secret,
+  become `***`.
 * Known secret values: the config's keys, headers and tokens (`config_secrets`, remembered by `load_config`), and
   the environment's variables whose names say they hold one (OPENAI_API_KEY, MEMCLAW_DISCORD_TOKEN, ...).
 * `RedactingFilter`: a logging filter that passes every record through `redact_text` (installed on memclaw's log
@@ -11,6 +12,7 @@
 * `mask_secrets`: what `redact_text` masks plus every secret recognisable by its shape (provider keys `sk-...`,
   `ghp_...`, AWS access keys, Bearer tokens, JWTs, private key blocks) or by what precedes it ("my password is
   ...", `api_key = ...`): for text memclaw keeps verbatim (the conversation archive), where no secret belongs.
+* `mask_for_memory`: `mask_secrets` for every fact and history entry about to be saved, with one warning line.
 """
 
 from __future__ import annotations
@@ -32,18 +34,55 @@ SECRET_NAME_RE = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)
 """Environment variable names that may hold a secret."""
 
 _URL_USERINFO_RE = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#\s'\"<>]*)@")
+_QUERY_PARAM_RE = re.compile(r"(?P<lead>[?&;](?P<name>[A-Za-z0-9_.\-\[\]]{1,64})=)(?P<value>[^&;#\s'\"<>\\]+)")
+SECRET_PARAM_WORDS = frozenset(
+    {
+        "key", "apikey", "token", "accesstoken", "secret", "password", "passwd", "pwd", "pass", "sig", "signature",
+        "auth", "authorization", "credential", "credentials", "sessionid", "session",
+    }
+)  # fmt: skip
+"""A URL query parameter carries a secret when one of its name's words (split at _ - . and case) is one of these:
+`key`, `api_key`, `apiKey`, `access_token`, `client_secret`, `X-Amz-Signature`, `sig`."""
 _known: set[str] = set()
 _known_lock = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 def redact_url(url: str) -> str:
-    """`url` with its credentials (the userinfo before '@') replaced by ***: `http://u:p@h:1/x` -> `http://***@h:1/x`."""
-    return _URL_USERINFO_RE.sub(lambda m: f"{m['scheme']}{MASK}@", url)
+    """`url` with its credentials replaced by ***, wherever one appears in the text: the userinfo before '@'
+    (`http://u:p@h:1/x` -> `http://***@h:1/x`) and the values of query parameters named for a secret
+    (`?api_key=abc&v=2` -> `?api_key=***&v=2`)."""
+    url = _URL_USERINFO_RE.sub(lambda m: f"{m['scheme']}{MASK}@", url)
+    return _QUERY_PARAM_RE.sub(lambda m: m["lead"] + MASK if _secret_param(m["name"]) else m[0], url)
+
+
+def _secret_param(name: str) -> bool:
+    """Is a query parameter of this name a credential (one of its words is in SECRET_PARAM_WORDS)?"""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).lower()
+    words = [w for w in re.split(r"[\s_.\-\[\]]+", spaced) if w]
+    return "".join(words) in SECRET_PARAM_WORDS or any(w in SECRET_PARAM_WORDS for w in words)
+
+
+def url_secrets(text: str) -> list[str]:
+    """The credentials of the URLs in `text`: each userinfo's user and password, and each secret query value
+    (percent-decoded as well as raw)."""
+    from urllib.parse import unquote
+
+    out: list[str] = []
+    for m in _URL_USERINFO_RE.finditer(text):
+        for part in m["userinfo"].split(":", 1):
+            out += [part, unquote(part)]
+    for m in _QUERY_PARAM_RE.finditer(text):
+        if _secret_param(m["name"]):
+            out += [m["value"], unquote(m["value"])]
+    return [v for v in dict.fromkeys(out) if len(v) >= MIN_SECRET_CHARS]
 
 
 def has_url_credentials(text: str) -> bool:
-    """Does `text` hold a URL with credentials (`scheme://user[:password]@host`)?"""
-    return any(m["userinfo"] for m in _URL_USERINFO_RE.finditer(text))
+    """Does `text` hold a URL with credentials (`scheme://user[:password]@host`, or `?api_key=...`)?"""
+    return any(m["userinfo"] for m in _URL_USERINFO_RE.finditer(text)) or any(
+        _secret_param(m["name"]) for m in _QUERY_PARAM_RE.finditer(text)
+    )
 
 
 def secret_pieces(value: str) -> list[str]:
@@ -170,3 +209,13 @@ def mask_secrets(text: str) -> str:
     text = _BEARER.sub(lambda m: value(m, check=True), text)
     text = _KEYED.sub(lambda m: value(m, check=True), text)
     return _PASSWORD.sub(lambda m: value(m, check=False), text)
+
+
+def mask_for_memory(text: str, secrets: Iterable[str] = ()) -> str:
+    """`mask_secrets(text)` (and `secrets` masked too) for a text about to be saved to memory (a fact, a history
+    entry), with one warning line when it masked something: the text is saved masked, never refused."""
+    out = mask_secrets(redact_text(text, secrets) if secrets else text)
+    if out != text:
+        n = max(1, out.count(MASK) - text.count(MASK))
+        log.warning("masked %d secret%s before saving (%s)", n, "" if n == 1 else "s", MASK)
+    return out

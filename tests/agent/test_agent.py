@@ -73,7 +73,8 @@ def test_plain_reply_is_saved_with_usage_and_reasoning(ws, llm_server):
     assert rec.usage.prompt_tokens == 11 and rec.reasoning == ["owner asks; memory says Lyon"]
     sent = llm_server.requests[0]
     assert sent["messages"][0]["role"] == "system" and sent["messages"][-1]["content"] == "hello, where do I live?"
-    assert {t["function"]["name"] for t in sent["tools"]} >= {"read_file", "exec", "memory_search"}
+    offered = {t["function"]["name"] for t in sent["tools"]}
+    assert offered >= {"read_file", "memory_search"} and "exec" not in offered  # exec: off unless the owner enables it
     lines = session_lines(ws)
     assert [(m["role"], m["content"]) for m in lines] == [
         ("user", "hello, where do I live?"),

@@ -71,7 +71,8 @@ def test_agent_one_shot_through_the_console_script(root, llm_server):
     assert sent["model"] == "gpt-4o-mini" and sent["messages"][-1]["content"] == "where do I work?"
     system = sent["messages"][0]["content"]
     assert "Solaris Energy" in system[system.index("<recalled-memories>") :]  # auto-recall over the owner's memory
-    assert {t["function"]["name"] for t in sent["tools"]} >= {"exec", "read_file", "memory_search"}  # the owner
+    offered = {t["function"]["name"] for t in sent["tools"]}
+    assert offered >= {"read_file", "memory_search"} and "exec" not in offered  # the owner; exec is off by default
     session = SessionStore(root / "sessions").load("cli", "cli")
     assert [(m["role"], m["content"]) for m in session.messages] == [
         ("user", "where do I work?"),

@@ -19,7 +19,9 @@ def ctx(tmp_path):
     root = tmp_path / "ws"
     (root / "memory").mkdir(parents=True)
     (root / "notes.md").write_text("line one\nline two\n", "utf-8")
-    return ToolContext(root=root, config=Config(), scope="owner", is_owner=True)
+    cfg = Config()
+    cfg.agent.exec_enabled = True  # off by default (tests/tools/test_exec_sandbox.py)
+    return ToolContext(root=root, config=cfg, scope="owner", is_owner=True)
 
 
 def run(reg: ToolRegistry, name: str, args, ctx: ToolContext):
@@ -141,7 +143,7 @@ def test_exec_output_is_capped_while_it_is_read_not_after(ctx):
 
 def test_exec_timeout_kills_a_chatty_command_and_its_children(ctx, tmp_path):
     ctx.config.agent.exec_timeout_s = 0.5
-    marker = tmp_path / "survived"
+    marker = ctx.root / "survived"  # in the workspace: the one place the sandboxed command may write
     r = run(
         ToolRegistry(),
         "exec",

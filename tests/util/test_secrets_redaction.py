@@ -80,6 +80,29 @@ def test_url_credentials_never_shown_by_any_command(home):
     assert TOKEN.encode() not in everything_under(home)  # nor in the index manifest or any file memclaw wrote
 
 
+def test_a_key_in_a_urls_query_is_never_shown(home):
+    """Issue 39.3: `api_base = "http://...?api_key=QUERYSECRET"` was printed by `config` and `status --json`."""
+    port = free_port()
+    (home / "config.toml").write_text(
+        f'[agent]\napi_base = "http://127.0.0.1:{port}/v1?api_key=QUERYSECRET&v=1"\n\n'
+        f'[embeddings]\napi_base = "http://127.0.0.1:{port}/v1?token=EMBEDSECRET"\n'
+    )
+    runs = {
+        "config": memclaw(home, "config"),
+        "status": memclaw(home, "status"),
+        "status --json": memclaw(home, "status", "--json"),
+        "agent -m": memclaw(home, "agent", "-m", "hi", MEMCLAW_AGENT__MAX_RETRIES="0"),
+    }
+    for name, p in runs.items():
+        assert "QUERYSECRET" not in p.stdout + p.stderr and "EMBEDSECRET" not in p.stdout + p.stderr, name
+        assert "Traceback" not in p.stderr, (name, p.stderr)
+    shown = json.loads(runs["status --json"].stdout)["config"]
+    assert shown["agent"]["api_base"] == f"http://127.0.0.1:{port}/v1?api_key=***&v=1"
+    assert shown["embeddings"]["api_base"] == f"http://127.0.0.1:{port}/v1?token=***"
+    assert json.loads(runs["config"].stdout)["agent"]["api_base"] == shown["agent"]["api_base"]
+    assert runs["agent -m"].returncode == 5  # the model was asked, at the closed port, and its error is masked
+
+
 def test_migrate_never_shows_the_target_credentials(home):
     port = free_port()
     url = f"http://admin:{MIGRATE_SECRET}@127.0.0.1:{port}"
@@ -126,7 +149,7 @@ def test_exec_environment_drops_every_known_secret_whatever_its_name(tmp_path, m
     from memclaw.tools.registry import ToolRegistry
 
     cfg = Config(
-        agent={"api_key": API_KEY},
+        agent={"api_key": API_KEY, "exec_enabled": True, "exec_sandbox": "none"},  # bwrap clears the whole env
         memory={"chroma_headers": {"Authorization": HEADER}},
         channels={"discord": {"token": "discord-bot-SECRET-token-31"}},
     )
@@ -155,6 +178,7 @@ def test_exec_environment_drops_every_known_secret_whatever_its_name(tmp_path, m
 
 # ----- (c) -vv and third-party request dumps ---------------------------------------------------------------------
 FILE_SECRET = "sk-live-FILE-SECRET-0042"
+BODY_MARKER = "marker-of-the-request-body-8812"
 
 
 @pytest.fixture
@@ -170,7 +194,9 @@ def test_debug_logging_never_dumps_requests_or_secrets(tmp_path, llm_server):
     root = tmp_path / "ws"
     (root / "memory").mkdir(parents=True)
     (root / "memory" / "MEMORY.md").write_text(MEMORY)
-    (root / "creds.txt").write_text(f"api key: {FILE_SECRET}\ndb: postgres://app:DBPASS-6677@db/app\n")
+    (root / "creds.txt").write_text(
+        f"api key: {FILE_SECRET}\ndb: postgres://app:DBPASS-6677@db/app\nnote: {BODY_MARKER}\n"
+    )
     llm_server.tool_call("read_file", {"path": "creds.txt"})
     llm_server.reply("I read the file.")
     p = memclaw(
@@ -188,9 +214,11 @@ def test_debug_logging_never_dumps_requests_or_secrets(tmp_path, llm_server):
     )
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "I read the file."
-    assert FILE_SECRET in json.dumps(llm_server.requests[1])  # the secret really went out in a request body
+    sent = json.dumps(llm_server.requests[1])
+    assert BODY_MARKER in sent  # the tool result really went out in a request body (a dump would show it)
+    assert FILE_SECRET not in sent and "DBPASS" not in sent and "api key: ***" in sent  # masked (issue 39.1)
     assert "INFO memclaw.agent.loop: tool read_file -> ok" in p.stderr  # -vv shows memclaw's own lines
-    assert FILE_SECRET not in p.stderr and "DBPASS" not in p.stderr
+    assert FILE_SECRET not in p.stderr and "DBPASS" not in p.stderr and BODY_MARKER not in p.stderr
     assert "openai._base_client" not in p.stderr and "Request options" not in p.stderr
     assert "HTTP Request:" not in p.stderr  # httpx's request lines stay off too
 
@@ -206,6 +234,11 @@ def test_debug_logging_never_dumps_requests_or_secrets(tmp_path, llm_server):
         ("http://127.0.0.1:8000", "http://127.0.0.1:8000"),
         ("http://host/a@b", "http://host/a@b"),  # an @ in the path is not userinfo
         ("mail me at a@b.example", "mail me at a@b.example"),
+        ("http://127.0.0.1:18999/v1?api_key=QUERYSECRET", "http://127.0.0.1:18999/v1?api_key=***"),
+        ("https://h/x?v=2&apiKey=abc123&sig=ZZ%2Fz#frag", "https://h/x?v=2&apiKey=***&sig=***#frag"),
+        ("https://h/o?X-Amz-Credential=AK%2F1&X-Amz-Signature=dead", "https://h/o?X-Amz-Credential=***&X-Amz-Signature=***"),
+        ("https://h/cb?code=1&access_token=tok&TOKEN=T2&client_secret=s", "https://h/cb?code=1&access_token=***&TOKEN=***&client_secret=***"),
+        ("https://h/search?q=token+usage&keyword=monkey&page=2", "https://h/search?q=token+usage&keyword=monkey&page=2"),
     ],
 )
 def test_redact_url(url, shown):
