@@ -11,7 +11,8 @@ connections are retried with exponential backoff (honouring Retry-After, bounded
 retried: that address is not asked again in this process (a circuit breaker per endpoint). A failure is said as
 what happened: could not connect, closed without answering, timed out, or the server's status. Anything else, or
 running out of retries, raises `LLMError` with a one-line message that says what to do. Keys never appear in logs or
-messages. litellm is imported on first use (it is slow to import).
+messages. litellm is imported on first use (it is slow to import), or beside a command's start-up
+(`import_in_background`).
 """
 
 from __future__ import annotations
@@ -64,6 +65,24 @@ def litellm_module() -> Any:
             litellm.telemetry = False
             _litellm = litellm
     return _litellm
+
+
+def import_in_background() -> None:
+    """Start importing litellm (~2.8 s) in a background thread (memclaw.util.background) while the caller prepares
+    its first request: the request then finds it imported, or waits under the import lock for the rest. A failed
+    import is left for the request to meet and say."""
+    if _litellm is not None:
+        return
+    from memclaw.util.background import background_thread
+
+    background_thread(_import_quietly, "memclaw-litellm-import").start()
+
+
+def _import_quietly() -> None:
+    try:
+        litellm_module()
+    except Exception:
+        log.debug("litellm import in the background failed", exc_info=True)
 
 
 @dataclass(frozen=True)
