@@ -233,7 +233,7 @@ def resolve_workspace(cfg: Config, override: Path | None = None) -> Workspace:
         raise WorkspaceError(f"{root} is a file, not a workspace folder; give the path of a workspace folder")
     if not exists or not has_memory:
         why = " (the folder has no memory/ inside)" if is_dir else ""
-        raise WorkspaceError(f"no workspace at {root}{why}: run `{onboard_command(root)}`")
+        raise WorkspaceError(f"no workspace at {root}{why}: {create_advice(root)}")
     if not os.access(root, os.R_OK | os.X_OK) or not os.access(root / "memory", os.R_OK | os.X_OK):
         raise WorkspaceError(f"cannot read workspace {root}: permission denied; fix its permissions")
     try:
@@ -245,15 +245,34 @@ def resolve_workspace(cfg: Config, override: Path | None = None) -> Workspace:
 
 def onboard_command(root: Path) -> str:
     """The command that creates the workspace at `root`: plain `memclaw onboard` only for the default one (onboard
-    without -w creates $MEMCLAW_HOME/workspace, whatever the config names)."""
+    without -w creates $MEMCLAW_HOME/workspace, whatever the config names); `memclaw demo` for the demo's place
+    under $MEMCLAW_HOME or under ~/.memclaw, saying where the demo is when MEMCLAW_HOME moved it."""
     import shlex
 
     from memclaw.config import memclaw_home
 
-    default = memclaw_home() / "workspace"
-    if Path(os.path.abspath(root)) == Path(os.path.abspath(default)):
+    here = Path(os.path.abspath(root))
+    home = Path(os.path.abspath(memclaw_home()))
+    if here == home / "workspace":
         return "memclaw onboard"
+    if here in (home / "demo", _default_home_demo()):
+        return "memclaw demo"
     return f"memclaw onboard -w {shlex.quote(str(root))}"
+
+
+def _default_home_demo() -> Path:
+    return Path(os.path.abspath(Path.home() / ".memclaw" / "demo"))
+
+
+def create_advice(root: Path) -> str:
+    """`run <the command that creates root>`, and where the demo is when MEMCLAW_HOME moved it elsewhere."""
+    from memclaw.config import memclaw_home
+
+    advice = f"run `{onboard_command(root)}`"
+    demo = Path(os.path.abspath(memclaw_home())) / "demo"
+    if Path(os.path.abspath(root)) == _default_home_demo() != demo:
+        advice += f" (MEMCLAW_HOME is set: the demo is {demo})"
+    return advice
 
 
 # ----- creating files ------------------------------------------------------------------------------------

@@ -234,3 +234,18 @@ def test_missing_workspace_names_the_onboard_command_that_creates_it(cli, memcla
     # and that command does create it
     assert cli("onboard", "-w", str(missing)).code == 0 and (missing / "memory" / "MEMORY.md").is_file()
     assert cli("recall", "x", "-w", str(missing)).code == 0
+
+
+def test_the_demo_path_under_either_home_names_memclaw_demo(cli, memclaw_home, tmp_path, monkeypatch):
+    """Issue 38.9: with MEMCLAW_HOME set, `-w ~/.memclaw/demo` (the demo's place under the default home) advised
+    `memclaw onboard -w ~/.memclaw/demo`, an empty workspace in the wrong home. It names `memclaw demo`, and where
+    the demo is; the demo's place under MEMCLAW_HOME names `memclaw demo` too, which then creates it."""
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    default_home_demo = tmp_path / "user" / ".memclaw" / "demo"
+    line = assert_error(cli("recall", "x", "-w", str(default_home_demo)), 2, "run `memclaw demo`")
+    assert f"(MEMCLAW_HOME is set: the demo is {memclaw_home / 'demo'})" in line and "onboard" not in line
+    demo = memclaw_home / "demo"
+    line = assert_error(cli("recall", "x", "-w", str(demo)), 2, "run `memclaw demo`")
+    assert "onboard" not in line and "MEMCLAW_HOME is set" not in line
+    assert cli("demo").code == 0
+    assert cli("recall", "x", "-w", str(demo)).code == 0

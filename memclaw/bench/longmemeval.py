@@ -320,6 +320,27 @@ def sessions_md(res: dict[str, Any]) -> list[str]:
     ]
 
 
+def questions_title(res: dict[str, Any]) -> str:
+    """How many questions were asked and how many of them scored ("5 questions asked, 3 scored")."""
+    asked, scored = res["n_considered"], res["n_questions"]
+    return f"{asked} questions" + ("" if scored == asked else f" asked, {scored} scored")
+
+
+def skipped_line(res: dict[str, Any]) -> str | None:
+    """Why questions were not scored, in one line, or None when every question was."""
+    skipped = res.get("skipped") or {}
+    if not sum(skipped.values()):
+        return None
+    why = {
+        "abstention": "abstention (_abs: the answer is not in the haystack, nothing to retrieve)",
+        "no_has_answer": "no user turn marked has_answer (no evidence to score)",
+    }
+    parts = [f"{n} {why.get(k, k)}" for k, n in skipped.items() if n]
+    return f"skipped {sum(skipped.values())} of {res['n_considered']} questions, as the protocol does: " + "; ".join(
+        parts
+    )
+
+
 def longmemeval_markdown(res: dict[str, Any]) -> str:
     from memclaw.bench.report import budget_md, disk_md, md_table, provenance_md
     from memclaw.bench.signal_view import signal_view_md
@@ -379,7 +400,7 @@ def write_longmemeval_results(res: dict[str, Any], out_dir: Path) -> list[Path]:
         res,
         paths[2],
         keys=[f"recall_all@{k}" for k in M.LME_KS],
-        title=f"LongMemEval — {res['n_questions']} questions (recall_all@k)",
+        title=f"LongMemEval — {questions_title(res)} (recall_all@k)",
     )
     if res.get("budgets"):
         paths.append(out_dir / "longmemeval-budget.png")

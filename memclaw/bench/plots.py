@@ -1,5 +1,5 @@
 """The PNG plots of a benchmark run (matplotlib, Agg): recall@k curves and recall within a token budget, one line
-per system."""
+per system; recall latency against the number of memories (`bench perf`)."""
 
 from __future__ import annotations
 
@@ -81,6 +81,40 @@ def _systems_plot(
     ax.grid(True, alpha=0.3)
     ax.set_title(title)
     ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def perf_plot(res: dict[str, Any], path: Path) -> None:
+    """Warm recall p50 and p95 (ms) against the number of memories, one point per size measured."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = res["sizes"]
+    xs = [r["memories"] for r in sizes]
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    for key, label, style in (("recall_p50_ms", "p50", "-"), ("recall_p95_ms", "p95", "--")):
+        ax.plot(
+            xs,
+            [r[key] for r in sizes],
+            style,
+            marker="o" if label == "p50" else "s",
+            color="black",
+            label=f"warm recall {label}",
+        )
+    if len(xs) > 1:
+        ax.set_xscale("log")
+    ax.set_xticks(xs)
+    ax.set_xticklabels([f"{x:,}" for x in xs])
+    ax.set_xlabel("memories in the index")
+    ax.set_ylabel("ms")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.set_title(f"memclaw recall latency, {res['date']}")
+    ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -98,12 +98,12 @@ def budget_md(res: dict[str, Any], metrics: Sequence[str]) -> list[str]:
     return lines + md_table(header, rows)
 
 
-def print_summary(res: dict[str, Any], keys: Sequence[str]) -> None:
-    """A compact table of the main numbers on stdout."""
+def print_summary(res: dict[str, Any], keys: Sequence[str], *, questions: str | None = None) -> None:
+    """A compact table of the main numbers on stdout, titled by `questions` (default: how many scored)."""
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"{res['dataset']} {res.get('corpus', '')} — {res['n_questions']} questions")
+    t = Table(title=f"{res['dataset']} {res.get('corpus', '')} — {questions or str(res['n_questions']) + ' questions'}")
     t.add_column("system", no_wrap=True)
     for k in keys:
         short = k.replace("recall_any", "any").replace("recall_all", "all").replace("recall", "R").replace("_ms", "")

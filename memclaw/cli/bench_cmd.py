@@ -113,7 +113,13 @@ def longmemeval(
     """`memclaw bench longmemeval --data PATH [--corpus archive|history] [--limit N] [--systems a,b] [--out DIR]
     [--rankings] [--embeddings MODEL[,MODEL]]`: writes DIR/longmemeval.json, DIR/longmemeval.md,
     DIR/longmemeval-recall.png (and DIR/longmemeval-rankings.json.gz with --rankings)."""
-    from memclaw.bench.longmemeval import CORPORA, run_longmemeval, write_longmemeval_results
+    from memclaw.bench.longmemeval import (
+        CORPORA,
+        questions_title,
+        run_longmemeval,
+        skipped_line,
+        write_longmemeval_results,
+    )
     from memclaw.bench.models import run_per_model
     from memclaw.bench.report import print_summary
     from memclaw.bench.run_config import bench_config
@@ -141,7 +147,9 @@ def longmemeval(
     )
     out = Path(out) if out else Path("bench-results") / "longmemeval"
     paths = write_longmemeval_results(res, out)
-    print_summary(res, LME_KEYS)
+    print_summary(res, LME_KEYS, questions=questions_title(res))
+    if (skipped := skipped_line(res)) is not None:
+        print(skipped)
     print("wrote " + ", ".join(str(p) for p in paths))
     return res
 
@@ -152,13 +160,14 @@ def perf(
     progress: bool = True,
     chroma_url: str | None = None,
 ) -> dict[str, Any]:
-    """`memclaw bench perf [--sizes 1000,10000,100000] [--out DIR] [--chroma-url URL]`: writes DIR/perf.json and
-    DIR/perf.md."""
+    """`memclaw bench perf [--sizes 1000,10000,100000] [--out DIR] [--chroma-url URL]`: prints the table, writes
+    DIR/perf.json, DIR/perf.md and DIR/perf.png."""
     from memclaw.bench.perf import parse_sizes, run_perf
-    from memclaw.bench.perf_report import write_perf_results
+    from memclaw.bench.perf_report import print_perf, write_perf_results
 
     res = run_perf(parse_sizes(sizes), progress=progress, chroma_url=chroma_url)
     out = Path(out) if out else Path("bench-results")
     paths = write_perf_results(res, out)
+    print_perf(res)
     print("wrote " + ", ".join(str(p) for p in paths))
     return res

@@ -7,6 +7,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import select
+import stat
 import sys
 
 BROKEN_PIPE_EXIT = 141
@@ -17,6 +19,19 @@ def closed_stdout(e: SystemExit) -> bool:
     """The exit is click's for a closed stdout: typer catches EPIPE inside a command and exits 1 quietly."""
     cause = e.__context__
     return isinstance(cause, OSError) and cause.errno == errno.EPIPE
+
+
+def reader_gone() -> bool:
+    """stdout is a pipe whose reader has closed it. Checked after a command: a large write that the reader left
+    halfway returns the part it took, and Python drops the rest without an error (`memory list | head -c 100`)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stdout.flush()
+        fd = sys.stdout.fileno()
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            poll = select.poll()
+            poll.register(fd, 0)  # (errors are always reported: a pipe without a reader is one)
+            return any(events & select.POLLERR for _fd, events in poll.poll(0))
+    return False
 
 
 def quiet_exit_for_closed_stdout() -> None:

@@ -293,6 +293,7 @@ def run() -> None:
         closed_streams_to_devnull,
         exit_for_unwritable_output,
         quiet_exit_for_closed_stdout,
+        reader_gone,
     )
     from memclaw.errors import MemclawError
 
@@ -300,6 +301,8 @@ def run() -> None:
     closed_streams_to_devnull()
     try:
         code = app(standalone_mode=False)  # click returns typer.Exit's code here instead of exiting
+        if reader_gone():
+            quiet_exit_for_closed_stdout()
         if code == 130:  # typer's word for a Ctrl-C: say what it left
             from memclaw.cli.common import interrupt_note
 

@@ -6,10 +6,11 @@ environment variables, which litellm reads itself (`OPENAI_API_KEY`, `OPENAI_API
 
 - Requests carry at most `batch_size` inputs (capped at the provider's limit) and MAX_REQUEST_TOKENS tokens; each
   input is cut to the model's input limit (litellm's model info, else `embeddings.max_input_tokens`).
-- 429, 5xx, timeouts and connection errors are retried with exponential backoff (Retry-After honoured, the agent's
+- 429, 5xx, timeouts and dropped connections are retried with exponential backoff (Retry-After honoured, the agent's
   rules: memclaw.llm.client); an authentication error is not retried (`EmbeddingAuthError`, exit 5, naming the key to
   set). Out of retries: `EmbeddingUnavailable`; recall then answers from BM25 and sync leaves the vectors pending.
-  After that, calls fail at once for COOLDOWN_S instead of waiting on a provider known to be down.
+  After that, calls fail at once for COOLDOWN_S instead of waiting on a provider known to be down. A refused
+  connection is not retried, and no later request of this process goes to that address (memclaw.llm.client).
 - A provider that needs a key and has none (`embeddings.api_key`, else the provider's variable) is known before
   any request and without importing litellm: `EmbeddingKeyMissing` (an `EmbeddingUnavailable`: the vectors stay
   pending), naming the variable, never retried.
@@ -105,7 +106,6 @@ class ProviderEmbedder:
         self._max_input_tokens = cfg.max_input_tokens  # else litellm's model info, read when a text needs it
         self._dim: int | None = cfg.dimensions or self.cache.dim(self.fingerprint)
         self._down_until = 0.0
-        self._down_msg = ""
 
     def __repr__(self) -> str:  # never the key
         return f"ProviderEmbedder(model={self.name!r}, api_base={self.api_base!r})"
@@ -214,11 +214,13 @@ class ProviderEmbedder:
         return kw
 
     def _request(self, batch: list[str]) -> list[np.ndarray]:
-        from memclaw.llm.client import backoff_seconds, retryable
+        from memclaw.llm import client
 
         self._check_key()
-        if time.monotonic() < self._down_until:
-            raise EmbeddingUnavailable(self._down_msg)
+        circuit = client.circuit_key(self.name, self.api_base)
+        if time.monotonic() < self._down_until or client.circuit_open(circuit) is not None:
+            # Down a moment ago, and said then: not asked again, nor said again.
+            raise EmbeddingUnavailable(f"the embedding provider for {self.name} is still unavailable")
         lib = _lib()
         attempts = 1 + self.max_retries
         for attempt in range(1, attempts + 1):
@@ -228,9 +230,11 @@ class ProviderEmbedder:
             except EmbeddingProviderError:
                 raise
             except Exception as e:  # litellm maps provider errors to its own exception classes
-                if not retryable(e) or attempt == attempts:
+                failed = client.describe_failure(e, api_base=self.api_base, timeout_s=self.timeout_s)
+                client.trip_circuit(circuit, failed)
+                if not client.retryable(e) or attempt == attempts or failed.kind == client.CONNECT_FAILED:
                     raise self._error(e, attempt) from None
-                wait = backoff_seconds(attempt, e, self.backoff_base_s, self.max_backoff_s)
+                wait = client.backoff_seconds(attempt, e, self.backoff_base_s, self.max_backoff_s)
                 log.warning(
                     "embedding with %s failed (%s); retry %d/%d in %.1fs",
                     self.name,
@@ -263,11 +267,9 @@ class ProviderEmbedder:
         return rows
 
     def _describe(self, e: BaseException) -> str:
-        from memclaw.llm.client import scrub
+        from memclaw.llm.client import describe_failure, scrub
 
-        status = getattr(e, "status_code", None)
-        msg = (str(e).splitlines() or [""])[0]
-        text = f"{type(e).__name__}{f' {status}' if status else ''}: {msg}"[:300]
+        text = describe_failure(e, api_base=self.api_base, timeout_s=self.timeout_s).text
         return scrub(text, [self._api_key or ""])
 
     def _error(self, e: BaseException, attempts: int) -> EmbeddingProviderError:
@@ -282,11 +284,10 @@ class ProviderEmbedder:
             )
         if retryable(e):
             self._down_until = time.monotonic() + COOLDOWN_S
-            self._down_msg = (
+            return EmbeddingUnavailable(
                 f"the embedding provider for {self.name} is unavailable after {attempts} attempt(s) "
                 f"({self._describe(e)})"
             )
-            return EmbeddingUnavailable(self._down_msg)
         return EmbeddingProviderError(
             f"the embedding provider refused {self.name} ({self._describe(e)}); check embeddings.model and its settings"
         )

@@ -1,7 +1,8 @@
 """Embed a sync's passages and write them to the vector store chunk by chunk.
 
 A rebuild of 5,000 memories used to embed everything, then write it: interrupted at 90 %, it kept nothing, and the
-next command started again from zero. Written a chunk at a time, what was stored stays stored: the next sync
+next command started again from zero. Written a chunk at a time, what was stored stays stored. Interrupted (Ctrl-C)
+or cut off by the provider inside a chunk, the batches embedded so far are written before it stops: the next sync
 (which reconciles with the store after an interruption, memclaw.index.sync) embeds only the rest.
 
 A passage with a context (a short archived turn, memclaw.index.passages.turn_context) is stored as the normalised sum
@@ -9,11 +10,11 @@ of its own vector and CONTEXT_WEIGHT of its context's: one vector per turn, whic
 what it answers too.
 
 The passages are embedded longest first, in chunks that are whole batches: exactly the batches one call over all
-of them makes (memclaw.embedding.onnx sorts by length too), so the vectors do not depend on the chunking. The chunks
-are
-of equal size (at most CHUNK_PASSAGES, at least half that when there are more): a last write of a few hundred
-vectors after thousands leaves Chroma work it does on the next write instead (20 s on the next `memory add` after
-a 10k rebuild, measured), while a big last chunk keeps that work inside the rebuild.
+of them makes (memclaw.embedding.onnx sorts by length too), so the vectors do not depend on the chunking. A short
+turn's context is embedded with its batch. The chunks are of equal size (at most CHUNK_PASSAGES, at least half that
+when there are more): a last write of a few hundred vectors after thousands leaves Chroma work it does on the next
+write instead (20 s on the next `memory add` after a 10k rebuild, measured), while a big last chunk keeps that work
+inside the rebuild.
 """
 
 from __future__ import annotations
@@ -60,24 +61,45 @@ def write_vectors(
     stored, and why (the embedding provider went down), or (empty, None)."""
     order = sorted(range(len(passages)), key=lambda i: -len(clean_text(passages[i].text)))
     chunk = even_chunk(len(order), CHUNK_PASSAGES, batch_size)
+    step = max(1, batch_size)
+    held: list[tuple[list[int], np.ndarray]] = []  # batches embedded, not yet written: (positions, vectors)
     stored = 0
+
+    def write() -> None:
+        nonlocal stored
+        if not held:
+            return
+        part = [passages[i] for rows, _v in held for i in rows]
+        vectors = np.vstack([v for _rows, v in held])
+        if stored == 0:
+            on_dimensions(int(vectors.shape[1]))
+            before_write()
+        store.upsert(scope, [p.id for p in part], vectors, [p.meta for p in part], [p.text for p in part])
+        stored += len(part)
+        held.clear()
+
     try:
         for start in range(0, len(order), chunk):
-            part = [passages[i] for i in order[start : start + chunk]]
-            vectors = embed_texts(embedder, [p.text for p in part], batch_size, progress)
-            rows = [n for n, p in enumerate(part) if p.context]
-            if rows:
-                vectors = blend(
-                    vectors, rows, embed_texts(embedder, [part[n].context or "" for n in rows], batch_size, None)
-                )
-            if start == 0:
-                on_dimensions(int(vectors.shape[1]))
-                before_write()
-            store.upsert(scope, [p.id for p in part], vectors, [p.meta for p in part], [p.text for p in part])
-            stored = start + len(part)
+            for b in range(start, min(start + chunk, len(order)), step):
+                rows = order[b : min(b + step, start + chunk)]
+                held.append((rows, _embed(embedder, [passages[i] for i in rows], batch_size, progress)))
+            write()
+    except KeyboardInterrupt:
+        write()  # what was embedded is kept: the next sync embeds only the rest
+        raise
     except EmbeddingUnavailable as e:
+        write()
         return {passages[i].unit for i in order[stored:]}, e
     return set(), None
+
+
+def _embed(embedder: Any, batch: list[Passage], batch_size: int, progress: Progress | None) -> np.ndarray:
+    """One batch's vectors, a short turn's blended with its context's."""
+    vectors = embed_texts(embedder, [p.text for p in batch], batch_size, progress)
+    rows = [n for n, p in enumerate(batch) if p.context]
+    if rows:
+        vectors = blend(vectors, rows, embed_texts(embedder, [batch[n].context or "" for n in rows], batch_size, None))
+    return vectors
 
 
 def blend(vectors: np.ndarray, rows: list[int], context: np.ndarray) -> np.ndarray:

@@ -6,10 +6,13 @@ environment variables (`OPENAI_API_BASE`, `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`,
 
 A missing or rejected API key (litellm reports it as AuthenticationError, or as a 500 "Missing credentials" for
 some providers) is never retried: `LLMError` names the environment variable to set for the provider. Rate limits
-(429), server errors (5xx, including unparseable bodies, which litellm reports as 500), timeouts and connection
-errors are retried with exponential backoff (honouring Retry-After, bounded); anything else, or running
-out of retries, raises `LLMError` with a one-line message that says what to do. Keys never appear in logs or
-messages. litellm is imported on first use (it is slow to import).
+(429), server errors (5xx, including unparseable bodies, which litellm reports as 500), timeouts and dropped
+connections are retried with exponential backoff (honouring Retry-After, bounded). A refused connection is not
+retried: that address is not asked again in this process (a circuit breaker per endpoint). A failure is said as
+what happened: could not connect, closed without answering, timed out, or the server's status. Anything else, or
+running out of retries, raises `LLMError` with a one-line message that says what to do. Keys never appear in logs or
+messages. litellm is imported on first use (it is slow to import), or beside a command's start-up
+(`import_in_background`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import logging
 import random
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +43,7 @@ _OVERRIDE_KEYS = {"api_base", "api_key", "temperature", "max_tokens", "timeout_s
 # How providers say "no key" when litellm does not raise AuthenticationError (e.g. openai: InternalServerError 500).
 _NO_KEY_RE = re.compile(r"missing credentials|missing [\w ]*api key|api_key client option must be set", re.I)
 _KEY_SETTING = "agent.api_key in config.toml"
+_CONNECT_FIX = "check agent.api_base and that the server is running"
 _SECRET_RE = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+[A-Za-z0-9_\-\.]{8,}|key=[A-Za-z0-9_\-]{8,})")
 
 _litellm: Any = None
@@ -60,6 +65,24 @@ def litellm_module() -> Any:
             litellm.telemetry = False
             _litellm = litellm
     return _litellm
+
+
+def import_in_background() -> None:
+    """Start importing litellm (~2.8 s) in a background thread (memclaw.util.background) while the caller prepares
+    its first request: the request then finds it imported, or waits under the import lock for the rest. A failed
+    import is left for the request to meet and say."""
+    if _litellm is not None:
+        return
+    from memclaw.util.background import background_thread
+
+    background_thread(_import_quietly, "memclaw-litellm-import").start()
+
+
+def _import_quietly() -> None:
+    try:
+        litellm_module()
+    except Exception:
+        log.debug("litellm import in the background failed", exc_info=True)
 
 
 @dataclass(frozen=True)
@@ -192,6 +215,10 @@ class LLMClient:
         kw = self._kwargs(
             messages, tools, temperature=temperature, max_tokens=max_tokens, response_format=response_format
         )
+        circuit = circuit_key(self.model, self.api_base)
+        down = circuit_open(circuit)
+        if down is not None:  # refused earlier in this command: not asked again
+            raise LLMError(f"the model {self.model} is unavailable: {down}; {_CONNECT_FIX}")
         attempts = 1 + self.max_retries
         last: BaseException | None = None
         for attempt in range(1, attempts + 1):
@@ -203,8 +230,10 @@ class LLMClient:
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # litellm maps provider errors to its own exception classes
-                last = e
-                if not retryable(e) or attempt == attempts:
+                last, attempts = e, attempt
+                failed = describe_failure(e, api_base=self.api_base, timeout_s=self.timeout_s)
+                trip_circuit(circuit, failed)
+                if not retryable(e) or attempt == 1 + self.max_retries or failed.kind == CONNECT_FAILED:
                     break
                 wait = self._backoff(attempt, e)
                 log.warning(
@@ -230,11 +259,7 @@ class LLMClient:
         return backoff_seconds(attempt, e, self.backoff_base_s, self.max_backoff_s)
 
     def _describe(self, e: BaseException) -> str:
-        status = getattr(e, "status_code", None)
-        name = type(e).__name__
-        msg = str(e).splitlines()[0] if str(e) else ""
-        msg = re.sub(r"^litellm\.\w+:\s*", "", msg)
-        text = f"{name}{f' {status}' if status else ''}: {msg}"[:300]
+        text = describe_failure(e, api_base=self.api_base, timeout_s=self.timeout_s).text
         return scrub(text, [self._api_key or ""])
 
     def _error(self, e: BaseException, attempts: int) -> LLMError:
@@ -261,10 +286,9 @@ class LLMClient:
                 "or set agent.context_window lower"
             )
         if retryable(e):
-            return LLMError(
-                f"the model {self.model} is unavailable after {attempts} attempt(s) ({what}); "
-                "try again later or check agent.api_base / your provider's status"
-            )
+            failed = describe_failure(e, api_base=self.api_base, timeout_s=self.timeout_s)
+            fix = _CONNECT_FIX if failed.kind == CONNECT_FAILED else "try again later or check your provider's status"
+            return LLMError(f"the model {self.model} is unavailable after {attempts} attempt(s) ({what}); {fix}")
         return LLMError(f"the model {self.model} refused the request ({what}); check agent.model and its settings")
 
     def _parse(self, raw: Any) -> LLMResponse:
@@ -336,6 +360,86 @@ def retryable(e: BaseException) -> bool:
     if isinstance(status, int):
         return status in RETRY_STATUS or status >= 500
     return isinstance(e, TimeoutError | ConnectionError)
+
+
+CONNECT_FAILED = "connect"
+DROPPED = "dropped"
+TIMED_OUT = "timeout"
+_CONNECT_NAMES = {"ConnectError", "ConnectionRefusedError", "gaierror", "ConnectTimeout"}
+_DROP_NAMES = {"RemoteProtocolError", "ReadError", "WriteError", "ConnectionResetError", "BrokenPipeError"}
+_TIMEOUT_NAMES = {"ReadTimeout", "WriteTimeout", "PoolTimeout", "TimeoutException", "APITimeoutError", "Timeout"}
+CIRCUIT_S = 60.0
+"""How long an address that refused to connect is not asked again: a command's length (a long-running channel tries
+again after it)."""
+_dead: dict[str, tuple[float, str]] = {}
+_dead_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What a failed request met, in words: `kind` is CONNECT_FAILED, DROPPED, TIMED_OUT or "" (an answer, e.g.
+    HTTP 500); `text` is one line naming the address (litellm reports a lost connection as "500 Connection error")."""
+
+    kind: str
+    text: str
+
+
+def describe_failure(e: BaseException, *, api_base: str | None, timeout_s: float | None) -> Failure:
+    """Read the exception chain litellm raises: could not connect, connection closed without an answer, timed out,
+    or the server's own answer (its status and first line)."""
+    chain: list[BaseException] = []
+    c: BaseException | None = e
+    while c is not None and c not in chain and len(chain) < 12:
+        chain.append(c)
+        c = c.__cause__ or c.__context__
+    names = {type(x).__name__ for x in chain}
+    where = (api_base or "").rstrip("/") or _url_of(chain) or "the provider"
+    if names & _CONNECT_NAMES:
+        refused = next((x for x in chain if isinstance(x, ConnectionRefusedError)), None)
+        why = "connection refused" if refused is not None else (str(chain[-1]).splitlines() or ["no route"])[0][:120]
+        return Failure(CONNECT_FAILED, f"could not connect to {where} ({why})")
+    if names & _DROP_NAMES:
+        return Failure(DROPPED, f"{where} closed the connection without answering")
+    if names & _TIMEOUT_NAMES or any(isinstance(x, TimeoutError) for x in chain):
+        within = f" within {timeout_s:g} s" if timeout_s else ""
+        return Failure(TIMED_OUT, f"no answer from {where}{within}")
+    status = getattr(e, "status_code", None)
+    msg = re.sub(r"^(litellm\.\w+:\s*)?(\w+:\s*)?(\w+Exception\s*-\s*)?", "", (str(e).splitlines() or [""])[0])
+    said = f"HTTP {status}" if status else type(e).__name__
+    return Failure("", f"{where} answered {said}: {msg}"[:300] if msg else f"{where} answered {said}")
+
+
+def _url_of(chain: list[BaseException]) -> str | None:
+    """The address of the request that failed, without its path (an httpx or openai error carries it)."""
+    for x in reversed(chain):  # (the innermost: litellm's own wrappers carry a placeholder request)
+        try:
+            url = getattr(getattr(x, "request", None), "url", None)
+        except RuntimeError:  # (httpx: an error raised without a request)
+            url = None
+        if url is not None and getattr(url, "host", None):
+            port = f":{url.port}" if url.port else ""
+            return f"{url.scheme}://{url.host}{port}"
+    return None
+
+
+def circuit_key(model: str, api_base: str | None) -> str:
+    """Which endpoint a request goes to: its api_base, else the provider's default."""
+    return (api_base or "").rstrip("/") or f"provider:{model.split('/', 1)[0]}"
+
+
+def circuit_open(key: str) -> str | None:
+    """Why `key` is known to be unreachable in this process (it refused to connect in the last CIRCUIT_S), else
+    None."""
+    with _dead_lock:
+        until, why = _dead.get(key, (0.0, ""))
+    return why if time.monotonic() < until else None
+
+
+def trip_circuit(key: str, failure: Failure) -> None:
+    """Remember for CIRCUIT_S that `key` refused to connect: requests to it in this process fail at once."""
+    if failure.kind == CONNECT_FAILED:
+        with _dead_lock:
+            _dead[key] = (time.monotonic() + CIRCUIT_S, failure.text)
 
 
 def backoff_seconds(attempt: int, e: BaseException, base_s: float, max_s: float) -> float:

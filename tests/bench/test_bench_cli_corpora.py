@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.bench.test_bench_locomo import mini_conversation
 from tests.cli.test_bad_input import cli as memclaw_cli  # noqa: F401  (the fixture: memclaw's entry point in-process)
 
@@ -33,3 +35,26 @@ def test_the_cli_runs_the_archive_corpora(tmp_path, memclaw_cli):  # noqa: F811 
         res = json.loads((tmp_path / corpus / "longmemeval.json").read_text())
         assert res["corpus"] == corpus and res["n_questions"] == 3
         assert units in (tmp_path / corpus / "longmemeval.md").read_text()
+
+
+def test_longmemeval_is_titled_by_the_questions_asked_and_says_why_some_were_skipped(tmp_path, memclaw_cli):  # noqa: F811
+    """Issue 38.10: 5 questions were titled "3 questions", and why 2 were skipped was only in the .md."""
+    r = memclaw_cli("bench", "longmemeval", "--data", str(FIXTURE), "--systems", "grep-ranked",
+                    "--out", str(tmp_path), "--no-progress")  # fmt: skip
+    assert r.code == 0, r.err
+    out = " ".join(r.out.split())
+    assert "5 questions asked, 3 scored" in out, r.out
+    assert "skipped 2 of 5 questions, as the protocol does: 1 abstention" in out, r.out
+    assert "1 no user turn marked has_answer" in out, r.out
+    assert "— 3 questions" not in out
+
+
+@pytest.mark.slow
+def test_bench_perf_prints_its_table_and_writes_the_png_its_help_promises(tmp_path, memclaw_cli):  # noqa: F811
+    """Issue 38.10: `bench perf --sizes 300 --out D` printed only "wrote ...", and no PNG."""
+    r = memclaw_cli("bench", "perf", "--sizes", "10", "--out", str(tmp_path), "--no-progress")
+    assert r.code == 0, r.err
+    out = " ".join(r.out.split())
+    assert "memories" in out and "warm recall p50 ms" in out and "cold CLI recall s" in out, r.out
+    assert (tmp_path / "perf.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"wrote {tmp_path / 'perf.json'}, {tmp_path / 'perf.md'}, {tmp_path / 'perf.png'}" in r.out

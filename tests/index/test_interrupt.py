@@ -85,7 +85,7 @@ def test_sigint_during_reindex_says_what_it_left_and_the_next_recall_finishes_it
     assert recall.returncode == 0, err
     progress = [ln for ln in err.splitlines() if ln.strip()]
     assert progress and all(ln.startswith("embedding ") for ln in progress), err  # seconds of work: said
-    assert re.search(r": [\d,]+ vectors in \d+ s \([\d,]+/s\)$", progress[-1]), err  # and how long it took
+    assert re.search(r": [\d,]+ vectors in \d+ (s|min) \([\d,]+/s\)$", progress[-1]), err  # and how long it took
     totals = {int(m.group(1).replace(",", "")) for ln in progress if (m := re.search(r"/([\d,]+) vectors", ln))}
     assert totals == {N_FACTS - kept}, (totals, kept)  # only what the interrupted reindex had not stored
     assert "Lena lives in Porto" in out
