@@ -37,6 +37,9 @@ _WRITTEN_DATES = frozenset({"iso_day", "iso_month", "dmy", "mdy", "my"})
 """The forms of a date a memory's text names in plain words or ISO (memclaw.markdown.dates): "2026-12-03", "3
 December 2026", "December 3, 2026", "December 2026"; with the day it was written, also "3 December", "December 3"."""
 _YEARLESS_DATES = frozenset({"md", "dm"})
+_DIGIT = re.compile(r"\d")
+_ISO_SHAPE = re.compile(r"\d\d\d\d-\d\d")
+_MONTH_PREFIXES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 NAMED_DAY_KINDS = frozenset({"fact", "history"})
 """The kinds whose text is read for the days it names (an archived turn is about when it was said)."""
 _LEADING_DATE = re.compile(r"\[([0-9]{4}-[0-9]{2}-[0-9]{2})\]")
@@ -116,6 +119,9 @@ def named_days(text: str, written: datetime | None = None) -> list[tuple[datetim
             continue
         if start < end:
             out.append((start, end))
+    low = text.lower()
+    if _ISO_SHAPE.search(text) is None and not any(m in low for m in _MONTH_PREFIXES):
+        return list(dict.fromkeys(out))  # no ISO date and no month's name: nothing more to read
     kinds = _WRITTEN_DATES | _YEARLESS_DATES if written is not None else _WRITTEN_DATES
     rest = _NAMED_DAYS.sub(lambda m: " " * len(m.group(0)), text)  # each written form read once, as above
     for _a, _b, _rel, r in find_date_spans(rest, written or datetime(2000, 1, 1), kinds=kinds):
@@ -128,8 +134,8 @@ def event_days(text: str, kind: str, stamp: datetime | None) -> tuple[tuple[date
     """The days a memory's text names (`named_days`, a date without a year read from its `stamp`), a fact's
     trailing date or learned-mark of its stamp's day left out: that says when it was learned. Archived
     turns name none (a turn is about when it was said: NAMED_DAY_KINDS)."""
-    if kind not in NAMED_DAY_KINDS:
-        return ()
+    if kind not in NAMED_DAY_KINDS or _DIGIT.search(text) is None:
+        return ()  # every form of a date has a digit
     if kind == "fact" and stamp is not None:
         body, day = split_trailing_date(text)
         text = body if day == stamp.date().isoformat() else text
