@@ -123,22 +123,25 @@ class _Reader:
         self.holds = holds
 
     def pick(self, candidates: list[Span]) -> Span:
-        """One occurrence of a yearless date among its occurrences (in time order, each a valid span)."""
+        """One occurrence of a yearless date among its occurrences (in time order, each a valid span): the latest
+        past one or the first one to come, in the order the tense prefers (else the nearer first); of those, the
+        first memory holds something in (`holds`), else the first."""
         today, tomorrow = self.today, self.today + timedelta(days=1)
-        past = [c for c in candidates if c[0] < tomorrow]
-        future = [c for c in candidates if c[1] > today]
-        if self.direction < 0 and past:
-            return past[-1]
-        if self.direction > 0 and future:
-            return future[0]
-        near = [c for c in (past[-1:] + future[:1])]
-        near = sorted(dict.fromkeys(near), key=lambda c: (max(c[0] - today, today - c[1] + timedelta(days=1),
-                                                              timedelta(0)), c[0]))  # fmt: skip
-        if self.holds is not None and len(near) > 1:
-            for c in near:
+        past = [c for c in candidates if c[0] < tomorrow][-1:]
+        future = [c for c in candidates if c[1] > today][:1]
+        if self.direction < 0:
+            order = past + future
+        elif self.direction > 0:
+            order = future + past
+        else:
+            day = timedelta(days=1)
+            order = sorted(past + future, key=lambda c: (max(c[0] - today, today - c[1] + day, timedelta(0)), c[0]))
+        order = list(dict.fromkeys(order))
+        if self.holds is not None and len(order) > 1:
+            for c in order:
                 if self.holds(DateRange(c[0], c[1], "", kind="candidate")):
                     return c
-        return near[0]
+        return order[0]
 
     def month(self, mon: int) -> Span:
         y = self.now.year
@@ -266,6 +269,8 @@ def _relative(kind: str, g: dict[str, str | None], rd: _Reader) -> Span:
         return rd.weekday(wd)
     if kind == "nth_day":
         return rd.day_of_month(int(g["day"]))  # type: ignore[arg-type]
+    if kind == "weekend" and rd.direction < 0 and (g["which"] or "").lower() == "this":
+        return _relative("this_last", {"which": "this", "unit": "weekend"}, rd)
     return _future(kind, g, today.date())
 
 
@@ -276,7 +281,8 @@ def _future(kind: str, g: dict[str, str | None], on: date) -> Span:
         d = on + timedelta(days=2 if kind == "day_after" else 1)
         return _day(d), _day(d + timedelta(days=1))
     if kind == "weekend":
-        # Saturday of this Monday-to-Sunday week (said on a Sunday: the weekend it is), or of the next
+        # Saturday of this Monday-to-Sunday week (said on a Sunday: the weekend it is), or of the next; "did ...
+        # this weekend" is the last one (_relative)
         sat = on + timedelta(days=5 - on.weekday() + 7 * ((g["which"] or "").lower() == "next"))
         return _day(sat), _day(sat + timedelta(days=2))
     unit = (g.get("unit") or "").lower()
@@ -377,7 +383,14 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("this_last", _rx(r"(?P<which>this|last|past|previous)\s+(?P<unit>weekend|week|month|year)")),
     ("ago", _rx(_NUM + r"\s+" + _UNIT + r"\s+ago")),
     ("weekday", _rx(r"(?P<on>last|on)\s+" + _WD)),
-    ("nth_day", _rx(r"(?:on\s+)?the\s+(?P<day>[0-3]?\d)(?:st|nd|rd|th)(?!\s+(?:of\s+)?(?:" + _MON_NAMES + r")\b)")),
+    # "on the 30th" ("the 1st time" is no date: a preposition says it is one)
+    (
+        "nth_day",
+        _rx(
+            r"(?:on|for|by|until|till|before|after|since)\s+the\s+(?P<day>[0-3]?\d)(?:st|nd|rd|th)"
+            r"(?!\s+(?:of\s+)?" + _MON_NAMES + r"\b)"
+        ),
+    ),
 ]
 _ABSOLUTE = frozenset({"between", "week_rel", "nth_week", "iso_day", "iso_month", "dmy", "mdy", "my", "md", "dm",
                        "month", "year"})  # fmt: skip

@@ -107,6 +107,8 @@ SUN = datetime(2026, 11, 29, 19, 30)  # issue 38's day, a Sunday
         ("what do I have tomorrow", [("2026-11-30", "2026-11-30")]),
         ("what's on next week?", [("2026-11-30", "2026-12-06")]),
         ("plans for this weekend", [("2026-11-28", "2026-11-29")]),
+        ("what did I do this weekend", [("2026-11-28", "2026-11-29")]),
+        ("the 1st time we met", []),
         ("what is due in 3 days", [("2026-12-02", "2026-12-02")]),
     ],
 )
@@ -123,8 +125,10 @@ def test_what_memory_holds_decides_between_two_near_occurrences():
         "2027-06-01"
     ]
     assert find_date_ranges("what's on 1 June?", SUN, holds=lambda r: False)[0].start.year == 2026
-    # the tense decides before memory does
-    assert find_date_ranges("what did I do on 1 June?", SUN, holds=ahead)[0].start.year == 2026
+    # the tense orders the two; memory still skips the one it holds nothing in
+    assert find_date_ranges("what did I do on 1 June?", SUN)[0].start.year == 2026
+    assert find_date_ranges("what did I do on 1 June?", SUN, holds=lambda r: True)[0].start.year == 2026
+    assert find_date_ranges("what did I do on 1 June?", SUN, holds=ahead)[0].start.year == 2027
 
 
 @pytest.mark.parametrize(
