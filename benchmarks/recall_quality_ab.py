@@ -97,7 +97,9 @@ def _commit(checkout: Path) -> str:
     p = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     dirty = subprocess.run(["git", "-C", str(checkout), "status", "--porcelain", "memclaw"], capture_output=True,
                            text=True).stdout.strip()  # fmt: skip
-    return (p.stdout.strip() or "?") + (" + uncommitted changes" if dirty else "")
+    if not p.stdout.strip():
+        return f"{checkout} (not a git checkout)"
+    return p.stdout.strip() + (" + uncommitted changes" if dirty else "")
 
 
 def _compare(old: list[dict], new: list[dict], key: str, label: str) -> list[str]:

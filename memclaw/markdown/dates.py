@@ -376,7 +376,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("weekend", _rx(r"(?P<which>this|next|coming)\s+weekend")),
     ("next_unit", _rx(r"next\s+(?P<unit>week|month|year)")),
     ("next_weekday", _rx(r"(?:next|this|coming)\s+" + _WD)),
-    ("in_n", _rx(r"in\s+" + _FUTURE_COUNT + r"\s+" + _FUTURE_UNIT)),
+    # "in 3 days"; not "(took part) in a week ago", nor "in a day" (a rate: "twice in a day")
+    ("in_n", _rx(r"in\s+(?!an?\s+day\b)" + _FUTURE_COUNT + r"\s+" + _FUTURE_UNIT + r"(?!\s+ago\b)")),
     ("today", _rx(r"today|tonight|this\s+(?:morning|afternoon|evening)")),
     ("yesterday", _rx(r"yesterday|last\s+night")),
     ("last_n", _rx(r"(?:past|last|previous)\s+" + _NUM + r"\s+" + _UNIT)),

@@ -109,6 +109,8 @@ SUN = datetime(2026, 11, 29, 19, 30)  # issue 38's day, a Sunday
         ("plans for this weekend", [("2026-11-28", "2026-11-29")]),
         ("what did I do this weekend", [("2026-11-28", "2026-11-29")]),
         ("the 1st time we met", []),
+        ("what event did I take part in a month ago?", [("2026-10-15", "2026-11-14")]),
+        ("how many devices do I use in a day?", []),
         ("what is due in 3 days", [("2026-12-02", "2026-12-02")]),
     ],
 )
