@@ -48,6 +48,7 @@ def main() -> int:
 
     commit = lambda p: subprocess.run(["git", "-C", str(p), "rev-parse", "--short", "HEAD"], capture_output=True,  # noqa: E731
                                       text=True).stdout.strip() or "?"  # fmt: skip
+    current = commit(ROOT)  # the code imported now
     rows = []
     for n in SIZES:
         text = "last week " * n
@@ -60,7 +61,7 @@ def main() -> int:
         "",
         f"- date: {datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; machine: {os.cpu_count()} CPUs (shared), Python "
         f"{sys.version.split()[0]}; load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}",
-        f"- baseline: {a.baseline} ({commit(a.baseline)}); current: {commit(ROOT)}",
+        f"- baseline: {a.baseline} ({commit(a.baseline)}); current: {current}",
         '- method: `benchmarks/bench_date_parser.py` (docstring): `find_date_ranges("last week " * N)`',
         "",
         "| N | characters | before s | ranges before | after s | ranges after |",

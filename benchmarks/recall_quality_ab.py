@@ -32,7 +32,7 @@ LME = DATA / "longmemeval" / "lme-s-dev.json.gz"
 BUDGETS = (128, 256, 512, 1024)
 
 
-def child(out: Path, cache: Path, limit: int | None, lme: int | None) -> None:
+def child(out: Path, cache: Path, limit: int | None, lme: int | None, pick: str | None = None) -> None:
     """Runs inside one checkout: both runners with an exact store, every question's budget recalls to `out`."""
     sys.path.insert(0, str(Path(__file__).parent))
     import atexit
@@ -76,20 +76,28 @@ def child(out: Path, cache: Path, limit: int | None, lme: int | None) -> None:
     atexit.register(emb.save)
     specs = parse_systems("hybrid")
     t0 = time.perf_counter()
-    run_locomo(load_locomo(LOCOMO), specs, progress=False, base=base, embedder=emb,
-               limit_questions=limit)  # fmt: skip
+    if not pick:  # a pick of LongMemEval questions is a run of its own
+        run_locomo(load_locomo(LOCOMO), specs, progress=False, base=base, embedder=emb, limit_questions=limit)
     t1 = time.perf_counter()
-    run_longmemeval(LME, specs, limit=lme or limit, progress=False, base=base, embedder=emb, corpus="history")
+    data = LME
+    if pick:  # only these questions (0-based positions in the file), e.g. those whose question names a date
+        import gzip
+
+        raw = json.loads(gzip.decompress(LME.read_bytes()))
+        data = out.parent / "lme-picked.json"
+        data.write_text(json.dumps([raw[int(i)] for i in pick.split(",")]), "utf-8")
+    run_longmemeval(data, specs, limit=lme or limit, progress=False, base=base, embedder=emb, corpus="history")
     rows["seconds"] = [round(t1 - t0, 1), round(time.perf_counter() - t1, 1)]  # type: ignore[assignment]
     emb.save()
     out.write_text(json.dumps(rows), "utf-8")
 
 
-def _run(checkout: Path, out: Path, cache: Path, limit: int | None, lme: int | None) -> None:
+def _run(checkout: Path, out: Path, cache: Path, limit: int | None, lme: int | None, pick: str | None = None) -> None:
     env = dict(os.environ, PYTHONPATH=str(checkout), PYTHONHASHSEED="0", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                LITELLM_LOCAL_MODEL_COST_MAP="True", MEMCLAW_HOME=str(out.parent / f"home-{out.stem}"))  # fmt: skip
     cmd = [sys.executable, __file__, "--child", str(out), "--cache", str(cache)]
     cmd += (["--limit", str(limit)] if limit else []) + (["--lme", str(lme)] if lme else [])
+    cmd += ["--lme-pick", pick] if pick else []
     subprocess.run(cmd, env=env, check=True, cwd=checkout)
 
 
@@ -106,7 +114,9 @@ def _compare(old: list[dict], new: list[dict], key: str, label: str) -> list[str
     from memclaw.bench.paired import sign_test
 
     assert len(old) == len(new), (len(old), len(new))
-    lines = []
+    lines: list[str] = []
+    if not old:
+        return lines
     for b in BUDGETS:
         a = [r[key][str(b)] for r in old]
         c = [r[key][str(b)] for r in new]
@@ -125,18 +135,19 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, help="the embedding cache file (default: a temporary one)")
     ap.add_argument("--limit", type=int, help="first N questions of each set (a smoke run)")
     ap.add_argument("--lme", type=int, help="first N LongMemEval questions only (their haystacks are long to embed)")
+    ap.add_argument("--lme-pick", help="only these LongMemEval questions: 0-based positions in the file, a,b,c")
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        child(a.child, a.cache, a.limit, a.lme)
+        child(a.child, a.cache, a.limit, a.lme, a.lme_pick)
         return 0
     if a.baseline is None:
         ap.error("--baseline is required")
     with tempfile.TemporaryDirectory() as tmp:
         cache = a.cache or Path(tmp) / "embed-cache.npz"
         old, new = Path(tmp) / "old.json", Path(tmp) / "new.json"
-        _run(a.baseline.resolve(), old, cache, a.limit, a.lme)
-        _run(a.current.resolve(), new, cache, a.limit, a.lme)
+        _run(a.baseline.resolve(), old, cache, a.limit, a.lme, a.lme_pick)
+        _run(a.current.resolve(), new, cache, a.limit, a.lme, a.lme_pick)
         ra, rb = json.loads(old.read_text()), json.loads(new.read_text())
     head = "| set | tokens | before | after | questions won | lost | sign test p |"
     lines = [
