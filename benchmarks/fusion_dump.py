@@ -93,7 +93,7 @@ class Dumper:
                     "long": is_long(u.text),
                     "tokens": items[u.id].tokens,
                     # the text the date lift reads days from (ranking.stamp_in), where it can name one
-                    "named": u.text if u.kind in NAMED_DAY_KINDS and "(" in u.text else None,
+                    "named": u.text if u.kind in NAMED_DAY_KINDS else None,
                 }
                 for u in (units[i] for i in units.ids)
             ],

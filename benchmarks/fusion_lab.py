@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from memclaw.bench import metrics as M  # noqa: E402
 from memclaw.bench.budgeted import budgeted_view  # noqa: E402
 from memclaw.context.memory_section import Candidate  # noqa: E402
-from memclaw.markdown.formats import named_days  # noqa: E402
+from memclaw.markdown.formats import event_days  # noqa: E402
 from memclaw.recall.dates import DateRange  # noqa: E402
 
 LOCOMO_A = {"conv-26", "conv-30", "conv-41"}
@@ -128,7 +128,7 @@ def load(path: Path, dataset: str) -> list[Query]:
         )
         corpus.dated = sorted((u.ts.replace(tzinfo=None), u.id) for u in units.values() if u.ts)
         corpus.named = sorted(
-            ((a, b, u.id) for u in units.values() if u.named for a, b in named_days(u.named)),
+            ((a, b, u.id) for u in units.values() if u.named for a, b in event_days(u.named, u.kind, u.ts)),
             key=lambda x: x[0], reverse=True,
         )  # fmt: skip
         for q in c["questions"]:

@@ -155,7 +155,10 @@ def recall_table(
         caption = []
     if any(r.kind == "excerpt" for r in recall_rows(result)):
         caption.append("excerpt: an archived turn »as said« with the turns around it in its conversation")
-    caption += [f"+date: stamped {_span(r)} ({shorten(r.text, ECHO_CHARS)!r})" for r in result.date_ranges]
+    caption += [
+        f"+date: {'stamped' if r.stamps else 'naming'} {_span(r)} ({shorten(r.text, ECHO_CHARS)!r})"
+        for r in result.date_ranges
+    ]
     if section is not None:
         caption.append(
             f"memory section: {len(section.kept)} of {len(section.candidates)} hits, {section.used} of "

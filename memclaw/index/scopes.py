@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from memclaw.errors import IndexError_
 from memclaw.index import layout as ix
-from memclaw.markdown.formats import NAMED_DAY_KINDS, named_days, without_cid
+from memclaw.markdown.formats import NAMED_DAY_KINDS, event_days, without_cid
 from memclaw.markdown.units import MemoryUnit
 
 if TYPE_CHECKING:
@@ -36,6 +36,10 @@ class Span(Protocol):
     def start(self) -> datetime: ...
     @property
     def end(self) -> datetime: ...
+    @property
+    def stamps(self) -> bool:
+        """False: only a day a unit's text names falls in it, not the unit's stamp (memclaw.markdown.dates)."""
+        ...
 
 
 def index_text(u: MemoryUnit) -> str:
@@ -87,6 +91,8 @@ class Scope:
         stamps, ids, named = self._dated
         out: list[str] = []
         for r in ranges:
+            if not r.stamps:
+                continue
             lo, hi = bisect.bisect_left(stamps, r.start), bisect.bisect_left(stamps, r.end)
             out += reversed(ids[max(lo, hi - limit) : hi])
         out += [i for start, end, i in named if any(max(start, r.start) < min(end, r.end) for r in ranges)]
@@ -95,13 +101,14 @@ class Scope:
     def _date_index(self) -> tuple[list[datetime], list[str], list[tuple[datetime, datetime, str]]]:
         table = self.state.units
         ids, texts = table.ids, table.texts
-        pairs = sorted((datetime.fromisoformat(ts).replace(tzinfo=None), ids[row]) for row, _, ts in table.dated_rows())
+        dated = [(row, datetime.fromisoformat(ts).replace(tzinfo=None)) for row, _, ts in table.dated_rows()]
+        pairs = sorted((ts, ids[row]) for row, ts in dated)
+        stamp_of = dict(dated)
         named = [
             (start, end, ids[row])
             for kind in NAMED_DAY_KINDS
             for row in table.rows_of(kind)  # type: ignore[arg-type]
-            if "(" in texts[row]
-            for start, end in named_days(texts[row])
+            for start, end in event_days(texts[row], kind, stamp_of.get(row))
         ]
         named.sort(key=lambda x: x[0], reverse=True)
         return [t for t, _ in pairs], [i for _, i in pairs], named

@@ -22,7 +22,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from functools import lru_cache
 
+from memclaw.markdown.dates import find_date_spans
 from memclaw.markdown.units import MemoryUnit, unit_id
 
 _TRAILING_DATE = re.compile(
@@ -31,6 +33,13 @@ _TRAILING_DATE = re.compile(
 _NAMED_DAYS = re.compile(
     r"\(([0-9]{4}-[0-9]{2}-[0-9]{2})(?: to ([0-9]{4}-[0-9]{2}-[0-9]{2}))?\)|\(([0-9]{4})-([0-9]{2})\)|\(([0-9]{4})\)"
 )
+_WRITTEN_DATES = frozenset({"iso_day", "iso_month", "dmy", "mdy", "my"})
+"""The forms of a date a memory's text names in plain words or ISO (memclaw.markdown.dates): "2026-12-03", "3
+December 2026", "December 3, 2026", "December 2026"; with the day it was written, also "3 December", "December 3"."""
+_YEARLESS_DATES = frozenset({"md", "dm"})
+_DIGIT = re.compile(r"\d")
+_ISO_SHAPE = re.compile(r"\d\d\d\d-\d\d")
+_MONTH_PREFIXES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 NAMED_DAY_KINDS = frozenset({"fact", "history"})
 """The kinds whose text is read for the days it names (an archived turn is about when it was said)."""
 _LEADING_DATE = re.compile(r"\[([0-9]{4}-[0-9]{2}-[0-9]{2})\]")
@@ -86,10 +95,12 @@ def without_cid(text: str) -> str:
     return text[: m.start(2)].rstrip().removesuffix("#").rstrip() + text[m.end(2) :]
 
 
-def named_days(text: str) -> list[tuple[datetime, datetime]]:
-    """The [start, end) spans of whole days `text` names the way memclaw writes a resolved relative date
+def named_days(text: str, written: datetime | None = None) -> list[tuple[datetime, datetime]]:
+    """The [start, end) spans of whole days `text` names: the way memclaw writes a resolved relative date
     (memclaw.recall.written_dates.format_span, in parentheses: `(2026-11-26)`, `(2026-11-16 to 2026-11-22)`,
-    `(2026-12)`, `(2027)`), whoever wrote them; an impossible date names nothing."""
+    `(2026-12)`, `(2027)`), whoever wrote them, and a date written in plain words or ISO anywhere in it ("Meeting
+    with Ana on 2026-12-03", "on 3 December 2026"). `written`, the day the text was written, also reads a date
+    without a year ("on December 3") by memclaw.markdown.dates' rule. An impossible date names nothing."""
     out = []
     for m in _NAMED_DAYS.finditer(text):
         try:
@@ -108,7 +119,27 @@ def named_days(text: str) -> list[tuple[datetime, datetime]]:
             continue
         if start < end:
             out.append((start, end))
-    return out
+    low = text.lower()
+    if _ISO_SHAPE.search(text) is None and not any(m in low for m in _MONTH_PREFIXES):
+        return list(dict.fromkeys(out))  # no ISO date and no month's name: nothing more to read
+    kinds = _WRITTEN_DATES | _YEARLESS_DATES if written is not None else _WRITTEN_DATES
+    rest = _NAMED_DAYS.sub(lambda m: " " * len(m.group(0)), text)  # each written form read once, as above
+    for _a, _b, _rel, r in find_date_spans(rest, written or datetime(2000, 1, 1), kinds=kinds):
+        out.append((r.start, r.end))
+    return list(dict.fromkeys(out))
+
+
+@lru_cache(maxsize=16384)
+def event_days(text: str, kind: str, stamp: datetime | None) -> tuple[tuple[datetime, datetime], ...]:
+    """The days a memory's text names (`named_days`, a date without a year read from its `stamp`), a fact's
+    trailing date or learned-mark of its stamp's day left out: that says when it was learned. Archived
+    turns name none (a turn is about when it was said: NAMED_DAY_KINDS)."""
+    if kind not in NAMED_DAY_KINDS or _DIGIT.search(text) is None:
+        return ()  # every form of a date has a digit
+    if kind == "fact" and stamp is not None:
+        body, day = split_trailing_date(text)
+        text = body if day == stamp.date().isoformat() else text
+    return tuple(named_days(text, stamp.replace(tzinfo=None) if stamp is not None else None))
 
 
 def fact_mark(learned: date, cid: str | None = None) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
 
-from memclaw.markdown.formats import NAMED_DAY_KINDS, named_days
+from memclaw.markdown.formats import event_days
 from memclaw.recall.archive import cid_boost, weigh_agent_turns
 from memclaw.recall.dates import DateRange
 from memclaw.recall.fusion import (
@@ -39,15 +39,19 @@ match no word of the query; a wider range ("in 2023") only lifts units that matc
 
 def stamp_in(u: RankUnit, ranges: Sequence[DateRange]) -> datetime | None:
     """The date the date lift reads for `u`: its stamp, unless that is outside every range and its text (a fact or a
-    summary) names a day or span inside one ("dentist tomorrow (2026-11-26)", written the day before): then the first
-    day of that overlap. None: undated and naming no day inside a range."""
+    summary) names a day or span inside one ("dentist tomorrow (2026-11-26)", "Meeting with Ana on 2026-12-03":
+    memclaw.markdown.formats.event_days): then the first day of that overlap. A range that is the time of the
+    question (`stamps=False`: "what should I cook tonight") is met only by a day the text names, never by the stamp
+    or learned-mark. None: undated and naming no day inside a range."""
     ts = u.timestamp
-    if (ts is not None and any(ts in r for r in ranges)) or u.kind not in NAMED_DAY_KINDS or "(" not in u.text:
+    if ts is not None and any(r.stamps and ts in r for r in ranges):
         return ts
-    for start, end in named_days(u.text):
+    for start, end in event_days(u.text, u.kind, ts):
         for r in ranges:
             if max(start, r.start) < min(end, r.end):
                 return max(start, r.start)
+    if ts is not None and any(ts in r for r in ranges):
+        return None  # stamped in a range that only says when the question is asked
     return ts
 
 

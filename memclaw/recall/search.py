@@ -130,7 +130,9 @@ class Recall:
         by_context: set[str] = set()  # turns whose BM25 score is their context's
         vec_hits: list[tuple[str, float]] = []
         passages: dict[str, str] = {}  # a unit -> its best passage (memclaw.recall.archive: excerpts of long turns)
-        ranges = find_date_ranges(query, now or datetime.now()) if rc.date_weight > 0 else []
+        # a date without a year: the occurrence memory holds something in, when the tense does not say
+        holds = (lambda r: bool(sc.dated_in([r], 1))) if sc is not None else None
+        ranges = find_date_ranges(query, now or datetime.now(), holds=holds) if rc.date_weight > 0 else []
         if mode in ("hybrid", "bm25"):
             t = time.perf_counter()
             tokens = self.tokenizer.tokenize(without_dates(query, ranges))  # the words of a date are no topic

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memclaw.config import Config
-from memclaw.markdown.formats import named_days
+from memclaw.markdown.formats import event_days, named_days
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.dates import DateRange
 from memclaw.recall.ranking import stamp_in
@@ -78,17 +78,26 @@ def test_a_fact_naming_another_day_is_not_lifted(service):
     assert all("date" not in h.boosts for h in hits if "dentist" in h.unit.text or "offsite" in h.unit.text)
 
 
-def test_named_days_reads_only_what_memclaw_writes():
+def test_named_days_reads_what_memclaw_writes_and_dates_in_words():
     d = lambda a, b: (datetime.fromisoformat(a), datetime.fromisoformat(b))  # noqa: E731
-    assert named_days("dentist tomorrow (2026-11-26) (2026-11-25 #c12345678)") == [d("2026-11-26", "2026-11-27")]
+    fact = "dentist tomorrow (2026-11-26) (2026-11-25 #c12345678)"
+    assert event_days(fact, "fact", datetime(2026, 11, 25)) == (d("2026-11-26", "2026-11-27"),)  # not the mark
     assert named_days("offsite next week (2026-11-30 to 2026-12-06)") == [d("2026-11-30", "2026-12-07")]
     assert named_days("move next month (2026-12), trip next year (2027)") == [
         d("2026-12-01", "2027-01-01"),
         d("2027-01-01", "2028-01-01"),
     ]
-    # impossible or out-of-range dates name nothing; other brackets and bare dates are not read
+    # issue 38.4: a date written in words or ISO is a date, wherever it stands
+    for text in ["Meeting with Ana on 2026-12-03", "Meeting with Ana on 3 December 2026", "on December 3, 2026",
+                 "[2026-12-03] Meeting"]:  # fmt: skip
+        assert named_days(text) == [d("2026-12-03", "2026-12-04")], text
+    # without a year: read from the day it was written (the nearest 3 December to 29 November 2026)
+    assert named_days("Meeting with Ana on December 3") == []
+    assert named_days("Meeting with Ana on December 3", datetime(2026, 11, 29)) == [d("2026-12-03", "2026-12-04")]
+    assert named_days("Ana's party was on 3 December", datetime(2026, 11, 29)) == [d("2025-12-03", "2025-12-04")]
+    # impossible or out-of-range dates name nothing; other forms are not read
     for text in ["(2026-13-40)", "(2026-02-30)", "(0000)", "(9999-12) (10000)", "(2026-12-03 to 2026-12-01)",
-                 "[2026-11-26]", "on 2026-11-26", "(26/11/2026)", "(2026-11-26 to )", "(" * 10_000]:  # fmt: skip
+                 "(26/11/2026)", "(" * 10_000]:  # fmt: skip
         assert named_days(text) == [], text
 
 
