@@ -149,3 +149,23 @@ def test_an_output_that_cannot_be_written_is_one_line_exit_1(home, args):
     assert lines == [
         "Error: cannot write the output: No space left on device; free some space, or send the output elsewhere"
     ], p.stderr
+
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("json_out", [False, True])
+def test_a_reader_that_leaves_a_long_list_halfway_ends_it_with_141(home, json_out):
+    """`memory list | head -c 100` (issue 38.8): the list is larger than any pipe's buffer, so the command is inside
+    its one large write when the reader goes; the write returns the part taken and Python drops the rest silently."""
+    mem = home / "workspace" / "memory" / "MEMORY.md"
+    facts = "".join(f"- Fact {i}: Anna planted tomatoes near shed {i % 7}\n" for i in range(20000))
+    mem.write_text("# Garden\n" + facts, "utf-8")
+    env = dict(os.environ, MEMCLAW_HOME=str(home), COLUMNS="120", HF_HUB_OFFLINE="1")
+    args = ["memory", "list", *(["--json"] if json_out else [])]
+    p = subprocess.Popen([sys.executable, "-m", "memclaw.cli.main", *args], cwd=REPO, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert p.stdout is not None and p.stderr is not None
+    assert len(p.stdout.read(100)) == 100
+    p.stdout.close()  # the reader goes away, as `head -c 100` does
+    err = p.stderr.read()
+    assert (p.wait(timeout=300), err) == (BROKEN_PIPE_EXIT, b"")
