@@ -3,6 +3,8 @@ per system."""
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -52,7 +54,11 @@ def _systems_plot(
     log_base: int = 10,
 ) -> None:
     """One line per system, `series(system results) -> (xs, ys)`, the default in bold black (matplotlib, Agg)."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        _no_matplotlib()
+        return
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -84,3 +90,9 @@ def _systems_plot(
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+@functools.cache
+def _no_matplotlib() -> None:
+    """Say once per process that plots are skipped: matplotlib is the optional extra `plots`."""
+    print("plots skipped: matplotlib is not installed (pip install 'memclaw[plots]')", file=sys.stderr)
