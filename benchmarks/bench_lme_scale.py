@@ -4,7 +4,7 @@ question asked of all of it; by the vector store's search breadth (`ef_search`).
     PYTHONPATH=. .venv/bin/python benchmarks/bench_lme_scale.py --cache LME.npz --workdir /tmp/lme-scale \\
         --breadths 100,200
 
-The per-question benchmark (`memclaw bench longmemeval`, benchmarks/excerpt_lab.py) gives each question its own
+The per-question benchmark (`memclaw bench longmemeval`, benchmarks/lab/excerpt_lab.py) gives each question its own
 haystack of ~50 sessions, a few thousand vectors, where the approximate vector index is as good as exact. Here the
 distinct sessions of all the dev questions' haystacks (9,385 sessions, 97k turns) are archived into one workspace
 through memclaw's writer, in date order, and indexed once (document vectors from `--cache` when it holds them). Each

@@ -3,6 +3,8 @@ per system; recall latency against the number of memories (`bench perf`)."""
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -52,7 +54,11 @@ def _systems_plot(
     log_base: int = 10,
 ) -> None:
     """One line per system, `series(system results) -> (xs, ys)`, the default in bold black (matplotlib, Agg)."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        _no_matplotlib()
+        return
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -88,7 +94,11 @@ def _systems_plot(
 
 def perf_plot(res: dict[str, Any], path: Path) -> None:
     """Warm recall p50 and p95 (ms) against the number of memories, one point per size measured."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        _no_matplotlib()
+        return
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -118,3 +128,9 @@ def perf_plot(res: dict[str, Any], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+@functools.cache
+def _no_matplotlib() -> None:
+    """Say once per process that plots are skipped: matplotlib is the optional extra `plots`."""
+    print("plots skipped: matplotlib is not installed (pip install 'memclaw[plots]')", file=sys.stderr)

@@ -118,7 +118,7 @@ class RecallConfig(_Section):
     keep_agent_turns: bool = False
     """True: the guarantee holds for the agent's own archived turns too. By default (with `agent_turn_weight` < 1)
     it does not: they hold their signal rank with no place of their own and rank as the weight puts them (measured:
-    benchmarks/README.md, "The agent's replies in an excerpt")."""
+    docs/decisions/0005-agent-replies-in-an-excerpt.md)."""
 
     candidates: int = Field(50, ge=1, le=2000)
     vector_signal: Literal["max", "passages", "head"] = "max"
@@ -140,16 +140,16 @@ class RecallConfig(_Section):
     excerpt_wide: int = Field(2, ge=0, le=200)
     """An archived turn that matches is served as an excerpt of its conversation: the best `excerpt_wide` of them with
     up to `excerpt_before` turns of the same chunk before them and `excerpt_after` after (fewer when the memory
-    section's budget is short), the others alone (measured: benchmarks/README.md, "The archive")."""
+    section's budget is short), the others alone (measured: docs/decisions/0012-the-excerpt-window.md)."""
     excerpt_agent_words: int | None = Field(25, ge=0, le=400)
     """In an excerpt, a reply of the agent beside the matched turn (its speaker is `agent.name`) of more than this
     many words is shown as said, not what (`memclaw: …`, not served: the owner's words are the memory, measured:
-    benchmarks/README.md, "The agent's replies in an excerpt"); None: as any turn (a long one as its 40 words nearest
+    docs/decisions/0005-agent-replies-in-an-excerpt.md); None: as any turn (a long one as its 40 words nearest
     to the match). A reply that matches is served as itself."""
     agent_turn_weight: float = Field(0.4, ge=0, le=1)
     """An archived turn the agent said itself (its speaker is `agent.name`) ranks with this share of its fused
     score: the owner's words are the memory, and the agent's long replies, which restate the question's topic, would
-    crowd out the turn that holds the answer (measured: benchmarks/README.md, "The agent's own words"); 1: as any
+    crowd out the turn that holds the answer (measured: docs/decisions/0004-the-agents-own-words.md); 1: as any
     turn."""
     date_weight: float = Field(0.5, ge=0)
     """A query naming a date range ("in August 2023", "last week") lifts memories stamped inside it by this share
@@ -200,7 +200,7 @@ class ContextConfig(_Section):
     """At most this many recalled memories are offered to the memory section (0 turns auto-recall off)."""
     memory_tokens: int = Field(1024, ge=0)
     """Token budget of the recalled memories in the prompt: the best-ranked memories that fit, whatever their
-    count (see benchmarks/README.md for how the default was chosen)."""
+    count (how the default was chosen: docs/decisions/0002-the-memory-budget.md)."""
     reply_reserve: int = Field(2048, ge=0)
     timezone: str | None = None
     """IANA name (e.g. Europe/Berlin); default: the machine's local zone."""

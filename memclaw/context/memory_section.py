@@ -174,7 +174,7 @@ def fill(
     """Which candidates (best first) go into a memory section of `budget` tokens (see the module docstring). An
     excerpt that does not fit whole is cut with `count` (without it, it is skipped as any memory that does not fit);
     the section's candidates then hold the excerpt as served. `join`: an excerpt of a kept excerpt's chunk joins
-    its item (measured: benchmarks/README.md, "One item per conversation"); without it, each is an item."""
+    its item (measured: docs/decisions/0006-one-item-per-conversation.md); without it, each is an item."""
     res = SectionFill(budget, list(cands))
     kept_ids: set[str] = set()
     served_by: dict[str, str] = {}  # a turn -> the kept excerpt it is in

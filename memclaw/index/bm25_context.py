@@ -15,7 +15,7 @@ The context documents are not stored: their term frequencies are sums over the p
 has, each posting's document scattered to the turns it is a neighbour of. `TurnContexts` maps the index's slots once
 per synced scope state.
 
-Measured (benchmarks/README.md, "A turn's words with the turns beside it, as a second score"): LoCoMo's raw
+Measured (docs/decisions/0009-bm25-context-as-a-second-score.md): LoCoMo's raw
 sessions gain on both halves at every budget; a context document as the turn's only BM25 document (tried before)
 lost facts and summaries to turns found by their neighbours' words.
 """

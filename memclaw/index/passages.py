@@ -9,8 +9,9 @@ similarity is the recall setting `recall.vector_signal`.
 
 A short archived turn means little alone ("Yes, last Friday!", "How'd the kids like it?"), so its one vector is
 blended with its context's (memclaw.index.vector_writer): `turn_context`, the end of the turn before it, itself and
-the start of the turn after it (short neighbours only). Measured (benchmarks/README.md, "A turn embedded with the turns
-beside it"): on LoCoMo's raw sessions the evidence among the vector signal's top 40 turns 0.692 -> 0.730 (equal
+the start of the turn after it (short neighbours only). Measured
+(docs/decisions/0007-a-turn-embedded-with-its-neighbours.md): on LoCoMo's raw sessions the evidence among the
+vector signal's top 40 turns 0.692 -> 0.730 (equal
 weights), recall within 1,024 tokens 0.836 -> 0.842 (the context at half weight, memclaw.index.vector_writer). A
 long turn's passages carry their own context and are embedded as before.
 """

@@ -5,8 +5,8 @@ state file can be refused but never run code.
 
 A table's distinct extras (an archived turn's are its own: 100k turns, 100k extras of six pairs) are written by
 column: the distinct key lists, each extra's key list, and all values as one NUL-separated string. As JSON pairs
-they took most of a cold recall's load (1.3 s of JSON at 110k rows, measured: benchmarks/README.md, "Loading a
-large archive"). Tables written with the extras as JSON pairs are still read."""
+they took most of a cold recall's load (1.3 s of JSON at 110k rows, measured:
+docs/decisions/0014-the-unit-table-by-column.md). Tables written with the extras as JSON pairs are still read."""
 
 from __future__ import annotations
 

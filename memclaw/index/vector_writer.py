@@ -33,7 +33,8 @@ from memclaw.util.batches import even_chunk
 CHUNK_PASSAGES = 4096
 CONTEXT_WEIGHT = 0.5
 """How much of a short turn's stored vector its context makes: own + 0.5 context, made unit length (chosen on one
-half of the LoCoMo dev conversations among 0.5 / 0.7 / 1.0 and held on the other, benchmarks/README.md)."""
+half of the LoCoMo dev conversations among 0.5 / 0.7 / 1.0 and held on the other,
+docs/decisions/0007-a-turn-embedded-with-its-neighbours.md)."""
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """An archive day file as memory units (pure): one unit per archived turn, of kind `archive`.
 
 A turn is the passage recall ranks (measured in the issue-22 lab against windows of 2-4 turns: one-turn passages
-served as excerpts keep the most answers per token, `benchmarks/README.md`). Each unit's text is `speaker: text`,
+served as excerpts keep the most answers per token, docs/decisions/0012-the-excerpt-window.md). Each unit's text is
+`speaker: text`,
 what BM25 and the embedding model read; its timestamp is the turn's time on the file's day (the chunk's time when
 the turn has none); `extra` ties it to its chunk: `cid` (the consolidation id), `turn` (its 0-based position in the
 chunk), `turns` (the chunk's length), `chunk_line` (the chunk header's line), `speaker`, and `near` (a digest of the

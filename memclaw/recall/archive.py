@@ -8,7 +8,8 @@ and the history entry. Recall ties them by that id alone (memclaw.index.links ti
   fact does), and the entry covers the turn when it already says what the turn says (`covers`: the memory section
   does not serve both);
 * a matching fact or entry does not lift the turns of its chunk: measured on LoCoMo (facts + summaries + archive,
-  `benchmarks/README.md`), any such lift (the link weight, or a tenth of it) put turns above the facts and summaries
+  docs/decisions/0003-the-archive-as-excerpts.md), any such lift (the link weight, or a tenth of it) put turns above
+  the facts and summaries
   that served the question better (recall in a 256-token section 0.666 with the link weight, 0.762 without).
 
 The agent's own turns (its replies, archived under its name) rank with a share of their score
@@ -93,8 +94,8 @@ def agent_turns(table: UnitTable, agent: str) -> Callable[[str], bool]:
 def weigh_agent_turns(hits: list[Fused], said_by_agent: Callable[[str], bool], *, weight: float) -> list[Fused]:
     """The agent's own archived turns keep `weight` of their fused score (the difference shows as the boost
     `agent`, negative). What the owner said is the memory; the agent's replies restate the topic of the question at
-    length and, matched by it, crowd out the turn that holds the answer (measured: benchmarks/README.md, "The
-    agent's own words")."""
+    length and, matched by it, crowd out the turn that holds the answer (measured:
+    docs/decisions/0004-the-agents-own-words.md)."""
     if weight >= 1 or not hits:
         return hits
     for h in hits:

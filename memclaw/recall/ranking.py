@@ -6,7 +6,7 @@ inside one, or a fact or summary whose text names a day inside one: `stamp_in`),
 links and by the consolidation ids of archived turns, optionally by recency; then one hit per text (and only the kind
 asked for), and last the placement that keeps what one signal alone ranks r-th within the first `keep_factor * r`
 (memclaw.recall.keep; not for the agent's own turns, which their weight ranks, `RankSettings.keep_agent_turns`).
-The recall pipeline (memclaw.recall.search) and the fusion lab (benchmarks/fusion_lab.py) both
+The recall pipeline (memclaw.recall.search) and the fusion lab (benchmarks/lab/fusion_lab.py) both
 rank through `rank`, so the lab replays the product.
 """
 

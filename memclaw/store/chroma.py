@@ -31,7 +31,7 @@ the number of vectors asked for: the memory section's auto-recall asks for 240 (
 was searched that wide already, but `memclaw recall` and the agent's `/recall` (`recall.k` 8) ask for 100
 (`recall.candidates` x 2), where a breadth of 100 returns 93.6 % of the true 100 nearest and 98.9 % of the true 10
 on 150k vectors of real conversation, and 200 returns 97.7 % and 99.8 % for about 0.5 ms more per query
-(benchmarks/README.md, "What the approximate index misses"). Collections made with another breadth take this
+(docs/decisions/0015-the-search-breadth.md). Collections made with another breadth take this
 one the next time this process writes to them (`_collection`)."""
 
 

@@ -51,7 +51,8 @@ def by_text(svc: MemoryService, kind: str, start: str):
 
 
 def test_several_consolidations_on_one_day_no_longer_lift_each_others_summaries(svc):
-    """The gap benchmarks/README.md names: by day, every fact of the day linked to every summary of the day, so a
+    """The gap docs/decisions/0002-the-memory-budget.md names: by day, every fact of the day linked to every summary of
+    the day, so a
     fact lifted the summaries of unrelated conversations (and could be skipped as 'covered' by one). By id, a fact
     links to its own consolidation's summary only."""
     links = svc.scopes.get("owner").state.links

@@ -1,7 +1,7 @@
 """Split-half tuning for the fusion lab: a rule family's parameters chosen on one half of the questions (LongMemEval
 dev by question id within type, LoCoMo dev by conversation), scored on the other, both ways.
 
-    .venv/bin/python benchmarks/fusion_tune.py --family adaptive [--rounds 2]
+    .venv/bin/python benchmarks/lab/fusion_tune.py --family adaptive [--rounds 2]
 
 The objective on a half: LongMemEval recall_any / recall_all at k = 5 and 10 (their mean), as long as no LoCoMo
 `all` budget (128..1024 tokens) and LoCoMo `facts` R@10 falls below today's on that half by more than `--slack`;
@@ -78,7 +78,7 @@ def summary(res: dict[str, dict], half: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dumps", type=Path, default=Path("/work/scratch/b21"))
+    ap.add_argument("--dumps", type=Path, default=Path("DUMPS"))
     ap.add_argument("--family", default="adaptive")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--slack", type=float, default=0.002)

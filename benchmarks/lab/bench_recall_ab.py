@@ -1,7 +1,7 @@
 """Warm hybrid recall latency of two memclaw checkouts, measured in one run (A/B), on `memclaw bench perf`'s
 synthetic memories.
 
-    .venv/bin/python benchmarks/bench_recall_ab.py --baseline /path/to/old-checkout --sizes 10000,100000
+    .venv/bin/python benchmarks/lab/bench_recall_ab.py --baseline /path/to/old-checkout --sizes 10000,100000
 
 Each checkout runs in its own child process (`ab_child.py recall`, its own `memclaw` package on PYTHONPATH) that
 writes the same synthetic workspace, syncs it and times `recall_detailed` over the same queries after a warm-up
@@ -19,7 +19,7 @@ from pathlib import Path
 def main() -> None:
     from ab_child import ab_args, ab_sizes, run_ab, write_report
 
-    a = ab_args(__doc__, Path(__file__).parent / "results" / "recall-ab.md").parse_args()
+    a = ab_args(__doc__, Path(__file__).parents[1] / "results" / "recall-ab.md").parse_args()
     rows = []
     for n, cache in ab_sizes(a):
         for name, r in run_ab("recall", a.current, a.baseline, n, cache, a.queries):

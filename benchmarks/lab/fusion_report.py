@@ -1,7 +1,7 @@
 """The fusion lab's report: every tried rule with its split-half figures, token cost and ranking time, and the
 adopted rule per question type / category against today's and the single signals (results/fusion-lab.md).
 
-    .venv/bin/python benchmarks/fusion_report.py --out benchmarks/results/fusion-lab.md
+    .venv/bin/python benchmarks/lab/fusion_report.py --out benchmarks/results/fusion-lab.md
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def _cell(res: dict, k: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dumps", type=Path, default=Path("/work/scratch/b21"))
+    ap.add_argument("--dumps", type=Path, default=Path("DUMPS"))
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
     sets = {
@@ -80,8 +80,9 @@ def main() -> None:
     lines = [
         "# Fusion lab: the rules tried for issue 21, split-half",
         "",
-        f"- date: {datetime.now().astimezone().isoformat(timespec='seconds')}; `benchmarks/fusion_report.py` over the "
-        "signals `benchmarks/fusion_dump.py` wrote (exact vector store) for LongMemEval dev (217 scored questions) "
+        f"- date: {datetime.now().astimezone().isoformat(timespec='seconds')}; "
+        "`benchmarks/lab/fusion_report.py` over the "
+        "signals `benchmarks/lab/fusion_dump.py` wrote (exact vector store) for LongMemEval dev (217 scored questions) "
         "and LoCoMo dev (760 questions, corpora `all` and `facts`)",
         "- each recall cell: half A / half B (LongMemEval: by question id within type; LoCoMo: A = conv-26, -30, "
         "-41, B = conv-42, -43); tokens: mean memory-section tokens of the top 5 (LME) / top 10 (LoCoMo), whole set; "

@@ -1,9 +1,9 @@
 """The fusion lab's signal dump: memclaw's own per-query signals on the development sets, written once, so that
-fusion rules can be replayed offline (benchmarks/fusion_lab.py).
+fusion rules can be replayed offline (benchmarks/lab/fusion_lab.py).
 
-    .venv/bin/python benchmarks/fusion_dump.py lme --out /work/scratch/b21/lme.json.gz \
-        --embed-cache /work/scratch/b21/lme-dev.npz
-    .venv/bin/python benchmarks/fusion_dump.py locomo --corpus all --out /work/scratch/b21/locomo-all.json.gz
+    .venv/bin/python benchmarks/lab/fusion_dump.py lme --out DUMPS/lme.json.gz \
+        --embed-cache DUMPS/lme-dev.npz
+    .venv/bin/python benchmarks/lab/fusion_dump.py locomo --corpus all --out DUMPS/locomo-all.json.gz
 
 Each corpus (a LongMemEval question's haystack, a LoCoMo conversation) is written by memclaw's own bench
 converter, parsed and synced by `MemoryService` onto an exact vector store (`fusion_exact.ExactStore`: cosine over
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fusion_exact import ExactStore  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LME = ROOT.parent / "shared" / "data" / "longmemeval" / "lme-s-dev.json.gz"
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 K_REAL = 40

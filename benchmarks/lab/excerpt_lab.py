@@ -10,7 +10,7 @@ from one index build per corpus with `MemoryService.recall_detailed`, the sectio
 `locomo-full`, `locomo-all`, `locomo-facts`, `lme`. `--reach` (LoCoMo) also reports the evidence within reach of the
 ranking whatever the fill: in the matched turns of the top K hits and in their windows of +-3 turns, with their cost.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/excerpt_lab.py locomo-sessions \
+    PYTHONPATH=. .venv/bin/python benchmarks/lab/excerpt_lab.py locomo-sessions \
         --data ../shared/data/locomo/locomo-dev.json --cache /tmp/emb.npz --workdir /tmp/lab \
         --variants 'w01=excerpt_before:0,excerpt_after:1'
 """
@@ -255,6 +255,8 @@ def main() -> None:
     res = (run_lme if args.corpus == "lme" else run_locomo)(args, variants, embedder, count)
     if hasattr(embedder, "save"):
         embedder.save()
+    # bench_archive_perf is a benchmark one folder up.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from bench_archive_perf import revision
 
     from memclaw.bench.machine import machine_info, sha256_file

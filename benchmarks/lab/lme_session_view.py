@@ -6,7 +6,7 @@ recomputes the session view for such a run, with the same scoring function, from
 (`--rankings`) and the workspaces the run kept (`--workdir`, each `lme-archive-<qid>` with its side file): a
 ranked turn id is mapped to its session by the same parser the run scored with.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/lme_session_view.py \
+    PYTHONPATH=. .venv/bin/python benchmarks/lab/lme_session_view.py \
         --data ../shared/data/longmemeval/lme-s-dev.json.gz --workdir /tmp/wd-lme \
         --rankings benchmarks/results/longmemeval-dev-archive/longmemeval-rankings.json.gz \
         --out benchmarks/results/longmemeval-dev-archive/sessions.json

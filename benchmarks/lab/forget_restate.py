@@ -2,7 +2,7 @@
 converter, corpus `full`, synced into a real index): each observation forgotten in turn, the archived turns it hides
 with its words alone (`words`) and with its distinctive names too (`names`), and a sample of the turns the names add.
 
-    python benchmarks/forget_restate.py [SAMPLE]   (benchmarks/README.md, "Forgetting")
+    python benchmarks/lab/forget_restate.py [SAMPLE]   (benchmarks/README.md, "Forgetting")
 """
 
 from __future__ import annotations

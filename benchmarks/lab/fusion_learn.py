@@ -2,7 +2,7 @@
 the development questions with a listwise loss and scored on the other, both ways (issue 21's "a small learned model
 over such features").
 
-    .venv/bin/python benchmarks/fusion_learn.py --dumps /work/scratch/b21 [--features base,rank]
+    .venv/bin/python benchmarks/lab/fusion_learn.py --dumps DUMPS [--features base,rank]
 
 Features of a candidate (each 0 when its signal did not find it; the signals and floors as memclaw's ranking stage
 has them, memclaw.recall.fusion / confidence): `b` BM25 over its best hit, `v` the cosine over its range above the
@@ -139,7 +139,7 @@ def _short(k: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dumps", type=Path, default=Path("/work/scratch/b21"))
+    ap.add_argument("--dumps", type=Path, default=Path("DUMPS"))
     ap.add_argument("--l2", type=float, default=0.1)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--temp", type=float, default=8.0)

@@ -2,7 +2,7 @@
 of each half by the tuner's objective (fusion_tune.objective) held out on the other, and which points hold against
 the product's rule on both halves.
 
-    .venv/bin/python benchmarks/fusion_grid.py --family product --out /work/scratch/b21/grid.json [--part 0/2]
+    .venv/bin/python benchmarks/lab/fusion_grid.py --family product --out DUMPS/grid.json [--part 0/2]
 
 `--part i/n` scores every n-th point from the i-th (run n processes, then once more without `--part` to merge the
 parts and report). A point *holds* on a half when no LongMemEval recall_any / recall_all at k = 5, 10 is lower than
@@ -44,7 +44,7 @@ def holds(p: dict, base: dict, half: str) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dumps", type=Path, default=Path("/work/scratch/b21"))
+    ap.add_argument("--dumps", type=Path, default=Path("DUMPS"))
     ap.add_argument("--family", default="product")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--part", default="")

@@ -2,7 +2,7 @@
 `memclaw bench perf`'s synthetic memories. Written for issue 18 (the index state moved from a pickle rewritten on
 every write to SQLite with a log): the cost of one write at 10k and 100k memories, and what it did to reads.
 
-    .venv/bin/python benchmarks/bench_state_ab.py --baseline /path/to/old-checkout --sizes 10000,100000
+    .venv/bin/python benchmarks/lab/bench_state_ab.py --baseline /path/to/old-checkout --sizes 10000,100000
 
 Each checkout runs in its own child process (`ab_child.py state`, its own `memclaw` package on PYTHONPATH), which
 writes the same synthetic workspace and syncs it, then measures, in this order:
@@ -27,7 +27,7 @@ from pathlib import Path
 def main() -> None:
     from ab_child import ab_args, ab_sizes, run_ab, write_report
 
-    ap = ab_args(__doc__, Path(__file__).parent / "results" / "state-ab.md")
+    ap = ab_args(__doc__, Path(__file__).parents[1] / "results" / "state-ab.md")
     ap.add_argument("--adds", type=int, default=30)
     ap.add_argument("--cold-runs", type=int, default=5)
     a = ap.parse_args()

@@ -1,7 +1,7 @@
 """The child process of the A/B benchmarks (`bench_recall_ab.py`, `bench_state_ab.py`): one checkout's memclaw,
 imported from PYTHONPATH, measured on `memclaw bench perf`'s synthetic memories.
 
-    python benchmarks/ab_child.py recall|state N CACHE_FILE QUERIES [ADDS COLD_RUNS]
+    python benchmarks/lab/ab_child.py recall|state N CACHE_FILE QUERIES [ADDS COLD_RUNS]
 
 Prints one JSON line. `recall`: warm hybrid recall p50/p95 after syncing N memories. `state` adds, in this order:
 `ADDS` facts added one at a time through `MemoryService.add_fact` (each timed), the cost of folding the state's log
@@ -37,7 +37,7 @@ def ab_args(doc: str, default_out: Path) -> argparse.ArgumentParser:
     """The options both A/B scripts take."""
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--baseline", type=Path, required=True, help="checkout of the code to compare against")
-    ap.add_argument("--current", type=Path, default=Path(__file__).resolve().parents[1])
+    ap.add_argument("--current", type=Path, default=Path(__file__).resolve().parents[2])
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--out", type=Path, default=default_out)
@@ -64,7 +64,8 @@ def write_report(a: argparse.Namespace, title: str, setup: str, header: list[str
         f"- date: {datetime.now().astimezone().isoformat(timespec='seconds')}",
         f"- machine: {m['nproc']} cores, {m['cpu']}, {m['ram_gib']} GiB RAM, Python {m['python']}",
         f"- current: {git_rev(a.current)}; baseline: {git_rev(a.baseline)}; {setup}",
-        f"- method: `benchmarks/{Path(sys.argv[0]).name}` (docstring); synthetic memories of `memclaw bench perf`", "",
+        f"- method: `benchmarks/lab/{Path(sys.argv[0]).name}` (docstring);"
+        " synthetic memories of `memclaw bench perf`", "",
         "| " + " | ".join(header) + " |", "|" + "---|" * len(header), *rows, "",
     ])  # fmt: skip
     a.out.write_text(text, "utf-8")

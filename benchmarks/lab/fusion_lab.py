@@ -1,7 +1,7 @@
 """The fusion lab: fusion rules replayed offline on the signals `fusion_dump.py` wrote, scored with memclaw's own
 metrics and memory-section fill, split-half.
 
-    .venv/bin/python benchmarks/fusion_lab.py --dumps /work/scratch/b21 [--rules hybrid,adaptive] [--check]
+    .venv/bin/python benchmarks/lab/fusion_lab.py --dumps DUMPS [--rules hybrid,adaptive] [--check]
 
 Halves: LongMemEval dev by question id within question type (sha1 order, alternating), LoCoMo dev by conversation
 (A = conv-26, -30, -41; B = conv-42, -43). `--check` first replays today's rule through the product's own
@@ -203,7 +203,7 @@ def main() -> None:
     import fusion_rules as R
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dumps", type=Path, default=Path("/work/scratch/b21"))
+    ap.add_argument("--dumps", type=Path, default=Path("DUMPS"))
     ap.add_argument("--rules", default="hybrid")
     ap.add_argument("--sets", default="lme,locomo-all,locomo-facts")
     ap.add_argument("--by", action="store_true", help="also per question type / category")

@@ -1,7 +1,7 @@
 """The fusion lab's target check: for each rule, the issue-21 targets on the whole development sets and the
 split-half verdict against today's rule.
 
-    .venv/bin/python benchmarks/fusion_check.py --rules product,adaptive
+    .venv/bin/python benchmarks/lab/fusion_check.py --rules product,adaptive
 
 LongMemEval: recall_any/all at k = 5, 10 overall and on every question type with >= 10 questions against every
 single signal (`bm25-raw`, `vector-raw`, `vector-head`), any@5 >= 0.98 and all@5 >= 0.92. LoCoMo `all`: every
@@ -29,7 +29,7 @@ TOL = 0.005
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dumps", type=Path, default=Path("/work/scratch/b21"))
+    ap.add_argument("--dumps", type=Path, default=Path("DUMPS"))
     ap.add_argument("--rules", required=True)
     ap.add_argument("--today", default="hybrid")
     a = ap.parse_args()

@@ -1,4 +1,4 @@
-"""Fusion rules for the fusion lab (benchmarks/fusion_lab.py): each maps one dumped query to a ranked list of
+"""Fusion rules for the fusion lab (benchmarks/lab/fusion_lab.py): each maps one dumped query to a ranked list of
 (unit id, ids of the units covering it), as memclaw's recall would answer it with k = 40."""
 
 from __future__ import annotations
