@@ -83,6 +83,14 @@ class MemoryConfig(_Section):
     archive: bool = True
     """Keep what consolidation reads verbatim, one Markdown file per day (memory/archive/YYYY-MM-DD.md, secrets
     masked); false: nothing is archived, consolidation writes only facts and history."""
+    small_scope_vectors: int = Field(1000, ge=0, le=100_000)
+    """An outsider's scope with at most this many vectors keeps them in one small file, searched exactly, instead
+    of a Chroma collection (which holds 4 open files and ~2.6 MiB for the life of the process); past it the scope
+    moves into Chroma. Embedded store only; 0: every scope in Chroma. Scopes indexed before this existed stay in
+    Chroma until `memclaw memory reindex`."""
+    open_scopes: int = Field(256, ge=1, le=100_000)
+    """At most this many scopes' unit tables and BM25 indexes stay loaded in a process (the owner's always among
+    them); the least recently used other scope is read again from its state file at its next use."""
 
     @field_validator("chroma_url")
     @classmethod
