@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from memclaw.errors import VectorStoreCorrupted
 from memclaw.store.base import VectorHit
 
 MATRIX_CACHE_BYTES = 64 * 1024 * 1024
@@ -62,6 +63,12 @@ class SmallVectors:
         try:
             con.execute(_SCHEMA)
             yield con
+        except sqlite3.DatabaseError as e:
+            if isinstance(e, sqlite3.OperationalError) and "locked" in str(e):
+                raise
+            raise VectorStoreCorrupted(
+                f"the vector file {p} is damaged ({e}); run `memclaw memory reindex` to rebuild it from the Markdown"
+            ) from e
         finally:
             con.close()
 
