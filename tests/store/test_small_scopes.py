@@ -41,6 +41,12 @@ def test_an_outsiders_few_facts_live_in_a_small_file_and_move_into_chroma_past_t
     hits = mem.recall("beekeeping hobby", scope=OUTSIDER, k=2, mode="vector")
     assert hits[0].unit.text.startswith("Mallory keeps bees")
     assert mem.store.count(OUTSIDER) == 2
+    # an outsider's index for 2 facts: ~30 KiB on disk (it was ~285 KiB: a Chroma segment and a state file of
+    # 16 KiB pages), each file a few times its Markdown
+    markdown = mem.workspace.memory_file(OUTSIDER).stat().st_size
+    state = mem.layout.state_file(OUTSIDER).stat().st_size
+    vectors = small_file(mem, OUTSIDER).stat().st_size
+    assert state <= 32 * 1024 and vectors <= 16 * 1024, (markdown, state, vectors)
     # past the limit: the scope moves into a collection of its own, with every vector
     mem.add_fact("Mallory drives a green van", scope=OUTSIDER)
     mem.add_fact("Mallory was born in Porto", scope=OUTSIDER)
