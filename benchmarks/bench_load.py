@@ -103,6 +103,7 @@ def write_crowd(data: dict, out: Path) -> None:
         "After each step: open files (/proc/self/fd), RSS, the workspace's disk use, and the median of 3 owner "
         "turns (recall of the owner's secret). Figures from a shared 2-core machine.\n"
     )
+    parts += [f"{note}\n" for note in data.get("notes", [])]
     for label, r in data["runs"].items():
         m = r["machine"]
         parts.append(f"## {label}\n")
@@ -121,7 +122,7 @@ def write_crowd(data: dict, out: Path) -> None:
         fails = [x["first_failure"] for x in r["steps"] if x["first_failure"]]
         if fails:
             parts.append(f"\nFirst failure: `{fails[0][:200]}`")
-        parts.append("")
+        parts.append(r.get("note", ""))
     out.with_suffix(".md").write_text("\n".join(parts) + "\n", "utf-8")
 
 

@@ -4,9 +4,13 @@ file at its next use, and a turn still holding it keeps a consistent copy. Real 
 
 from __future__ import annotations
 
+import pytest
+
 from memclaw.config import Config
 from memclaw.service.facade import MemoryService
 from memclaw.workspace import Workspace
+
+pytestmark = pytest.mark.slow
 
 
 def test_at_most_open_scopes_stay_loaded_the_owner_pinned_and_a_let_go_scope_reads_again(tmp_path, embedder):

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from memclaw.config import Config
 from memclaw.service.facade import MemoryService
 from memclaw.store.base import collection_name
 from memclaw.store.small import FOLDER
 from memclaw.workspace import Workspace
+
+pytestmark = pytest.mark.slow
 
 OUTSIDER = "people/discord:2002"
 

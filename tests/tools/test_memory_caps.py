@@ -19,6 +19,8 @@ from memclaw.service.learned import bare_fact
 from memclaw.workspace import Workspace
 from tests.llm_server import scripted_server
 
+pytestmark = pytest.mark.slow
+
 OUTSIDER = "people/discord:2002"
 LONG = "x" * 1800
 
