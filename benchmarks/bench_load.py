@@ -122,7 +122,7 @@ def write_crowd(data: dict, out: Path) -> None:
         fails = [x["first_failure"] for x in r["steps"] if x["first_failure"]]
         if fails:
             parts.append(f"\nFirst failure: `{fails[0][:200]}`")
-        parts.append(r.get("note", ""))
+        parts.append(r.get("note", "") + "\n")
     out.with_suffix(".md").write_text("\n".join(parts) + "\n", "utf-8")
 
 
