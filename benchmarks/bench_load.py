@@ -1,6 +1,13 @@
 """Discord load benchmark (issue 7): S outside senders x M messages through the Discord adapter's handler.
 
     python benchmarks/bench_load.py [--senders 50] [--messages 20]
+    python benchmarks/bench_load.py --crowd 10000 [--step 1000] [--label after]
+
+--crowd (issue 39): N distinct senders, one turn each through the real agent (tests/crowd_load.py: two `remember`
+calls and a reply), an owner turn after every `--step` senders. Records open files, RSS, the workspace's disk use
+and the owner turn's latency after each step, in benchmarks/results/load-10k.json under `--label` (the file keeps
+the other labels' runs, so a run of the old code and of the new sit side by side), then renders load-10k.md. Each
+step is written as it ends: a run that breaks or is stopped keeps what it measured.
 
 The scenario of tests/channels/test_load.py at full size (tests/discord_load.py): real discord.py Messages built
 from gateway payloads go through `DiscordGateway.on_message`; the real Agent (on its own loop thread, as in `memclaw
@@ -41,12 +48,98 @@ def summary(xs: list[float]) -> dict[str, float]:
     return {"p50": pct(xs, 50), "p95": pct(xs, 95), "max": max(xs), "mean": statistics.mean(xs), "n": len(xs)}
 
 
+def crowd(n: int, step: int, label: str, out: Path, concurrency: int) -> None:
+    import time
+
+    from tests.crowd_load import CrowdRun, disk_bytes, open_fds, rss_bytes
+    from tests.llm_server import ScriptedLLMServer
+
+    env = machine()
+    tmp = Path(tempfile.mkdtemp(prefix="memclaw-bench-crowd-"))
+    os.environ["MEMCLAW_HOME"] = str(tmp / "home")
+    server = ScriptedLLMServer().start()
+    data = json.loads(out.read_text("utf-8")) if out.exists() else {"runs": {}}
+    run_data: dict = {
+        "date": env["date"], "machine": env, "senders": n, "step": step, "concurrency": concurrency,
+        "command": f"python benchmarks/bench_load.py --crowd {n} --step {step} --label {label}", "steps": [],
+    }  # fmt: skip
+    data["runs"][label] = run_data
+    try:
+        run = CrowdRun.create(tmp / "ws", server)
+
+        async def drive() -> None:
+            ok, _, s = await run.owner_turn()
+            run_data["start"] = {"fds": open_fds(), "rss_mib": rss_bytes() / 2**20, "owner_ok": ok}
+            for a in range(0, n, step):
+                t = time.perf_counter()
+                await run.senders(a, min(n, a + step), concurrency=concurrency)
+                wall = time.perf_counter() - t
+                owner = [await run.owner_turn() for _ in range(3)]
+                row = {
+                    "senders": min(n, a + step), "fds": open_fds(), "rss_mib": rss_bytes() / 2**20,
+                    "disk_mib": disk_bytes(tmp / "ws") / 2**20, "failed_turns": len(run.failures),
+                    "owner_ok": all(o[0] for o in owner), "owner_ms": statistics.median(o[2] * 1000 for o in owner),
+                    "step_s": wall, "first_failure": run.failures[0] if run.failures else None,
+                }  # fmt: skip
+                run_data["steps"].append(row)
+                print(json.dumps(row), flush=True)
+                write_crowd(data, out)
+                if len(run.failures) >= step:  # every turn of a step failed: the process is out of something
+                    break
+
+        asyncio.run(drive())
+    finally:
+        server.stop()
+        write_crowd(data, out)
+
+
+def write_crowd(data: dict, out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=2) + "\n", "utf-8")
+    parts = ["# A crowd of senders: footprint per 1,000 distinct senders (issue 39)\n"]
+    parts.append(
+        "Each sender writes one message in their own DM; the scripted model (loopback HTTP) calls `remember` twice, "
+        "then replies. The real Agent, MemoryService (bundled model, embedded Chroma, Markdown, fsynced sessions). "
+        "After each step: open files (/proc/self/fd), RSS, the workspace's disk use, and the median of 3 owner "
+        "turns (recall of the owner's secret). Figures from a shared 2-core machine.\n"
+    )
+    parts += [f"{note}\n" for note in data.get("notes", [])]
+    for label, r in data["runs"].items():
+        m = r["machine"]
+        parts.append(f"## {label}\n")
+        parts.append(f"Date: {r['date']}. Machine: {m['nproc']} CPUs ({m['cpu']}), {m['ram']} RAM, Python "
+                     f"{m['python']}, load average at start {m['load']}. Command: `{r['command']}`.\n")  # fmt: skip
+        if "start" in r:
+            st = r["start"]
+            parts.append(f"Before the first sender: {st['fds']} open files, {st['rss_mib']:.0f} MiB RSS.\n")
+        parts.append("| senders | open files | RSS MiB | disk MiB | failed turns | owner turn ok | owner turn ms | "
+                     "step s |\n| --- | --- | --- | --- | --- | --- | --- | --- |")  # fmt: skip
+        for x in r["steps"]:
+            parts.append(
+                f"| {x['senders']:,} | {x['fds']} | {x['rss_mib']:.0f} | {x['disk_mib']:.0f} | {x['failed_turns']} | "
+                f"{'yes' if x['owner_ok'] else '**no**'} | {x['owner_ms']:.0f} | {x['step_s']:.0f} |"
+            )
+        fails = [x["first_failure"] for x in r["steps"] if x["first_failure"]]
+        if fails:
+            parts.append(f"\nFirst failure: `{fails[0][:200]}`")
+        parts.append(r.get("note", "") + "\n")
+    out.with_suffix(".md").write_text("\n".join(parts) + "\n", "utf-8")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--senders", type=int, default=50)
     ap.add_argument("--messages", type=int, default=20, help="per sender")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "load.md")
+    ap.add_argument("--crowd", type=int, default=0, help="distinct senders, one turn each (e.g. 10000)")
+    ap.add_argument("--step", type=int, default=1000, help="--crowd: measure after this many senders")
+    ap.add_argument("--label", default="after", help="--crowd: the run's name in load-10k.json")
+    ap.add_argument("--concurrency", type=int, default=8, help="--crowd: turns in flight at once")
     args = ap.parse_args()
+    if args.crowd:
+        out = ROOT / "benchmarks" / "results" / "load-10k.json"
+        crowd(args.crowd, min(args.step, args.crowd), args.label, out, args.concurrency)
+        return
 
     env = machine()  # date (date -u), nproc, CPU, RAM and the load average, taken before the run
     tmp = Path(tempfile.mkdtemp(prefix="memclaw-bench-load-"))

@@ -98,12 +98,13 @@ class Agent:
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
             t0 = time.perf_counter()
+            rec = TurnRecord(channel=message.channel, chat_id=message.chat_id)
             try:
-                reply = self._refused(message) or await self._handle(message)
-            except Exception as e:  # the last line of defence: the user gets an answer, nothing is lost
+                reply = self._refused(message) or await self._handle(message, rec)
+            except Exception as e:  # the last line of defence: the user gets an answer, told whether it was kept
                 log.exception("turn in %s/%s failed", *key)
-                rec = TurnRecord(channel=message.channel, chat_id=message.chat_id, error=f"{type(e).__name__}: {e}")
-                reply = AgentReply(apology(), ok=False, record=rec)
+                rec.error = f"{type(e).__name__}: {e}"
+                reply = AgentReply(apology(unsaved=rec.unsaved), ok=False, record=rec)
             reply.record.timings_ms["total"] = (time.perf_counter() - t0) * 1000
             self.turns.append(reply.record)
             return reply
@@ -144,13 +145,13 @@ class Agent:
         await self.drain()
 
     # ----- the turn --------------------------------------------------------------------------------------
-    async def _handle(self, msg: InboundMessage) -> AgentReply:
+    async def _handle(self, msg: InboundMessage, rec: TurnRecord) -> AgentReply:
         sender = Sender(
             channel=msg.channel, sender_id=str(msg.sender_id), display_name=msg.sender_name, chat_id=msg.chat_id
         )
         owner = is_owner(self.config, sender)
         scope = scope_for(self.config, sender)
-        rec = TurnRecord(channel=msg.channel, chat_id=msg.chat_id, scope=scope, is_owner=owner)
+        rec.scope, rec.is_owner = scope, owner
         ctx = ToolContext(root=self.root, config=self.config, scope=scope, is_owner=owner, memory=self.memory)
 
         text = (msg.text or "").strip()
@@ -172,6 +173,7 @@ class Agent:
         owner, scope = ctx.is_owner, ctx.scope
         # 1. the user's message, on disk before anything else can fail
         t = time.perf_counter()
+        rec.unsaved = True
         session = await asyncio.to_thread(self.sessions.load, msg.channel, msg.chat_id)
         rec.warnings += session.warnings
         ctx.incognito = session.incognito
@@ -186,6 +188,7 @@ class Agent:
             "scope": scope,
         }
         await asyncio.to_thread(self.sessions.append, session, *_private(session, user_msg))
+        rec.unsaved = False
         rec.timings_ms["session"] = (time.perf_counter() - t) * 1000
 
         # 2. the context (auto-recall inside)

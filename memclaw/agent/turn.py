@@ -15,9 +15,10 @@ if TYPE_CHECKING:
     from memclaw.recall.results import RecallResult
 
 
-def apology() -> str:
-    """What a person reads when their turn failed on our side (their message is kept)."""
-    return render("apology")
+def apology(*, unsaved: bool = False) -> str:
+    """What a person reads when their turn failed on our side: their message is kept, or (`unsaved`) it could not
+    be saved and they should send it again (memclaw/prompts/apology_unsaved.md)."""
+    return render("apology_unsaved" if unsaved else "apology")
 
 
 @dataclass
@@ -62,6 +63,8 @@ class TurnRecord:
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)  # session, context, llm, tools, total
+    unsaved: bool = False
+    """The turn's message is not (yet) in the session: a failure now must not say it was kept."""
 
     def to_json(self) -> dict[str, Any]:
         return {

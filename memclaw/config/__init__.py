@@ -83,6 +83,18 @@ class MemoryConfig(_Section):
     archive: bool = True
     """Keep what consolidation reads verbatim, one Markdown file per day (memory/archive/YYYY-MM-DD.md, secrets
     masked); false: nothing is archived, consolidation writes only facts and history."""
+    small_scope_vectors: int = Field(1000, ge=0, le=100_000)
+    """An outsider's scope with at most this many vectors keeps them in one small file, searched exactly, instead
+    of a Chroma collection (which holds 4 open files and ~2.6 MiB for the life of the process); past it the scope
+    moves into Chroma. Embedded store only; 0: every scope in Chroma. Scopes indexed before this existed stay in
+    Chroma until `memclaw memory reindex`."""
+    outsider_facts: int = Field(200, ge=0, le=1_000_000)
+    """An outsider's scope holds at most this many facts written by `remember`; past it the tool refuses."""
+    outsider_fact_chars: int = Field(40_000, ge=0, le=100_000_000)
+    """An outsider's scope holds at most this many characters of facts (MEMORY.md) written by `remember`."""
+    open_scopes: int = Field(256, ge=1, le=100_000)
+    """At most this many scopes' unit tables and BM25 indexes stay loaded in a process (the owner's always among
+    them); the least recently used other scope is read again from its state file at its next use."""
 
     @field_validator("chroma_url")
     @classmethod
@@ -193,6 +205,15 @@ class AgentConfig(_Section):
     exec_network: bool = False
     """Let exec's sandboxed commands use the network (off: they see no network at all)."""
     restrict_to_workspace: bool = True
+    turn_facts: int = Field(5, ge=0, le=10_000)
+    """At most this many `remember` calls write a fact in one outsider's turn; later calls are refused (the model
+    reads why) and write nothing."""
+    turn_fact_chars: int = Field(4000, ge=0, le=10_000_000)
+    """At most this many characters of facts are written by `remember` in one outsider's turn."""
+    owner_turn_facts: int = Field(50, ge=0, le=10_000)
+    """`turn_facts` for the owner's turns."""
+    owner_turn_fact_chars: int = Field(50_000, ge=0, le=10_000_000)
+    """`turn_fact_chars` for the owner's turns."""
 
 
 class ContextConfig(_Section):

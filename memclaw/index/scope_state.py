@@ -45,6 +45,7 @@ from memclaw.index.scope_state_db import (
 from memclaw.index.unittable import UnitTable
 from memclaw.index.unittable_codec import rows_from_json, table_from_bytes, table_json_rows, table_to_bytes
 from memclaw.markdown.incremental import FileMark
+from memclaw.markdown.units import OWNER_SCOPE
 
 FORMAT = "memclaw-scope-state-3"
 COMPACT_MAX = 500
@@ -232,6 +233,12 @@ def read_scope_name(path: Path) -> str | None:
         return None
 
 
+def page_size(scope: str) -> int:
+    """The page size of a new state file: 16 KiB for the owner's (big blobs read 30 % faster than with 4 KiB
+    pages), 4 KiB for an outsider's (one page per table and index: 24 KiB for a few facts, not 96)."""
+    return 16384 if scope == OWNER_SCOPE else 4096
+
+
 def save(path: Path, state: ScopeState, lexical_bytes: Callable[[], bytes], changes: Changes | None = None) -> None:
     """Write the state in one transaction: appended to the log when `changes` says what changed (and the log is
     short enough), else whole. `lexical_bytes()` gives the whole BM25 index when it is written whole."""
@@ -243,7 +250,7 @@ def save(path: Path, state: ScopeState, lexical_bytes: Callable[[], bytes], chan
         "pending": sorted(state.pending),
     }
     try:
-        with writable(path) as con:
+        with writable(path, page_size=page_size(state.scope)) as con:
             con.execute("BEGIN IMMEDIATE")
             try:
                 con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",

@@ -83,9 +83,9 @@ def write_error(path: Path, e: sqlite3.DatabaseError) -> IndexError_:
 
 
 @contextlib.contextmanager
-def writable(path: Path) -> Iterator[sqlite3.Connection]:
-    """A connection to a state file of this layout: created if absent; a damaged file (not SQLite, or another
-    schema) is replaced, since it is memclaw's own derived data."""
+def writable(path: Path, *, page_size: int = 16384) -> Iterator[sqlite3.Connection]:
+    """A connection to a state file of this layout: created if absent (with pages of `page_size` bytes); a damaged
+    file (not SQLite, or another schema) is replaced, since it is memclaw's own derived data."""
     exists = check_path(path)
     if not exists:
         path.parent.mkdir(parents=True, exist_ok=True)  # (check_path said every parent is a folder or absent)
@@ -94,7 +94,7 @@ def writable(path: Path) -> Iterator[sqlite3.Connection]:
     con = connect(path, create=True)
     try:
         if not schema_ok(con):
-            con.execute("PRAGMA page_size = 16384")  # (a new file: big blobs read 30 % faster than with 4 KiB pages)
+            con.execute(f"PRAGMA page_size = {int(page_size)}")
             con.execute("BEGIN IMMEDIATE")
             for sql in SCHEMA:
                 con.execute(sql)

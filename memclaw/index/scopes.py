@@ -7,6 +7,7 @@ import bisect
 import logging
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 from memclaw.errors import IndexError_
 from memclaw.index import layout as ix
 from memclaw.markdown.formats import NAMED_DAY_KINDS, event_days, without_cid
-from memclaw.markdown.units import MemoryUnit
+from memclaw.markdown.units import OWNER_SCOPE, MemoryUnit
 
 if TYPE_CHECKING:
     from memclaw.config import Config
@@ -116,7 +117,11 @@ class Scope:
 
 class ScopeCache:
     """The scopes of one workspace's index as this process last read them. `lock` guards the cache and in-place
-    updates of a scope's BM25 index (recall holds it while searching)."""
+    updates of a scope's BM25 index (recall holds it while searching).
+
+    At most `memory.open_scopes` scopes stay loaded (the owner's always among them): the least recently used other
+    scope is let go, with its archive folder's watch, and read again from its state file at its next use. A Scope
+    holds no open file, so a turn still using one that was let go keeps a consistent copy."""
 
     def __init__(self, workspace: Workspace, layout: ix.IndexLayout, tokenizer: Tokenizer, config: Config) -> None:
         self.workspace = workspace
@@ -125,7 +130,7 @@ class ScopeCache:
         self.config = config
         self.progress: ProgressFactory | None = None  # shows long work (the CLI: memclaw.util.progress)
         self.lock = threading.RLock()
-        self._scopes: dict[str, Scope] = {}
+        self._scopes: OrderedDict[str, Scope] = OrderedDict()
         self._watches: dict[str, tuple[DirWatch, dict[str, tuple]]] = {}  # the archive folders' (memclaw.util.dirwatch)
 
     @property
@@ -176,7 +181,15 @@ class ScopeCache:
             watch.begin()  # (before the scan: a change made during it is seen next time)
             sigs = _day_signatures(self.workspace, scope)
             self._watches[scope] = (watch, sigs)
+            self._evict_watches()
             return sigs
+
+    def _evict_watches(self) -> None:
+        """Watches are kept for loaded scopes (and at most `memory.open_scopes` others, oldest first out)."""
+        limit = self.config.memory.open_scopes
+        extra = [s for s in self._watches if s not in self._scopes and s != OWNER_SCOPE]
+        for scope in extra[: max(0, len(self._watches) - 2 * limit)]:
+            self._watches.pop(scope)[0].close()
 
     def parse(self, scope: str, kinds: Iterable[str] | None = None) -> list[MemoryUnit]:
         """Every unit of the scope as its Markdown holds it now (facts, then history, then the archive's turns), or
@@ -242,14 +255,16 @@ class ScopeCache:
 
         with self.lock:
             sc = self._scopes.get(scope)
+            if sc is not None:
+                self._scopes.move_to_end(scope)
         if sc is not None and sc.state_sig == file_sig(self.layout.state_file(scope)):
             return sc
         check_layout(self.layout, scope, embedded=self.embedded)
         sc = self._load(scope)  # absent, or another process synced since
-        with self.lock:
-            if sc is not None:
-                self._scopes[scope] = sc
-            else:
+        if sc is not None:
+            self.put(scope, sc)
+        else:
+            with self.lock:
                 self._scopes.pop(scope, None)
         return sc
 
@@ -268,6 +283,25 @@ class ScopeCache:
     def put(self, scope: str, sc: Scope) -> None:
         with self.lock:
             self._scopes[scope] = sc
+            self._scopes.move_to_end(scope)
+            self._evict()
+
+    def loaded(self) -> list[str]:
+        """The scopes loaded now, least recently used first."""
+        with self.lock:
+            return list(self._scopes)
+
+    def _evict(self) -> None:
+        """Let go of the least recently used scopes beyond `memory.open_scopes` (never the owner's)."""
+        limit = self.config.memory.open_scopes
+        while len(self._scopes) > limit:
+            victim = next((s for s in self._scopes if s != OWNER_SCOPE), None)
+            if victim is None:
+                return
+            del self._scopes[victim]
+            watch = self._watches.pop(victim, None)
+            if watch is not None:
+                watch[0].close()
 
     def clear(self) -> None:
         with self.lock:

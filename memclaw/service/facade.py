@@ -159,6 +159,8 @@ class MemoryService:
                 headers=headers,
                 namespace=self.namespace,
                 timeout_s=m.chroma_timeout_s,
+                small_limit=m.small_scope_vectors,
+                small_ok=lambda scope: scope != OWNER_SCOPE,
             )
             if lost:  # said once: sync and recall catch it and rebuild; the store itself is usable (empty)
                 raise VectorStoreCorrupted(

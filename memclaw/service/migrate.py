@@ -71,6 +71,12 @@ def _copy_all(ws: Workspace, cfg: Config, url: str, local: Any, src: Any, dst: A
 
 
 def _copy_scope(src: Any, dst: Any, scope: str) -> int:
+    small = src.small_entries(scope)  # a small scope's vectors (memclaw.store.small): all at once, few
+    if small is not None:
+        ids, embs, metas, docs = small
+        if ids:
+            dst.upsert(scope, ids, embs, [m or {} for m in metas], [d or "" for d in docs])
+        return len(ids)
     col = src._collection(scope, create=False)
     if col is None:
         return 0

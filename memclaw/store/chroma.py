@@ -19,6 +19,7 @@ from memclaw.errors import VectorStoreUnavailable
 from memclaw.store.base import SPACE, VectorHit, collection_name, first_hits
 from memclaw.store.failures import is_not_found, translate
 from memclaw.store.readers import Reader, warm_through
+from memclaw.store.small import SmallVectors
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -47,11 +48,15 @@ class ChromaStore:
         connect: Callable[[], Any] | None = None,
         reader: Callable[[], Reader | None] | None = None,
         stale: Callable[[], bool] | None = None,
+        small: SmallVectors | None = None,
+        small_limit: int = 0,
+        small_ok: Callable[[str], bool] | None = None,
     ) -> None:
         """`client`: a chromadb client, or None with `connect` to make one at first need. `reader`: makes the
         read-only `Reader` that serves `query` and `warm` until the client is needed. `stale`: true once the client
         no longer works because its store was released under it (an embedded store wiped by another service of this
-        process, `memclaw.store.clients.release_embedded`): the next use connects again."""
+        process, `memclaw.store.clients.release_embedded`): the next use connects again. `small`: where a scope for
+        which `small_ok` holds keeps up to `small_limit` vectors instead of a collection (memclaw.store.small)."""
         self._client_obj = client
         self._stale = stale
         self._connect = connect
@@ -61,6 +66,31 @@ class ChromaStore:
         self._namespace = namespace
         self._where = where
         self._collections: dict[str, Any] = {}
+        self._small = small if small_limit > 0 else None
+        self._small_limit = small_limit
+        self._small_ok = small_ok or (lambda _scope: False)
+
+    def _small_name(self, scope: str) -> str | None:
+        """The scope's small file name when its vectors live there (memclaw.store.small), else None."""
+        if self._small is None:
+            return None
+        name = collection_name(self._namespace, scope)
+        return name if self._small.exists(name) else None
+
+    def _small_for_write(self, scope: str) -> str | None:
+        """The small file a write to `scope` goes to: its own, or a new one for a scope that may have one and has
+        no collection yet (a collection made before small scopes existed keeps its vectors)."""
+        if self._small is None:
+            return None
+        name = self._small_name(scope)
+        if name is not None or not self._small_ok(scope):
+            return name
+        return collection_name(self._namespace, scope) if self._collection(scope, create=False) is None else None
+
+    def small_entries(self, scope: str) -> tuple[list[str], np.ndarray, list[Any], list[Any]] | None:
+        """Every vector of a small scope (ids, embeddings, metadatas, documents); None for one in a collection."""
+        name = self._small_name(scope)
+        return None if name is None or self._small is None else self._small.entries(name)
 
     @property
     def _client(self) -> Any:
@@ -152,6 +182,24 @@ class ChromaStore:
     ) -> None:
         if not ids:
             return
+        small = self._small_for_write(scope)
+        if small is not None and self._small is not None:
+            n = self._small.upsert(small, ids, embeddings, metadatas, documents)
+            if n > self._small_limit:  # outgrown: the scope moves into a collection of its own
+                all_ids, embs, metas, docs = self._small.entries(small)
+                self._chroma_upsert(scope, all_ids, embs, [m or {} for m in metas], [d or "" for d in docs])
+                self._small.drop(small)
+            return
+        self._chroma_upsert(scope, ids, embeddings, metadatas, documents)
+
+    def _chroma_upsert(
+        self,
+        scope: str,
+        ids: Sequence[str],
+        embeddings: np.ndarray,
+        metadatas: Sequence[Mapping[str, Any]],
+        documents: Sequence[str] | None,
+    ) -> None:
         from memclaw.util.batches import even_chunk
 
         col = self._collection(scope, create=True)
@@ -171,6 +219,10 @@ class ChromaStore:
     def delete(self, scope: str, ids: Sequence[str]) -> None:
         if not ids:
             return
+        small = self._small_name(scope)
+        if small is not None and self._small is not None:
+            self._small.delete(small, ids)
+            return
         col = self._collection(scope, create=False)
         if col is None:
             return
@@ -182,6 +234,8 @@ class ChromaStore:
 
     def warm(self, scope: str) -> None:
         """Make Chroma read the scope's vectors now (its first query on a 100k collection takes ~0.5 s)."""
+        if self._small_name(scope) is not None:
+            return
         if self._via_reader(scope, warm_through) is not None:
             return
         col = self._collection(scope, create=False)
@@ -199,6 +253,9 @@ class ChromaStore:
     def query(self, scope: str, embedding: np.ndarray, k: int) -> list[VectorHit]:
         if k <= 0:
             return []
+        small = self._small_name(scope)
+        if small is not None and self._small is not None:
+            return self._small.query(small, embedding, k)
         fast = self._via_reader(scope, lambda r, name: r.query(name, embedding, k))
         if fast is not None:
             return fast
@@ -226,6 +283,9 @@ class ChromaStore:
         return self._get_all(scope, with_documents=True)
 
     def _get_all(self, scope: str, *, with_documents: bool) -> dict[str, str]:
+        small = self._small_name(scope)
+        if small is not None and self._small is not None:
+            return self._small.texts(small)
         col = self._collection(scope, create=False)
         if col is None:
             return {}
@@ -247,6 +307,9 @@ class ChromaStore:
             raise translate(e, self._where) from e
 
     def count(self, scope: str) -> int:
+        small = self._small_name(scope)
+        if small is not None and self._small is not None:
+            return self._small.count(small)
         col = self._collection(scope, create=False)
         if col is None:
             return 0
@@ -256,6 +319,8 @@ class ChromaStore:
             raise translate(e, self._where) from e
 
     def drop(self, scope: str) -> None:
+        if self._small is not None:
+            self._small.drop(collection_name(self._namespace, scope))
         self._collections.pop(scope, None)
         try:
             self._client.delete_collection(collection_name(self._namespace, scope))

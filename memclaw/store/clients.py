@@ -19,6 +19,8 @@ from memclaw.store.base import VectorStore
 from memclaw.store.chroma import ChromaStore
 from memclaw.store.failures import is_corruption, is_permission, permission_error, translate
 from memclaw.store.readers import HttpReader, client_running, engine_reader, forget_readers, reader_keys, system_idents
+from memclaw.store.small import FOLDER as SMALL_FOLDER
+from memclaw.store.small import SmallVectors
 
 log = logging.getLogger(__name__)
 
@@ -134,13 +136,16 @@ def open_chroma_store(
     headers: Mapping[str, str] | None = None,
     namespace: str,
     timeout_s: float = HTTP_TIMEOUT_S,
+    small_limit: int = 0,
+    small_ok: Callable[[str], bool] | None = None,
 ) -> ChromaStore:
     """Open the embedded store at `path`, or the Chroma server at `url` (one of the two; a server's requests are
     bounded by `timeout_s`).
 
     The chromadb client is made at first need: until then `query` and `warm` go through a `Reader` (an
     `HttpReader` for a server, an `EngineReader` for an embedded store that exists already), so a cold recall
-    never imports the chromadb package."""
+    never imports the chromadb package. An embedded store keeps a scope for which `small_ok` holds in a small file
+    of its own while it has at most `small_limit` vectors (memclaw.store.small)."""
     if url:
         from urllib.parse import urlparse
 
@@ -172,11 +177,13 @@ def open_chroma_store(
     def stale() -> bool:
         return _released.get(key, 0) != connected[0]
 
+    small = {"small": SmallVectors(path / SMALL_FOLDER), "small_limit": small_limit, "small_ok": small_ok}
     if (path / "chroma.sqlite3").is_file() and not client_running(path):
         return ChromaStore(
-            None, namespace, where=str(path), connect=connect, reader=lambda: engine_reader(store_path), stale=stale
-        )
-    return ChromaStore(connect(), namespace, where=str(path), connect=connect, stale=stale)
+            None, namespace, where=str(path), connect=connect, reader=lambda: engine_reader(store_path), stale=stale,
+            **small,
+        )  # fmt: skip
+    return ChromaStore(connect(), namespace, where=str(path), connect=connect, stale=stale, **small)
 
 
 _released: dict[str, int] = {}

@@ -19,8 +19,9 @@ MAX_RESULT_CHARS = 16_000
 
 @dataclass
 class ToolContext:
-    """Who is calling and with what: the workspace root, config, the caller's memory scope and owner flag, and
-    whether the conversation is incognito (nothing of it is to be remembered)."""
+    """Who is calling and with what: the workspace root, config, the caller's memory scope and owner flag,
+    whether the conversation is incognito (nothing of it is to be remembered), and what this turn wrote so far.
+    One per turn."""
 
     root: Path
     config: Config
@@ -28,6 +29,9 @@ class ToolContext:
     is_owner: bool
     memory: MemoryService | None = None
     incognito: bool = False
+    facts_written: int = 0
+    """`remember` calls that wrote a fact in this turn (memclaw.tools.memory counts them against the turn's cap)."""
+    fact_chars_written: int = 0
 
 
 class ToolFailure(Exception):

@@ -65,5 +65,32 @@ class Remember(Tool):
     def run(self, args: RememberArgs, ctx: ToolContext) -> str:
         if ctx.memory is None:
             raise ToolFailure("memory is not available in this session")
+        refused = over_cap(args.text, ctx)
+        if refused:
+            raise ToolFailure(f"not saved: {refused}")
         unit = ctx.memory.add_fact(args.text, scope=ctx.scope, section=args.section)
+        ctx.facts_written += 1
+        ctx.fact_chars_written += len(args.text)
         return f"Remembered [{unit.id}]: {unit.text}"
+
+
+def over_cap(text: str, ctx: ToolContext) -> str | None:
+    """Why writing `text` as a fact now would pass a cap, or None. Caps: facts and characters per turn
+    (`agent.turn_facts`, `agent.turn_fact_chars`; the owner's: `agent.owner_turn_*`), and an outsider's scope in
+    all (`memory.outsider_facts`, `memory.outsider_fact_chars`)."""
+    a = ctx.config.agent
+    calls, chars = (a.owner_turn_facts, a.owner_turn_fact_chars) if ctx.is_owner else (a.turn_facts, a.turn_fact_chars)
+    if ctx.facts_written >= calls:
+        return f"this turn already saved {ctx.facts_written} facts, the most one turn may save"
+    if ctx.fact_chars_written + len(text) > chars:
+        return f"one turn may save at most {chars} characters of facts ({ctx.fact_chars_written} saved so far)"
+    if ctx.is_owner or ctx.memory is None:
+        return None
+    m = ctx.config.memory
+    facts = ctx.memory.facts(ctx.scope)
+    if len(facts) >= m.outsider_facts:
+        return f"this person's memory is full ({len(facts)} facts, the most it may hold)"
+    held = sum(len(u.text) for u in facts)
+    if held + len(text) > m.outsider_fact_chars:
+        return f"this person's memory is full ({held} of at most {m.outsider_fact_chars} characters of facts)"
+    return None
