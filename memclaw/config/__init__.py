@@ -19,6 +19,7 @@ from memclaw.config.env import ENV_PREFIX, check_env_names, env_values, merged
 from memclaw.errors import ConfigError
 from memclaw.util.home import config_path
 from memclaw.util.home import memclaw_home as memclaw_home  # (the place other modules import it from)
+from memclaw.util.safepath import NotRegularFileError, read_regular
 
 
 class _Section(BaseModel):
@@ -258,9 +259,11 @@ class Config(BaseModel):
 
 def _read_file(path: Path) -> dict[str, Any]:
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, follow=True)
     except IsADirectoryError as e:
         raise ConfigError(f"config {path} is a directory; remove it or make it a config file") from e
+    except NotRegularFileError as e:
+        raise ConfigError(f"config {path}: {e.strerror}; make it a config file") from e
     except OSError as e:
         raise ConfigError(f"cannot read config {path}: {e.strerror}; fix its permissions") from e
     try:

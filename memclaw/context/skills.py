@@ -20,8 +20,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from memclaw.errors import SkillError
+from memclaw.errors import MemoryFileError, SkillError
 from memclaw.util.filecache import FileCache
+from memclaw.util.safepath import NotRegularFileError, read_regular
 
 log = logging.getLogger(__name__)
 
@@ -143,8 +144,10 @@ def _which(binary: str) -> bool:
 
 def _parse_file(path: Path, source: Source) -> Skill | SkillError:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path, follow=True).decode("utf-8")
         result: Skill | SkillError = parse_skill(text, path, source)
+    except NotRegularFileError as e:
+        raise MemoryFileError(f"cannot read skill {path}: {e.strerror}; memclaw reads only regular files") from e
     except UnicodeDecodeError:
         result = SkillError(f"{path}: not UTF-8 text; re-save it as UTF-8")
     except OSError as e:

@@ -36,6 +36,7 @@ from memclaw.errors import IndexError_, MemclawError
 from memclaw.index.unittable import UnitTable
 from memclaw.markdown.incremental import FileMark
 from memclaw.util.files import replace_atomically
+from memclaw.util.safepath import NotRegularFileError, read_regular
 
 log = logging.getLogger(__name__)
 
@@ -164,10 +165,10 @@ def drop_legacy_state(layout: IndexLayout) -> None:
 
 def read_manifest(layout: IndexLayout) -> dict | None:
     try:
-        data = json.loads(layout.manifest.read_text("utf-8"))
+        data = json.loads(read_regular(layout.manifest, follow=True).decode("utf-8"))
     except (FileNotFoundError, NotADirectoryError):  # (no index folder yet, or a file there: said by check_layout)
         return None
-    except IsADirectoryError as e:
+    except (IsADirectoryError, NotRegularFileError) as e:
         from memclaw.util.pathkind import odd_path_error
 
         raise odd_path_error(layout.manifest, "file", layout.root) from e
