@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from memclaw.errors import LLMError
 from memclaw.llm import providers
+from memclaw.markdown.formats import clean_text
 from memclaw.runtime import set_offline_env
 
 if TYPE_CHECKING:
@@ -284,7 +285,8 @@ class LLMClient:
                 import json
 
                 args = json.dumps(args or {})
-            tool_calls.append(ToolCall(id=getattr(tc, "id", None) or f"call_{i}", name=name, arguments=args))
+            tool_calls.append(ToolCall(id=getattr(tc, "id", None) or f"call_{i}", name=clean_text(name),
+                                       arguments=clean_text(args)))  # fmt: skip
         reasoning = getattr(msg, "reasoning_content", None)
         if not reasoning:
             psf = getattr(msg, "provider_specific_fields", None) or {}
@@ -297,9 +299,9 @@ class LLMClient:
         )
         content = getattr(msg, "content", None)
         return LLMResponse(
-            content=content if isinstance(content, str) else None,
+            content=clean_text(content) if isinstance(content, str) else None,
             tool_calls=tool_calls,
-            reasoning_content=reasoning or None,
+            reasoning_content=clean_text(reasoning) if isinstance(reasoning, str) and reasoning else None,
             usage=usage,
             model=getattr(raw, "model", "") or self.model,
             finish_reason=getattr(choice, "finish_reason", None),
