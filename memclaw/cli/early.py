@@ -144,7 +144,7 @@ def _config_file() -> dict[str, Any] | None:
         else:
             data = json.loads(text)
         return _lower_keys(data)
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, RecursionError):
         return None
 
 

@@ -273,6 +273,11 @@ def _read_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config {path} is not UTF-8 text; re-save it as UTF-8") from e
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
         raise ConfigError(f"config {path} is not valid {path.suffix[1:].upper()}: {e}; fix the syntax there") from e
+    except RecursionError:
+        raise ConfigError(
+            f"config {path} nests arrays or tables too deeply to read; fix the syntax there (memclaw's keys nest at "
+            "most a few levels)"
+        ) from None
     if not isinstance(data, dict):
         raise ConfigError(f"config {path} must hold a table/object at the top level")
     return data

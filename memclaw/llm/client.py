@@ -19,6 +19,7 @@ import logging
 import random
 import re
 import threading
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,10 @@ if TYPE_CHECKING:
     from memclaw.config import Config
 
 log = logging.getLogger(__name__)
+
+# A malformed reply makes litellm's pydantic models warn on stderr (several lines, a source line among them); the
+# reply is refused in one line by `_parse` and `_error` instead.
+warnings.filterwarnings("ignore", message="Pydantic serializer warnings", category=UserWarning)
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
 MAX_BACKOFF_S = 20.0
@@ -235,6 +240,8 @@ class LLMClient:
         name = type(e).__name__
         msg = str(e).splitlines()[0] if str(e) else ""
         msg = re.sub(r"^litellm\.\w+:\s*", "", msg)
+        # (litellm folds a traceback into some messages: a malformed reply reads "Invalid response object Traceback")
+        msg = msg.split("Traceback (most recent call last)")[0].rstrip(" :")
         text = f"{name}{f' {status}' if status else ''}: {msg}"[:300]
         return scrub(text, [self._api_key or ""])
 
