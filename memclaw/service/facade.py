@@ -72,6 +72,7 @@ class MemoryService:
             tokenizer = Tokenizer()
         self.tokenizer = tokenizer
         self.layout = ix.IndexLayout(Path(config.memory.index_dir or workspace.index_dir))
+        self.layout.check_ours()
         self.scopes = ScopeCache(workspace, self.layout, tokenizer, config)
         self.identity = IndexIdentity(
             self.layout, workspace.root, config, tokenizer, lambda: self.embedder, lambda: self._embedder
