@@ -8,6 +8,7 @@ cached by (mtime_ns, size), so an edit is picked up on the next call.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import logging
 import os
@@ -208,6 +209,14 @@ def load_skills(workspace_skills: Path | None, bundled: Path | None = None) -> S
         bundled = bundled_skills_dir()
     merged, warnings = _scan(bundled, "bundled")
     ws_skills, ws_warnings = _scan(workspace_skills, "workspace")
+    if ws_skills and workspace_skills is not None:
+        from memclaw.workspace import model_written_skills
+
+        written = model_written_skills(Path(workspace_skills).parent)
+        for name, skill in ws_skills.items():
+            if skill.always and skill.base_dir.name in written:
+                # (written by the model's file tools: listed for the owner, never in every prompt)
+                ws_skills[name] = dataclasses.replace(skill, always=False)
     merged.update(ws_skills)
     return SkillSet(sorted(merged.values(), key=lambda s: s.name), warnings + ws_warnings)
 
