@@ -87,7 +87,7 @@ class Recall:
         embedder: Callable[[], Embedder],
         store: Callable[[], VectorStore],
         prefetch: Callable[[str], None],
-        ensure_fresh: Callable[[str], bool],
+        ensure_fresh: Callable[..., bool],
         rebuild: Callable[[str], object],
     ) -> None:
         self.config = config
@@ -207,7 +207,7 @@ class Recall:
             self._prefetch(scope)  # a no-op once the store is open
         if self.config.memory.auto_sync:
             try:
-                if not self._ensure_fresh(scope):
+                if not self._ensure_fresh(scope, vectors=mode != "bm25"):
                     result.warnings.append("a sync is running; recalled from the previous index state")
             except (VectorStoreUnavailable, EmbeddingUnavailable) as e:
                 return e
