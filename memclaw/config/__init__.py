@@ -99,6 +99,9 @@ class MemoryConfig(_Section):
 class RecallConfig(_Section):
     k: int = Field(8, ge=1, le=200)
     mode: Literal["hybrid", "bm25", "vector"] = "hybrid"
+    max_query_chars: int = Field(2000, ge=1)
+    """A recall query (the recall command, a message's auto-recall, memory_search) longer than this is cut to it,
+    with a note: the work of recall grows with the query, and a hostile one can be megabytes."""
     fusion: Literal["adaptive", "weighted", "rrf"] = "adaptive"
     """adaptive: each signal on its own scale for the query, weighted by how much it knows about it (its
     confidence to the power bm25_confidence / vector_confidence); weighted: bm25_weight * BM25 / its best +

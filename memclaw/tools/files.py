@@ -22,6 +22,9 @@ log = logging.getLogger(__name__)
 
 MAX_READ_BYTES = 200_000
 MAX_LIST_ENTRIES = 300
+MAX_MEMORY_WRITE_BYTES = 256 * 1024
+"""The file tools never make a memory Markdown file larger than this (nor a larger one larger still): the index
+sync that follows a write runs inside the turn, and 400,000 lines of MEMORY.md held a turn for ~10 minutes."""
 
 
 class ReadFileArgs(Args):
@@ -75,6 +78,21 @@ def resolve_path(ctx: ToolContext, raw: str, *, write: bool = False) -> Path:
         if index_dir and p.is_relative_to(Path(index_dir).resolve()):
             raise ToolFailure(f"{raw!r} is the memory index and cannot be written; edit memory/*.md instead")
     return p
+
+
+def check_memory_size(ctx: ToolContext, p: Path, raw: str, size: int) -> None:
+    """ToolFailure if a write of `size` bytes to `p`, a memory Markdown file, would pass MAX_MEMORY_WRITE_BYTES and
+    grow the file."""
+    if size <= MAX_MEMORY_WRITE_BYTES or p.suffix != ".md" or not p.is_relative_to(ctx.root.resolve() / "memory"):
+        return
+    with contextlib.suppress(OSError):
+        if size <= os.lstat(p).st_size:
+            return
+    raise ToolFailure(
+        f"{raw!r} would hold {size:,} bytes: the file tools write memory files of at most {MAX_MEMORY_WRITE_BYTES:,} "
+        "bytes (each write is indexed within the turn); keep memory files short, or ask the owner to add large "
+        "files by hand and run `memclaw memory sync`"
+    )
 
 
 def note_skill_write(ctx: ToolContext, p: Path) -> None:
@@ -153,6 +171,7 @@ class WriteFile(Tool):
         if p.is_dir():
             raise ToolFailure(f"{args.path!r} is a directory")
         data = args.content.encode("utf-8")
+        check_memory_size(ctx, p, args.path, len(data))
         note_skill_write(ctx, p)
         replace_atomically(p, data)
         note = after_memory_write(ctx, p)
@@ -174,8 +193,10 @@ class EditFile(Tool):
             raise ToolFailure(f"old_text was not found in {args.path!r}; read the file and copy the text exactly")
         if n > 1:
             raise ToolFailure(f"old_text occurs {n} times in {args.path!r}; include more context to make it unique")
+        data = text.replace(args.old_text, args.new_text, 1).encode("utf-8")
+        check_memory_size(ctx, p, args.path, len(data))
         note_skill_write(ctx, p)
-        replace_atomically(p, text.replace(args.old_text, args.new_text, 1).encode("utf-8"))
+        replace_atomically(p, data)
         note = after_memory_write(ctx, p)
         return f"Edited {display_path(ctx, p)}{note}"
 
