@@ -43,6 +43,32 @@ INDEX_DIRNAME = ".memclaw-index"
 PEOPLE_DIR = "memory/people"
 ARCHIVE_DIR = "archive"
 DEMO_OUTSIDER = "discord:424242"
+MODEL_SKILLS_FILE = "sessions/model-skills.txt"
+"""The skills (folder names under skills/) the model's file tools wrote, one a line: never always-on (see
+`model_written_skills`). In sessions/, which the file tools never write. The owner trusts one by removing its line."""
+
+
+def model_written_skills(root: Path) -> frozenset[str]:
+    """The skill folders of the workspace at `root` that the model's file tools wrote or edited."""
+    from memclaw.util.safepath import read_regular
+
+    try:
+        text = read_regular(Path(root) / MODEL_SKILLS_FILE).decode("utf-8", "replace")
+    except OSError:
+        return frozenset()
+    return frozenset(line.strip() for line in text.splitlines() if line.strip())
+
+
+def note_model_skill(root: Path, name: str) -> None:
+    """Record that the model's file tools wrote into skills/`name`/ (before the write: a failed note stops it)."""
+    if name in model_written_skills(root):
+        return
+    from memclaw.util.files import file_lock, replace_atomically
+
+    path = Path(root) / MODEL_SKILLS_FILE
+    with file_lock(path.with_name(".model-skills.lock")):
+        names = sorted(model_written_skills(root) | {name})
+        replace_atomically(path, ("\n".join(names) + "\n").encode("utf-8"), mode=0o600)
 _WORKSPACE_PLACEHOLDER = "@WORKSPACE@"
 
 

@@ -36,7 +36,7 @@ from memclaw.agent.turn import AgentReply, InboundMessage, ToolUse, TurnRecord, 
 from memclaw.agent.turnlock import turn_held
 from memclaw.context.builder import IncomingMessage, build_messages
 from memclaw.context.senders import Sender, is_owner, scope_for
-from memclaw.errors import InvalidSenderError, LLMError, MemoryFileError
+from memclaw.errors import InvalidSenderError, LLMError, MemclawError, MemoryFileError
 from memclaw.llm.client import LLMClient, LLMResponse
 from memclaw.prompts import render
 from memclaw.tools.base import ToolContext
@@ -102,8 +102,13 @@ class Agent:
             try:
                 reply = self._refused(message) or await self._handle(message, rec)
             except Exception as e:  # the last line of defence: the user gets an answer, told whether it was kept
-                log.exception("turn in %s/%s failed", *key)
+                if isinstance(e, MemclawError):
+                    # an error of memclaw's own names its fix in one line: no traceback
+                    log.error("turn in %s/%s failed: %s", *key, e)
+                else:
+                    log.exception("turn in %s/%s failed", *key)
                 rec.error = f"{type(e).__name__}: {e}"
+                rec.failure = e
                 reply = AgentReply(apology(unsaved=rec.unsaved), ok=False, record=rec)
             reply.record.timings_ms["total"] = (time.perf_counter() - t0) * 1000
             self.turns.append(reply.record)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memclaw.llm.client import Usage
+from memclaw.markdown.formats import clean_text
 from memclaw.prompts import render
 
 if TYPE_CHECKING:
@@ -32,6 +33,13 @@ class InboundMessage:
     text: str = ""
     images: Sequence[Path | str | bytes] = ()
     attachments: Sequence[str] = ()  # descriptions of non-image attachments, e.g. "report.pdf (1.2 MB)"
+
+    def __post_init__(self) -> None:
+        # where text enters from a channel: a lone surrogate (undecodable argv bytes, a Discord "\ud800") cannot be
+        # encoded, so it would fail the session write; it becomes U+FFFD here
+        self.text = clean_text(self.text)
+        self.sender_name = clean_text(self.sender_name) if self.sender_name is not None else None
+        self.attachments = [clean_text(a) for a in self.attachments]
 
     @classmethod
     def cli(cls, text: str, chat_id: str = "cli") -> InboundMessage:
@@ -61,6 +69,7 @@ class TurnRecord:
     context_tokens: int = 0
     stopped_at_limit: bool = False
     error: str | None = None
+    failure: Exception | None = field(default=None, repr=False, compare=False)  # what ended a failed turn
     warnings: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)  # session, context, llm, tools, total
     unsaved: bool = False

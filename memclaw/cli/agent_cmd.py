@@ -81,7 +81,7 @@ async def _turn(agent: Agent, text: str) -> AgentReply:
 def agent_command(message: str, workspace: Path | None = None) -> None:
     """Send one message as the owner and print the reply on stdout. When the model was unavailable (or has no key),
     nothing goes to stdout: LLMError (one line on stderr, exit 5)."""
-    from memclaw.errors import LLMError, UsageError
+    from memclaw.errors import LLMError, MemclawError, UsageError
 
     message = arg_or_stdin(message)
     if not message or not message.strip():
@@ -101,6 +101,10 @@ def agent_command(message: str, workspace: Path | None = None) -> None:
         if agent.memory is not None:
             agent.memory.close()
     if _failed(reply):
+        failure = reply.record.failure
+        if isinstance(failure, MemclawError) and not isinstance(failure, LLMError):
+            # (the agent logged its one line already: exit with its code, not a second line)
+            raise SystemExit(failure.exit_code)
         raise LLMError(reply.record.error or "the model did not answer")
     _print_reply(reply)
 

@@ -143,8 +143,11 @@ def invoked_as() -> str:
 
 def arg_or_stdin(value: str) -> str:
     """`-` means: read the text from stdin (e.g. `memclaw recall - < question.txt`); anything else is the text."""
+    from memclaw.markdown.formats import clean_text
+
     if value != "-":
-        return value
+        # (undecodable argv bytes arrive as lone surrogates, which no file or terminal can take: U+FFFD)
+        return clean_text(value)
     return sys.stdin.buffer.read().decode("utf-8", "replace").strip()
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memclaw.util.home import config_path
+from memclaw.util.safepath import read_regular
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +136,7 @@ def _config_file() -> dict[str, Any] | None:
         path = config_path()
         if path is None:
             return {}
-        text = path.read_text("utf-8")
+        text = read_regular(path, follow=True).decode("utf-8")
         if path.suffix == ".toml":
             import tomllib
 
@@ -143,7 +144,7 @@ def _config_file() -> dict[str, Any] | None:
         else:
             data = json.loads(text)
         return _lower_keys(data)
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, RecursionError):
         return None
 
 

@@ -19,6 +19,7 @@ from memclaw.config.env import ENV_PREFIX, check_env_names, env_values, merged
 from memclaw.errors import ConfigError
 from memclaw.util.home import config_path
 from memclaw.util.home import memclaw_home as memclaw_home  # (the place other modules import it from)
+from memclaw.util.safepath import NotRegularFileError, read_regular
 
 
 class _Section(BaseModel):
@@ -110,6 +111,9 @@ class MemoryConfig(_Section):
 class RecallConfig(_Section):
     k: int = Field(8, ge=1, le=200)
     mode: Literal["hybrid", "bm25", "vector"] = "hybrid"
+    max_query_chars: int = Field(2000, ge=1)
+    """A recall query (the recall command, a message's auto-recall, memory_search) longer than this is cut to it,
+    with a note: the work of recall grows with the query, and a hostile one can be megabytes."""
     fusion: Literal["adaptive", "weighted", "rrf"] = "adaptive"
     """adaptive: each signal on its own scale for the query, weighted by how much it knows about it (its
     confidence to the power bm25_confidence / vector_confidence); weighted: bm25_weight * BM25 / its best +
@@ -287,9 +291,11 @@ class Config(BaseModel):
 
 def _read_file(path: Path) -> dict[str, Any]:
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, follow=True)
     except IsADirectoryError as e:
         raise ConfigError(f"config {path} is a directory; remove it or make it a config file") from e
+    except NotRegularFileError as e:
+        raise ConfigError(f"config {path}: {e.strerror}; make it a config file") from e
     except OSError as e:
         raise ConfigError(f"cannot read config {path}: {e.strerror}; fix its permissions") from e
     try:
@@ -299,6 +305,11 @@ def _read_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config {path} is not UTF-8 text; re-save it as UTF-8") from e
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
         raise ConfigError(f"config {path} is not valid {path.suffix[1:].upper()}: {e}; fix the syntax there") from e
+    except RecursionError:
+        raise ConfigError(
+            f"config {path} nests arrays or tables too deeply to read; fix the syntax there (memclaw's keys nest at "
+            "most a few levels)"
+        ) from None
     if not isinstance(data, dict):
         raise ConfigError(f"config {path} must hold a table/object at the top level")
     return data

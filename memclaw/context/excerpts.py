@@ -28,17 +28,15 @@ from dataclasses import dataclass
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.archive import ELIDED
 
+# the one quoting of memory text in a prompt (also what the file tools give the model of a memory file)
+from memclaw.util.text import escape as escape
+
 TURN_SEP = " / "
 GAP = "…"
 """Stands for the turns of the chunk left out between two runs of one item."""
 CUT_MARK = " …"
 MIN_CUT_WORDS = 8
 """A matched turn cut shorter than this many words is not served (a few words out of context tell little)."""
-
-
-def escape(text: str) -> str:
-    """No `<` is left, so nothing can open or close a tag; `&` too, so no escape can be forged."""
-    return text.replace("&", "&amp;").replace("<", "&lt;")
 
 
 def excerpt_item(turns: Sequence[MemoryUnit]) -> str:

@@ -6,6 +6,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from memclaw.util.safepath import read_regular
+
 log = logging.getLogger(__name__)
 
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
@@ -41,7 +43,7 @@ def image_part(item: Path | str | bytes) -> dict[str, Any] | None:
             if path.stat().st_size > MAX_IMAGE_BYTES:
                 log.warning("skipping image %s: larger than %d MB", label, MAX_IMAGE_BYTES // 2**20)
                 return None
-            data = path.read_bytes()
+            data = read_regular(path, MAX_IMAGE_BYTES + 1, follow=True)
         except OSError as e:
             log.warning("skipping image %s: cannot read it (%s)", label, e.strerror or e)
             return None

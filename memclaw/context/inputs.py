@@ -14,8 +14,9 @@ from typing import Any
 
 from memclaw.context.senders import clean_name
 from memclaw.context.tag_guard import own_message
-from memclaw.errors import ConfigError
+from memclaw.errors import ConfigError, MemoryFileError
 from memclaw.util.filecache import FileCache
+from memclaw.util.safepath import NotRegularFileError, read_regular
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +24,9 @@ log = logging.getLogger(__name__)
 def _read_text(path: Path) -> str | None:
     """A bootstrap file's text, stripped; None (with a warning) when unreadable."""
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, follow=True)
+    except NotRegularFileError as e:
+        raise MemoryFileError(f"cannot read {path}: {e.strerror}; memclaw reads only regular files") from e
     except OSError as e:
         log.warning("cannot read %s (%s); leaving it out of the prompt", path, e.strerror)
         return None

@@ -8,6 +8,7 @@ cached by (mtime_ns, size), so an edit is picked up on the next call.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import logging
 import os
@@ -20,8 +21,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from memclaw.errors import SkillError
+from memclaw.errors import MemoryFileError, SkillError
 from memclaw.util.filecache import FileCache
+from memclaw.util.safepath import NotRegularFileError, read_regular
 
 log = logging.getLogger(__name__)
 
@@ -143,8 +145,10 @@ def _which(binary: str) -> bool:
 
 def _parse_file(path: Path, source: Source) -> Skill | SkillError:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path, follow=True).decode("utf-8")
         result: Skill | SkillError = parse_skill(text, path, source)
+    except NotRegularFileError as e:
+        raise MemoryFileError(f"cannot read skill {path}: {e.strerror}; memclaw reads only regular files") from e
     except UnicodeDecodeError:
         result = SkillError(f"{path}: not UTF-8 text; re-save it as UTF-8")
     except OSError as e:
@@ -205,6 +209,14 @@ def load_skills(workspace_skills: Path | None, bundled: Path | None = None) -> S
         bundled = bundled_skills_dir()
     merged, warnings = _scan(bundled, "bundled")
     ws_skills, ws_warnings = _scan(workspace_skills, "workspace")
+    if ws_skills and workspace_skills is not None:
+        from memclaw.workspace import model_written_skills
+
+        written = model_written_skills(Path(workspace_skills).parent)
+        for name, skill in ws_skills.items():
+            if skill.always and skill.base_dir.name in written:
+                # (written by the model's file tools: listed for the owner, never in every prompt)
+                ws_skills[name] = dataclasses.replace(skill, always=False)
     merged.update(ws_skills)
     return SkillSet(sorted(merged.values(), key=lambda s: s.name), warnings + ws_warnings)
 

@@ -18,11 +18,35 @@ QUOTED = "[typed by the sender, not metadata: "
 """What replaces the opening of a look-alike tag in a sender's text."""
 
 _BRACKETS = "[({<⟦⟨〈《「『【〔〖〘〚⁅❨❪❬❮❰❲❴"
+_OPENERS = frozenset(_BRACKETS)
 # letters that look like the Latin ones of "runtime context" (after NFKC and casefold)
 _LOOKALIKE = str.maketrans("еосітмрхуոսοιτυϲ", "eocitmpxynuoituc")
 # the opening of a tag: an opening bracket (or one like it) or the start of a line, then "runtime" and "context"
-# with anything but letters and digits before and between them; the match is what comes before "runtime"
-_TAG_OPENING = re.compile(rf"(?:^|[{re.escape(_BRACKETS)}])[\W_]*(?=runtime[\W_]*context)", re.MULTILINE)
+# with anything but letters and digits before and between them. Found in linear time: first the words (each match
+# ends at a letter, so matches cannot share a run), then back over the run of non-word characters before each.
+_TAG_WORDS = re.compile(r"runtime[\W_]*context")
+_NON_WORD = re.compile(r"[\W_]")
+
+
+def _leads(skeleton: str) -> list[tuple[int, int]]:
+    """(start, end) in `skeleton` of each tag opening: from the first bracket, or line start, of the run of
+    non-word characters before "runtime", to "runtime". Each character is looked at a bounded number of times."""
+    out = []
+    for m in _TAG_WORDS.finditer(skeleton):
+        end = m.start()
+        run = end
+        while run > 0 and _NON_WORD.match(skeleton, run - 1):
+            run -= 1
+        start = next(
+            (i for i in range(run, end + 1) if i == 0 or skeleton[i - 1] == "\n" or skeleton[i:i + 1] in _OPENERS),
+            None,
+        )
+        if start is not None:
+            out.append((start, end))
+            if start < end and skeleton[end - 1] == "\n":
+                # (as a regex scan would: the line "runtime" starts opens a tag of its own)
+                out.append((end, end))
+    return out
 
 
 def _skeleton(text: str) -> tuple[str, list[int]]:
@@ -48,7 +72,7 @@ def own_words(text: str) -> str:
     start of its line) becomes QUOTED, brackets dropped, so the text can never pass for memclaw's metadata; any
     other text unchanged."""
     skeleton, where = _skeleton(text)
-    leads = [(where[m.start()], where[m.end()]) for m in _TAG_OPENING.finditer(skeleton)]
+    leads = [(where[start], where[end]) for start, end in _leads(skeleton)]
     if not leads:
         return text
     out: list[str] = []

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from memclaw.errors import IndexError_
+from memclaw.util.safepath import read_regular
 
 FORMAT_VERSION = 1
 I4 = np.dtype("<i4")
@@ -38,7 +39,7 @@ def corrupt(where: str | Path, why: str) -> IndexError_:
 def read_index_file(path: Path) -> bytes:
     path = Path(path)
     try:
-        return path.read_bytes()
+        return read_regular(path, follow=True)
     except FileNotFoundError as e:
         raise corrupt(path, "missing") from e
     except OSError as e:

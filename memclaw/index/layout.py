@@ -25,6 +25,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from memclaw.errors import IndexError_, MemclawError
 from memclaw.index.unittable import UnitTable
 from memclaw.markdown.incremental import FileMark
 from memclaw.util.files import replace_atomically
+from memclaw.util.safepath import NotRegularFileError, read_regular
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +88,11 @@ def scope_key(scope: str) -> str:
     return hashlib.sha256(scope.encode("utf-8")).hexdigest()[:16]
 
 
+OWN_NAMES = frozenset({"manifest.json", "chroma", "scopes", "sync.lock"})
+"""What memclaw makes at the top of an index folder."""
+_OWN_TEMP = re.compile(r"\.manifest\.json\..*\.tmp\Z")
+
+
 class IndexLayout:
     """Paths of the index directory."""
 
@@ -106,6 +113,28 @@ class IndexLayout:
 
     def scope_dir(self, scope: str) -> Path:
         return self.root / "scopes" / scope_key(scope)
+
+    def check_ours(self) -> None:
+        """Raise ConfigError (exit 2) if the index folder exists, is not empty and was not made by memclaw: no
+        manifest.json in it, and something beside the names memclaw gives (`memory.index_dir = "/etc"` must not
+        have memclaw write its files among the system's). A missing, empty or memclaw-made folder passes."""
+        from memclaw.errors import ConfigError
+
+        try:
+            names = os.listdir(self.root)
+        except (FileNotFoundError, NotADirectoryError):
+            return  # (made when needed; a file there is said by index.paths.check_layout)
+        except OSError:
+            return  # (said in one line where it is first read or written)
+        if not names or os.path.lexists(self.manifest):
+            return
+        foreign = sorted(n for n in names if n not in OWN_NAMES and not _OWN_TEMP.match(n))
+        if foreign:
+            raise ConfigError(
+                f"the index folder {self.root} holds files memclaw did not make ({', '.join(foreign[:3])}"
+                f"{', ...' if len(foreign) > 3 else ''}): memclaw writes its index only in a new or empty folder, or "
+                "one it made; set memory.index_dir to such a folder"
+            )
 
     def state_file(self, scope: str) -> Path:
         return self.scope_dir(scope) / STATE_FILE
@@ -164,10 +193,10 @@ def drop_legacy_state(layout: IndexLayout) -> None:
 
 def read_manifest(layout: IndexLayout) -> dict | None:
     try:
-        data = json.loads(layout.manifest.read_text("utf-8"))
+        data = json.loads(read_regular(layout.manifest, follow=True).decode("utf-8"))
     except (FileNotFoundError, NotADirectoryError):  # (no index folder yet, or a file there: said by check_layout)
         return None
-    except IsADirectoryError as e:
+    except (IsADirectoryError, NotRegularFileError) as e:
         from memclaw.util.pathkind import odd_path_error
 
         raise odd_path_error(layout.manifest, "file", layout.root) from e

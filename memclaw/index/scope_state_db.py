@@ -20,6 +20,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from memclaw.errors import IndexError_
+from memclaw.util.safepath import read_regular
 
 HEADER = b"SQLite format 3\x00"
 SCHEMA = (
@@ -41,8 +42,7 @@ def check_path(path: Path) -> bool:
 
 def read_header(path: Path) -> bytes:
     """The file's first bytes, as many as SQLite's header."""
-    with open(path, "rb") as f:
-        return f.read(len(HEADER))
+    return read_regular(path, len(HEADER), follow=True)
 
 
 def connect(path: Path, *, create: bool) -> sqlite3.Connection:

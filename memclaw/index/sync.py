@@ -136,7 +136,9 @@ class ScopeSync:
         self._wrote = wrote
         self._embed_failed = embed_failed
 
-    def sync_scope(self, scope: str, progress: ix.Progress | None) -> ix.SyncReport:
+    def sync_scope(self, scope: str, progress: ix.Progress | None, *, vectors: bool = True) -> ix.SyncReport:
+        """Without `vectors`: units, links and BM25 as the Markdown says, every vector to write left pending (the
+        next sync with vectors embeds them); a BM25 recall waits for no embedding."""
         from memclaw.index import scope_state
         from memclaw.index.paths import check_layout
         from memclaw.index.unittable import UnitTable
@@ -150,7 +152,8 @@ class ScopeSync:
         check_layout(layout, scope, embedded=cache.embedded)
         dirty = layout.dirty_file(scope)
         in_store_passages: set[str] = set()
-        if old is not None and old.state.signatures == signatures and not old.state.pending and not old.lexical_unsaved:
+        caught_up = not old.state.pending or not vectors if old is not None else False
+        if old is not None and old.state.signatures == signatures and caught_up and not old.lexical_unsaved:
             report.unchanged = len(old.state.units)
             return report
         read = read_scope(cache, scope, old, signatures)
@@ -216,7 +219,9 @@ class ScopeSync:
 
         pending: set[str] = set()
         if passages:
-            if self.identity.deferred is not None:  # not the index's model: its vectors cannot join this index
+            if not vectors:
+                pending, err = {p.unit for p in passages}, None
+            elif self.identity.deferred is not None:  # not the index's model: its vectors cannot join this index
                 pending, err = {p.unit for p in passages}, self.identity.deferred
             else:
                 embedder, store = self._embedder(), self._store()  # (loaded before the progress clock starts)
@@ -226,13 +231,15 @@ class ScopeSync:
                         embedder, store, scope, passages, batch_size=self.config.embeddings.batch_size,
                         progress=advance, before_write=mark_dirty, on_dimensions=self.identity.record_dimensions,
                     )  # fmt: skip
+            if old is not None and pending and (err is not None or not vectors):
+                # an edited unit's old vector must not answer for its new text
+                old_units = old.state.units
+                for uid in pending:
+                    # (a unit pending already has no vector: a keyword-only sync need not open the store for it)
+                    if uid in old_units and (vectors or uid not in old.state.pending):
+                        stale_passages.update(_passages_of(old_units[uid]))
             if err is not None:  # keyword search gets the units now, the vectors come later
                 self._embed_failed(err)
-                if old is not None:  # an edited unit's old vector must not answer for its new text
-                    old_units = old.state.units
-                    for uid in pending:
-                        if uid in old_units:
-                            stale_passages.update(_passages_of(old_units[uid]))
                 msg = (
                     f"{err}; {len(pending)} memories are searchable by keyword now, their vectors come at the next sync"
                 )

@@ -23,17 +23,23 @@ import random
 import re
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memclaw.errors import LLMError
 from memclaw.llm import providers
+from memclaw.markdown.formats import clean_text
 from memclaw.runtime import set_offline_env
 
 if TYPE_CHECKING:
     from memclaw.config import Config
 
 log = logging.getLogger(__name__)
+
+# A malformed reply makes litellm's pydantic models warn on stderr (several lines, a source line among them); the
+# reply is refused in one line by `_parse` and `_error` instead.
+warnings.filterwarnings("ignore", message="Pydantic serializer warnings", category=UserWarning)
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
 MAX_BACKOFF_S = 20.0
@@ -308,7 +314,8 @@ class LLMClient:
                 import json
 
                 args = json.dumps(args or {})
-            tool_calls.append(ToolCall(id=getattr(tc, "id", None) or f"call_{i}", name=name, arguments=args))
+            tool_calls.append(ToolCall(id=getattr(tc, "id", None) or f"call_{i}", name=clean_text(name),
+                                       arguments=clean_text(args)))  # fmt: skip
         reasoning = getattr(msg, "reasoning_content", None)
         if not reasoning:
             psf = getattr(msg, "provider_specific_fields", None) or {}
@@ -321,9 +328,9 @@ class LLMClient:
         )
         content = getattr(msg, "content", None)
         return LLMResponse(
-            content=content if isinstance(content, str) else None,
+            content=clean_text(content) if isinstance(content, str) else None,
             tool_calls=tool_calls,
-            reasoning_content=reasoning or None,
+            reasoning_content=clean_text(reasoning) if isinstance(reasoning, str) and reasoning else None,
             usage=usage,
             model=getattr(raw, "model", "") or self.model,
             finish_reason=getattr(choice, "finish_reason", None),
@@ -405,6 +412,8 @@ def describe_failure(e: BaseException, *, api_base: str | None, timeout_s: float
         return Failure(TIMED_OUT, f"no answer from {where}{within}")
     status = getattr(e, "status_code", None)
     msg = re.sub(r"^(litellm\.\w+:\s*)?(\w+:\s*)?(\w+Exception\s*-\s*)?", "", (str(e).splitlines() or [""])[0])
+    # litellm folds a traceback into some messages: a malformed reply reads "Invalid response object Traceback"
+    msg = msg.split("Traceback (most recent call last)")[0].rstrip(" :")
     said = f"HTTP {status}" if status else type(e).__name__
     return Failure("", f"{where} answered {said}: {msg}"[:300] if msg else f"{where} answered {said}")
 

@@ -31,7 +31,7 @@ from memclaw.markdown.formats import parse_history
 from memclaw.markdown.memory_md import parse_memory
 from memclaw.markdown.units import MemoryUnit
 from memclaw.util.files import ReadOnlyFileError, check_writable, fsync_dir, replace_atomically
-from memclaw.util.safepath import is_symlink_error, open_nofollow, read_nofollow, refusal
+from memclaw.util.safepath import NotRegularFileError, is_symlink_error, open_nofollow, read_nofollow, refusal
 
 try:  # POSIX only; elsewhere writes are still atomic, just not locked across processes
     import fcntl
@@ -64,6 +64,8 @@ def _fix(e: OSError) -> str:
     """What to do about an OSError on a memory file that should be a readable regular file."""
     if isinstance(e, IsADirectoryError):
         return "it is a folder: move it out of the way"
+    if isinstance(e, NotRegularFileError):
+        return "memclaw reads and writes only regular files"
     if e.errno == errno.ELOOP:
         return "it is a symlink loop: fix or remove the link"
     if isinstance(e, NotADirectoryError):

@@ -204,7 +204,8 @@ def section_pieces(section: str | None) -> list[str]:
 
 
 def normalize_section(section: str | None) -> str | None:
-    return SECTION_SEP.join(section_pieces(section)) or None
+    """A section path as memclaw writes and compares it (undecodable argv bytes as U+FFFD, as a heading reads)."""
+    return SECTION_SEP.join(section_pieces(clean_text(section) if section else section)) or None
 
 
 def keep_bom(text: str) -> str:

@@ -87,7 +87,7 @@ class Recall:
         embedder: Callable[[], Embedder],
         store: Callable[[], VectorStore],
         prefetch: Callable[[str], None],
-        ensure_fresh: Callable[[str], bool],
+        ensure_fresh: Callable[..., bool],
         rebuild: Callable[[str], object],
     ) -> None:
         self.config = config
@@ -110,9 +110,16 @@ class Recall:
             raise UsageError(f"unknown recall mode {mode!r}: use hybrid, bm25 or vector")
         if kind not in (None, *KINDS):
             raise UsageError(f"unknown memory kind {kind!r}: use fact, history or archive")
+        cut = len(query) > rc.max_query_chars
+        if cut:
+            query = query[: rc.max_query_chars]
         if not query or not query.strip() or not self.tokenizer.tokenize(query):
             raise NothingToRecall()  # a vector of "the and of" would only bring back an arbitrary memory
         result = RecallResult(query, scope, mode, [])
+        if cut:
+            result.warnings.append(
+                f"the query was cut to its first {rc.max_query_chars:,} characters (recall.max_query_chars)"
+            )
         if self.scopes.never_written(scope):  # e.g. an unknown sender: nothing to recall, and a read writes nothing
             return result
         t0 = time.perf_counter()
@@ -209,7 +216,7 @@ class Recall:
             self._prefetch(scope)  # a no-op once the store is open
         if self.config.memory.auto_sync:
             try:
-                if not self._ensure_fresh(scope):
+                if not self._ensure_fresh(scope, vectors=mode != "bm25"):
                     result.warnings.append("a sync is running; recalled from the previous index state")
             except (VectorStoreUnavailable, EmbeddingUnavailable) as e:
                 return e

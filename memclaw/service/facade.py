@@ -77,6 +77,7 @@ class MemoryService:
             tokenizer = Tokenizer()
         self.tokenizer = tokenizer
         self.layout = ix.IndexLayout(Path(config.memory.index_dir or workspace.index_dir))
+        self.layout.check_ours()
         self.scopes = ScopeCache(workspace, self.layout, tokenizer, config)
         self.identity = IndexIdentity(
             self.layout, workspace.root, config, tokenizer, lambda: self.embedder, lambda: self._embedder
@@ -88,7 +89,7 @@ class MemoryService:
         self._recall = Recall(
             config, tokenizer, self.scopes, self.identity, embedder=lambda: self.embedder, store=lambda: self.store,
             prefetch=self.prefetch_store,
-            ensure_fresh=lambda scope: self.ensure_fresh(scope, wait=False),
+            ensure_fresh=lambda scope, vectors=True: self.ensure_fresh(scope, wait=False, vectors=vectors),
             rebuild=lambda scope: self.sync([scope], full=True),
         )  # fmt: skip
         self._writer = MemoryWriter(self.scopes, self.sync)
@@ -232,13 +233,14 @@ class MemoryService:
         with self._write_lock, self.layout.writer_lock(), self._interruptible():
             return self._sync_locked(scopes, full, progress)
 
-    def try_sync(self, scopes: Sequence[str]) -> list[ix.SyncReport] | None:
-        """Like `sync`, but None at once when a sync is already running in this process or another."""
+    def try_sync(self, scopes: Sequence[str], *, vectors: bool = True) -> list[ix.SyncReport] | None:
+        """Like `sync`, but None at once when a sync is already running in this process or another. Without
+        `vectors`, the units and the BM25 index are synced and every new vector is left pending (nothing embedded)."""
         if not self._write_lock.acquire(blocking=False):
             return None
         try:
             with self.layout.writer_lock(wait=False) as acquired, self._interruptible():
-                return self._sync_locked(scopes, False, None) if acquired else None
+                return self._sync_locked(scopes, False, None, vectors=vectors) if acquired else None
         finally:
             self._write_lock.release()
 
@@ -259,7 +261,7 @@ class MemoryService:
         self.embed_error = err
 
     def _sync_locked(
-        self, scopes: Sequence[str] | None, full: bool, progress: ix.Progress | None
+        self, scopes: Sequence[str] | None, full: bool, progress: ix.Progress | None, *, vectors: bool = True
     ) -> list[ix.SyncReport]:
         """The body of a sync; the caller holds both writer locks."""
         from memclaw.store.clients import probe_damage
@@ -276,6 +278,8 @@ class MemoryService:
         self._check_manifest()
         targets = list(scopes) if scopes is not None else self.scopes.known_scopes_on_disk()
         try:
+            if not vectors:  # (keyword search only: the vector store is neither probed nor written)
+                return [self._syncer.sync_scope(s, progress, vectors=False) for s in targets]
             if not full:  # damaged Chroma files raise here, where sync can rebuild them, even if all is fresh
                 probe_damage(
                     url=self.config.memory.chroma_url, store=lambda: self.store, scopes=targets, probed=self._probed,
@@ -292,15 +296,29 @@ class MemoryService:
                 r.rebuilt = True
             return reports
 
-    def ensure_fresh(self, scope: str, *, wait: bool = True) -> bool:
+    def ensure_fresh(self, scope: str, *, wait: bool = True, vectors: bool = True) -> bool:
         """Sync `scope` if its Markdown changed. With `wait=False` a sync already running elsewhere is not waited
-        for (once the scope has a synced state): False, and the caller reads the previous state."""
+        for (once the scope has a synced state): False, and the caller reads the previous state. Without `vectors`
+        (a BM25 recall) pending vectors are not waited for, and new units get none now (memclaw.index.sync)."""
         if self.is_fresh(scope):
             return True
+        if not vectors:
+            sc = self.scopes.get(scope)
+            if sc is not None and sc.state.signatures == self.scopes.signatures(scope) and not sc.lexical_unsaved:
+                return True
+            return self.try_sync([scope], vectors=False) is not None or self._sync_lexical(scope)
         if wait or self.scopes.get(scope) is None:
             self.sync([scope])
             return True
         return self.try_sync([scope]) is not None
+
+    def _sync_lexical(self, scope: str) -> bool:
+        """A keyword-only sync of a scope with no state yet, waiting for a running sync; False if it has one."""
+        if self.scopes.get(scope) is not None:
+            return False
+        with self._write_lock, self.layout.writer_lock(), self._interruptible():
+            self._sync_locked([scope], False, None, vectors=False)
+        return True
 
     # ----- recall ----------------------------------------------------------------------------------------
     def recall(self, query: str, **options: Unpack[RecallOptions]) -> list[RecallHit]:

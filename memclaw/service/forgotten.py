@@ -35,9 +35,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memclaw.errors import MemoryFileError
 from memclaw.markdown.formats import split_trailing_date
 from memclaw.markdown.units import MemoryUnit
 from memclaw.util.files import replace_atomically
+from memclaw.util.safepath import NotRegularFileError, read_regular
 
 log = logging.getLogger(__name__)
 
@@ -94,11 +96,14 @@ def _message_time(m: dict[str, Any]) -> datetime | None:
 
 
 def load(path: Path) -> list[ForgottenMemory]:
-    """The recorded forgotten memories, oldest first; a line that does not parse is skipped."""
+    """The recorded forgotten memories, oldest first; a line that does not parse is skipped. MemoryFileError when
+    something other than a regular file stands at `path` (a FIFO would hang the read)."""
     try:
-        raw = Path(path).read_text("utf-8", errors="replace")
+        raw = read_regular(Path(path), follow=True).decode("utf-8", errors="replace")
     except FileNotFoundError:
         return []
+    except NotRegularFileError as e:
+        raise MemoryFileError(f"cannot read {path}: {e.strerror}; memclaw reads only regular files") from e
     out: list[ForgottenMemory] = []
     for line in raw.splitlines():
         with contextlib.suppress(ValueError, TypeError, KeyError, AttributeError):
@@ -129,6 +134,12 @@ def record(path: Path, units: Iterable[MemoryUnit], now: datetime | None = None,
     entries = (load(path) + new)[-MAX_ENTRIES:]
     lines = [_line(e) for e in entries]
     replace_atomically(Path(path), ("\n".join(lines) + "\n").encode("utf-8"), mode=0o600)
+
+
+def check_notes(sessions_dir: Path) -> None:
+    """Raise MemoryFileError if the record of forgotten memories cannot be read: a forget checks this before it
+    deletes anything, so a refusal leaves every file as it was."""
+    load(Path(sessions_dir) / FORGOTTEN_FILE)
 
 
 def note_forgotten(sessions_dir: Path, gone: Sequence[MemoryUnit],

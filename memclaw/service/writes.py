@@ -166,8 +166,9 @@ class MemoryWriter:
         from memclaw.markdown.fact_ops import FactOp, apply_fact_ops
         from memclaw.markdown.history_file import delete_history_entries
         from memclaw.service.archive_writes import forget_archive, plan_forget
-        from memclaw.service.forgotten import note_forgotten
+        from memclaw.service.forgotten import check_notes, note_forgotten
 
+        check_notes(self.workspace.sessions_dir)
         current = {u.id: u for u in self.scopes.parse(scope, ("fact", "history"))}
         ids = list(dict.fromkeys(ids))
         rest = [i for i in ids if i not in current]

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from memclaw.markdown.formats import clean_text
 
 if TYPE_CHECKING:
     from memclaw.config import Config
@@ -42,6 +44,22 @@ class Args(BaseModel):
     """The arguments of a tool (extra fields refused)."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _encodable(cls, data: Any) -> Any:
+        """A lone surrogate in the model's arguments (JSON's "\\ud800") becomes U+FFFD: every text can be written."""
+        return _cleaned(data)
+
+
+def _cleaned(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {_cleaned(k): _cleaned(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cleaned(v) for v in value]
+    return value
 
 
 def schema(model: type[BaseModel]) -> dict[str, Any]:

@@ -14,6 +14,12 @@ def kind_of(mode: int) -> str:
         return "a folder"
     if stat.S_ISREG(mode):
         return "a file"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
     return "a special file"
 
 

@@ -17,6 +17,7 @@ import stat
 from pathlib import Path
 
 from memclaw.errors import MemoryFileError
+from memclaw.util.pathkind import kind_of
 
 O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
 """Add to os.open's flags: opening a symlink fails with ELOOP instead of following it (0 where unsupported)."""
@@ -64,18 +65,61 @@ def is_symlink_error(e: OSError, path: Path) -> bool:
         return False
 
 
-def open_nofollow(path: Path, flags: int, mode: int = 0o644) -> int:
-    """os.open that refuses a symlink as the last component (OSError ELOOP; see `is_symlink_error`)."""
-    if not O_NOFOLLOW and os.path.islink(path):  # pragma: no cover - platforms without O_NOFOLLOW
+class NotRegularFileError(OSError):
+    """A FIFO, a socket or a device stands where memclaw reads or writes a regular file (opening or reading a FIFO
+    would wait forever for a writer). Its strerror says what stands there."""
+
+
+def not_regular(path: Path, mode: int) -> NotRegularFileError:
+    why = f"it is {kind_of(mode)}, not a regular file (move it out of the way)"
+    return NotRegularFileError(errno.EINVAL, why, str(path))
+
+
+def open_regular(path: Path, flags: int, mode: int = 0o644, *, follow: bool = False) -> int:
+    """The one place memclaw opens a file it reads or writes: a regular file only, never a FIFO, socket or device.
+
+    The open is non-blocking (so a FIFO cannot hang it), then fstat checks the opened file itself (no race between
+    check and open), then the descriptor is made blocking again. NotRegularFileError for anything but a regular file;
+    IsADirectoryError for a folder. Unless `follow`, a symlink as the last component is refused (ELOOP)."""
+    if not follow and not O_NOFOLLOW and os.path.islink(path):  # pragma: no cover - platforms without O_NOFOLLOW
         raise OSError(errno.ELOOP, "is a symlink", str(path))
-    return os.open(path, flags | O_NOFOLLOW, mode)
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | (0 if follow else O_NOFOLLOW), mode)
+    except OSError as e:
+        # ENXIO: a FIFO opened for writing with no reader, or a socket
+        if e.errno == errno.ENXIO:
+            try:
+                st_mode = os.stat(path).st_mode
+            except OSError:
+                raise e from None
+            raise not_regular(Path(path), st_mode) from e
+        raise
+    try:
+        st_mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(st_mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(st_mode):
+            raise not_regular(Path(path), st_mode)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_nofollow(path: Path, flags: int, mode: int = 0o644) -> int:
+    """`open_regular` that refuses a symlink as the last component (OSError ELOOP; see `is_symlink_error`)."""
+    return open_regular(path, flags, mode)
+
+
+def read_regular(path: Path, limit: int = -1, *, follow: bool = False) -> bytes:
+    """The bytes of the regular file `path` (at most `limit` if >= 0), through a symlink only if `follow`. OSError as
+    `open_regular` raises it (FileNotFoundError, ELOOP for a symlink, IsADirectoryError, NotRegularFileError...)."""
+    fd = open_regular(path, os.O_RDONLY, follow=follow)
+    with os.fdopen(fd, "rb") as f:
+        return f.read() if limit < 0 else f.read(limit)
 
 
 def read_nofollow(path: Path, limit: int = -1) -> bytes:
-    """The bytes of the regular file `path` (at most `limit` if >= 0), never through a symlink. OSError as os.open
-    raises it (FileNotFoundError, ELOOP for a symlink, IsADirectoryError...)."""
-    fd = open_nofollow(path, os.O_RDONLY)
-    with os.fdopen(fd, "rb") as f:
-        if stat.S_ISDIR(os.fstat(fd).st_mode):
-            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
-        return f.read() if limit < 0 else f.read(limit)
+    """The bytes of the regular file `path` (at most `limit` if >= 0), never through a symlink."""
+    return read_regular(path, limit)

@@ -11,6 +11,11 @@ MEMORY_CHARS = 240
 ELLIPSIS = "…"
 
 
+def escape(text: str) -> str:
+    """No `<` is left, so nothing can open or close a tag; `&` too, so no escape can be forged."""
+    return text.replace("&", "&amp;").replace("<", "&lt;")
+
+
 def shorten(text: str, limit: int) -> str:
     """`text` with its whitespace runs (newlines too) collapsed to single spaces, and when still longer than `limit`
     characters, cut at the last word boundary near the limit and ended with "…" plus how much was left out."""

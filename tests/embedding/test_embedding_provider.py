@@ -251,3 +251,28 @@ def test_bench_longmemeval_compares_embedding_models_side_by_side(tmp_path, serv
     assert res["systems"][f"vector · {MODEL}"]["recall_any@10"] > 0
     assert server.requests  # the provider model really embedded the haystacks
     assert f"vector · {MODEL}" in (out / "longmemeval.md").read_text()
+
+
+def test_a_bm25_recall_waits_for_no_pending_vector(tmp_path, server):
+    """After an outage (or an interrupted sync) vectors are pending. A recall in a mode that uses no vectors does
+    not embed them first (it took ~8 minutes after an interrupted 100k sync): no request reaches the provider, the
+    keyword hit is served, the vectors stay pending for the next sync; a new fact is found by keyword at once."""
+    svc = service(tmp_path, server, embedder=fast(server, max_retries=1))
+    svc.sync()
+    server.default = Scripted(status=503)
+    unit = svc.add_fact("My kayak is moored at the Quai Rambaud")
+    assert svc.pending_vectors("owner") == {unit.id}
+    svc.close()
+    server.default = Scripted()  # back: a hybrid recall would embed the pending vector first
+    later = service(tmp_path, server)
+    with later.workspace.memory_file("owner").open("a", encoding="utf-8") as f:
+        f.write("- My canoe is red\n")
+    asked = len(server.requests)
+    res = later.recall_detailed("kayak moored", k=1, mode="bm25")
+    assert res.hits[0].unit.id == unit.id
+    assert later.recall_detailed("canoe red", k=1, mode="bm25").hits[0].unit.text.startswith("My canoe is red")
+    assert len(server.requests) == asked  # nothing embedded
+    assert unit.id in later.pending_vectors("owner") and len(later.pending_vectors("owner")) == 2
+    (report,) = later.sync(["owner"])  # the next sync embeds both
+    assert later.pending_vectors("owner") == set() and len(server.requests) > asked
+    later.close()

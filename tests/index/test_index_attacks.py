@@ -184,3 +184,27 @@ def test_no_module_of_memclaw_can_unpickle() -> None:
                 if name in ("yaml.load", "yaml.unsafe_load", "yaml.full_load", "yaml.load_all"):
                     problems.append(f"{rel}:{node.lineno} calls {name} (use yaml.safe_load)")
     assert not problems, "\n".join(problems)
+
+
+def test_an_index_dir_holding_foreign_files_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    """`memory.index_dir = "/etc"` (here a temp folder holding files of its own): memclaw used to write manifest.json,
+    chroma/, scopes/ and sync.lock among them. Refused in one line, exit 2, nothing written; memclaw's own is used."""
+    home = tmp_path / "home"
+    home.mkdir()
+    assert _memclaw(home, "onboard").returncode == 0
+    (home / "workspace" / "memory" / "MEMORY.md").write_text(MEMORY, "utf-8")
+    etc = tmp_path / "etc"
+    (etc / "ssh").mkdir(parents=True)
+    (etc / "passwd").write_text("root:x:0:0::/root:/bin/sh\n", "utf-8")
+    before = sorted(p.name for p in etc.rglob("*"))
+    for args in (("memory", "sync"), ("recall", "where does my sister live")):
+        r = _memclaw(home, *args, env={"MEMCLAW_MEMORY__INDEX_DIR": str(etc)})
+        assert r.returncode == 2, r.stderr
+        lines = [line for line in r.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and str(etc) in lines[0] and "memory.index_dir" in lines[0], r.stderr
+    assert sorted(p.name for p in etc.rglob("*")) == before
+    assert _memclaw(home, "memory", "sync").returncode == 0  # the default index folder is memclaw's own
+    r = _memclaw(home, "memory", "sync", env={"MEMCLAW_MEMORY__INDEX_DIR": str(tmp_path / "new-index")})
+    assert r.returncode == 0, r.stderr
+    r = _memclaw(home, "memory", "sync", env={"MEMCLAW_MEMORY__INDEX_DIR": str(tmp_path / "new-index")})
+    assert r.returncode == 0, r.stderr  # (a folder memclaw made is its own the next time)

@@ -223,3 +223,22 @@ def test_tool_crash_becomes_result(ctx):
     r = run(reg, "boom", {"path": "x"}, ctx)
     assert not r.ok and "kaboom" in r.content
     assert os.path.exists(ctx.root / "notes.md")
+
+
+def test_the_file_tools_write_no_huge_memory_file(ctx):
+    """An owner's write_file of a 400,000-line MEMORY.md held a turn for ~10 minutes (its index sync runs in the
+    turn): a memory file the tools write is capped (memclaw.tools.files.MAX_MEMORY_WRITE_BYTES), in one message."""
+    from memclaw.tools.files import MAX_MEMORY_WRITE_BYTES
+
+    reg = ToolRegistry()
+    mem = ctx.root / "memory" / "MEMORY.md"
+    mem.write_text("# Facts\n- I keep bees\n", "utf-8")
+    huge = "# Facts\n" + "".join(f"- fact number {i}\n" for i in range(400_000))
+    res = run(reg, "write_file", {"path": "memory/MEMORY.md", "content": huge}, ctx)
+    assert not res.ok and f"{MAX_MEMORY_WRITE_BYTES:,} bytes" in res.content
+    assert mem.read_text("utf-8") == "# Facts\n- I keep bees\n"
+    res = run(reg, "edit_file", {"path": "memory/MEMORY.md", "old_text": "bees", "new_text": "x" * 300_000}, ctx)
+    assert not res.ok and mem.read_text("utf-8") == "# Facts\n- I keep bees\n"
+    notes = "x" * (MAX_MEMORY_WRITE_BYTES + 1)  # outside memory/: no cap of this kind
+    assert run(reg, "write_file", {"path": "notes.md", "content": notes}, ctx).ok
+    assert run(reg, "write_file", {"path": "memory/MEMORY.md", "content": "# Facts\n- I keep wasps\n"}, ctx).ok
