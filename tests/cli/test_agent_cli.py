@@ -91,6 +91,24 @@ def test_agent_one_shot_through_the_console_script(root, llm_server):
     assert p.returncode == 2 and 'memclaw agent -m "your message"' in p.stderr
 
 
+def test_a_local_api_base_says_any_key_works(root, llm_server, monkeypatch):
+    """Issue 38 (papercuts): a local `agent.api_base` asked for an API key without saying that any value works.
+    litellm's OpenAI client sends no request without a key, so memclaw asks for one and says so; any value then
+    reaches the local server."""
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.delenv("OPENAI_API_BASE")
+    base = llm_server.url.replace("127.0.0.1", "localhost")
+    p = memclaw("agent", "-m", "hello?", "-w", str(root), MEMCLAW_AGENT__API_BASE=base)
+    assert p.returncode == 5 and p.stderr.count("\n") == 1, p.stderr
+    assert "set OPENAI_API_KEY" in p.stderr and "any value works, e.g. OPENAI_API_KEY=local" in p.stderr, p.stderr
+    assert not llm_server.requests
+    llm_server.reply("Hi.")
+    p = memclaw("agent", "-m", "hello?", "-w", str(root), MEMCLAW_AGENT__API_BASE=base, OPENAI_API_KEY="local")
+    assert (p.returncode, p.stdout) == (0, "Hi.\n"), p.stderr
+    p = memclaw("agent", "-m", "hello?", "-w", str(root), MEMCLAW_AGENT__API_BASE="https://api.example.com/v1")
+    assert p.returncode == 5 and "set OPENAI_API_KEY" in p.stderr and "any value" not in p.stderr, p.stderr
+
+
 def test_chat_is_interactive_with_history_a_spinner_and_commands(root, llm_server):
     llm_server.reply("Hello! How can I help?")
     llm_server.reply("You work at Solaris Energy.")
