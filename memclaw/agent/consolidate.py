@@ -55,6 +55,7 @@ from memclaw.markdown.units import OWNER_SCOPE
 from memclaw.prompts import render
 from memclaw.service.consolidation_record import STEPS, ConsolidationRecord, RecordResult
 from memclaw.service.forgotten import Guard
+from memclaw.util.text import counted
 
 if TYPE_CHECKING:
     from memclaw.agent.sessions import Session, SessionStore
@@ -344,6 +345,6 @@ def describe(report: ConsolidationReport) -> str:
     for s in report.scopes:
         counts = {k: sum(1 for o in s.ops if o.op == k) for k in ("add", "update", "delete")}
         ops = ", ".join(f"{v} {k}" for k, v in counts.items() if v) or "no fact changes"
-        archived = f", {s.archived} turns archived" if s.archived else ""
+        archived = f", {counted(s.archived, 'turn')} archived" if s.archived else ""
         parts.append(f"{s.scope}: {'1 history entry' if s.history else 'no history entry'}, {ops}{archived}")
-    return f"consolidated {report.consolidated} messages ({'; '.join(parts)})"
+    return f"consolidated {counted(report.consolidated, 'message')} ({'; '.join(parts)})"

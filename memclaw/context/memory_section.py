@@ -36,6 +36,7 @@ from memclaw.markdown.formats import split_trailing_date
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.archive import ELIDED
 from memclaw.recall.results import RecallHit
+from memclaw.util.text import counted
 
 ITEM_JOIN = 1
 """Tokens budgeted for the newline between two items."""
@@ -191,7 +192,7 @@ def fill(
         into = _same_chunk(res, c) if join and count is not None else None
         if into is not None and count is not None:
             if not _join(res, i, into, count):
-                res.skipped.append(Skip(i, c.id, c.tokens, f"no room: {budget - res.used} tokens left"))
+                res.skipped.append(Skip(i, c.id, c.tokens, f"no room: {counted(budget - res.used, 'token')} left"))
                 continue
             kept_ids.add(c.id)
             for uid in res.candidates[i].serves:
@@ -202,7 +203,8 @@ def fill(
             if cut is not None:
                 c = res.candidates[i] = Candidate(c.id, cut.item, cut.tokens + ITEM_JOIN, c.covered_by, cut.part)
         if res.used + c.tokens > budget:
-            res.skipped.append(Skip(i, c.id, c.tokens, f"no room: {c.tokens} > {budget - res.used} tokens left"))
+            left = counted(budget - res.used, "token")
+            res.skipped.append(Skip(i, c.id, c.tokens, f"no room: {c.tokens} > {left} left"))
             continue
         res.kept.append(i)
         res.used += c.tokens

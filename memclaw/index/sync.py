@@ -15,6 +15,7 @@ from memclaw.index.links import changes_links, session_links
 from memclaw.index.passages import context_rows_all, turn_context, unit_of, unit_vectors
 from memclaw.index.scopes import Scope, ScopeCache, index_text
 from memclaw.markdown.units import MemoryUnit
+from memclaw.util.text import counted
 
 if TYPE_CHECKING:
     from memclaw.embedding.base import Embedder
@@ -233,7 +234,8 @@ class ScopeSync:
                 pending, err = {p.unit for p in passages}, self.identity.deferred
             else:
                 embedder, store = self._embedder(), self._store()  # (loaded before the progress clock starts)
-                shown = progress_for(cache.progress, progress, len(passages), f"embedding {len(to_embed):,} memories")
+                what = f"embedding {counted(len(to_embed), 'memory')}"
+                shown = progress_for(cache.progress, progress, len(passages), what)
                 with shown as advance:
                     pending, err = write_vectors(
                         embedder, store, scope, passages, batch_size=self.config.embeddings.batch_size,
@@ -247,7 +249,8 @@ class ScopeSync:
                         if uid in old_units:
                             stale_passages.update(_passages_of(old_units[uid]))
                 msg = (
-                    f"{err}; {len(pending)} memories are searchable by keyword now, their vectors come at the next sync"
+                    f"{err}; {counted(len(pending), 'memory')} {'is' if len(pending) == 1 else 'are'} searchable by "
+                    "keyword now, the vectors come at the next sync"
                 )
                 report.warnings.append(msg)
                 log.warning(msg)
