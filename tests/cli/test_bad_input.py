@@ -350,6 +350,17 @@ def test_a_memclaw_warning_in_chat_is_a_note_not_a_log_line():
     ]
 
 
+def test_a_usage_error_is_one_line_naming_the_option_and_its_range(cli, memclaw_home):
+    """Issue 38 (papercuts): `--k 0` printed click's usage block (usage, hint, blank line, error). Every usage error
+    is one line on stderr, exit 2, naming the option, the range it takes and where the help is."""
+    assert_error(cli("recall", "boat", "--k", "0"), 2, "'--k'", "(--k takes from 1 to 200)", "memclaw recall --help")
+    assert_error(cli("recall", "boat", "-k", "201"), 2, "'--k'", "from 1 to 200")
+    assert_error(cli("recall", "boat", "--tokens", "-1"), 2, "'--tokens'", "(--tokens takes at least 0)")
+    assert_error(cli("recall", "boat", "--kk", "3"), 2, "No such option: --kk", "memclaw recall --help")
+    assert_error(cli("recall"), 2, "Missing argument", "memclaw recall --help")
+    assert_error(cli("memory", "lst"), 2, "No such command 'lst'", "memclaw memory --help")
+
+
 def test_a_5mb_memory_file(cli, ws, memclaw_home):
     mem = ws / "memory" / "MEMORY.md"
     line = b"- fact number %06d about the weekly groceries, the bike, the garden and the weather\n"
