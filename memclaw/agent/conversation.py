@@ -15,11 +15,14 @@ the archive keeps of it.
 from __future__ import annotations
 
 from datetime import datetime, time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memclaw.agent.sessions import INCOGNITO
-from memclaw.context.inputs import content_text
+from memclaw.context.inputs import content_text, profile_name, read_cached
 from memclaw.markdown.archive import ArchivedTurn
+
+if TYPE_CHECKING:
+    from memclaw.workspace import Workspace
 
 USER_SPEAKER = "user"  # a user message without a sender name (the terminal's owner)
 TOOL_RESULT_CHARS = 400  # how much of each tool result the consolidation prompt shows
@@ -86,8 +89,17 @@ def format_conversation(messages: list[dict[str, Any]], agent_name: str) -> str:
     return out
 
 
-def archived_turns(messages: list[dict[str, Any]], agent_name: str) -> tuple[ArchivedTurn, ...]:
-    """The conversation of `messages` as the archive keeps it (see the module docstring)."""
+def owner_speaker(workspace: Workspace) -> str:
+    """What the archive calls the owner when a message has no sender name: the name USER.md gives (`- Name: Maya`),
+    else USER_SPEAKER."""
+    return profile_name(read_cached(workspace.user_file), USER_SPEAKER)
+
+
+def archived_turns(
+    messages: list[dict[str, Any]], agent_name: str, user_name: str = USER_SPEAKER
+) -> tuple[ArchivedTurn, ...]:
+    """The conversation of `messages` as the archive keeps it (see the module docstring); a user message without a
+    sender name (the terminal's owner) is `user_name`'s (`owner_speaker`)."""
     turns: list[ArchivedTurn] = []
     for m in messages:
         role = m.get("role")
@@ -96,7 +108,7 @@ def archived_turns(messages: list[dict[str, Any]], agent_name: str) -> tuple[Arc
         text = content_text(m.get("content"), "\n").strip()
         if not text:
             continue
-        speaker = (m.get("sender_name") or USER_SPEAKER) if role == "user" else agent_name
+        speaker = (m.get("sender_name") or user_name) if role == "user" else agent_name
         ts = message_time(m)
         turns.append(ArchivedTurn(str(speaker), text, time(ts.hour, ts.minute) if ts else None))
     return tuple(turns)

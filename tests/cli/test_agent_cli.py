@@ -109,6 +109,49 @@ def test_a_local_api_base_says_any_key_works(root, llm_server, monkeypatch):
     assert p.returncode == 5 and "set OPENAI_API_KEY" in p.stderr and "any value" not in p.stderr, p.stderr
 
 
+def consolidation_answer(entry: str) -> str:
+    return json.dumps({"history_entry": entry, "facts": []})
+
+
+def archived(root: Path) -> str:
+    return "".join(p.read_text("utf-8") for p in sorted((root / "memory" / "archive").glob("*.md")))
+
+
+def test_a_message_sent_again_after_a_failed_turn_is_sent_and_archived_once(root, llm_server):
+    """Issue 38 (papercuts): a failed turn kept the user's message, and sending it again stored it twice: the model
+    read it twice and the archive kept it twice. The retry replaces the unanswered first copy."""
+    llm_server.status(500)
+    p = memclaw("agent", "-m", "what is my address?", "-w", str(root))
+    assert p.returncode == 5, p.stderr
+    session = SessionStore(root / "sessions").load("cli", "cli")
+    assert [m["content"] for m in session.messages] == ["what is my address?"]  # kept, as the reply says
+    llm_server.reply("Rua das Flores 12.")
+    p = memclaw("agent", "-m", "what is my address?", "-w", str(root))
+    assert (p.returncode, p.stdout) == (0, "Rua das Flores 12.\n"), p.stderr
+    sent = [m["content"] for m in llm_server.requests[-1]["messages"]]
+    assert sent.count("what is my address?") == 1, sent
+    session = SessionStore(root / "sessions").load("cli", "cli")
+    assert [(m["role"], m["content"]) for m in session.messages] == [
+        ("user", "what is my address?"),
+        ("assistant", "Rua das Flores 12."),
+    ]
+    llm_server.reply(consolidation_answer("Maya asked for her address."))
+    p = memclaw("agent", "-m", "/new", "-w", str(root))
+    assert p.returncode == 0, p.stderr
+    assert archived(root).count("what is my address?") == 1
+
+
+def test_the_owner_is_archived_under_the_name_user_md_gives(root, llm_server):
+    """Issue 38 (papercuts): the terminal's owner was archived as `**user**` even with `- Name: Maya` in USER.md."""
+    (root / "USER.md").write_text("# About the owner\n\n- Name: Maya\n- Location and time zone:\n", "utf-8")
+    llm_server.reply("Noted.")
+    assert memclaw("agent", "-m", "Lena moved to Porto", "-w", str(root)).returncode == 0
+    llm_server.reply(consolidation_answer("Lena moved to Porto."))
+    assert memclaw("agent", "-m", "/new", "-w", str(root)).returncode == 0
+    text = archived(root)
+    assert "**Maya**: Lena moved to Porto" in text and "**user**" not in text, text
+
+
 def test_chat_is_interactive_with_history_a_spinner_and_commands(root, llm_server):
     llm_server.reply("Hello! How can I help?")
     llm_server.reply("You work at Solaris Energy.")
