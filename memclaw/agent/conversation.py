@@ -19,11 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from memclaw.agent.sessions import INCOGNITO
 from memclaw.context.inputs import content_text, profile_name, read_cached
+from memclaw.context.tag_guard import unforgeable
 from memclaw.markdown.archive import ArchivedTurn
 
 if TYPE_CHECKING:
     from memclaw.workspace import Workspace
 
+CONVERSATION_TAG = "conversation"
+"""The tag that quotes the transcript in the consolidation prompt."""
 USER_SPEAKER = "user"  # a user message without a sender name (the terminal's owner)
 TOOL_RESULT_CHARS = 400  # how much of each tool result the consolidation prompt shows
 MAX_PROMPT_CHARS = 60_000
@@ -82,7 +85,7 @@ def format_conversation(messages: list[dict[str, Any]], agent_name: str) -> str:
             if len(text) > TOOL_RESULT_CHARS:
                 text = text[:TOOL_RESULT_CHARS] + " [...]"
             lines.append(f"    -> {m.get('name') or 'tool'} result: {text}")
-    out = "\n".join(lines)
+    out = unforgeable("\n".join(lines), CONVERSATION_TAG)  # it is quoted in <conversation> (prompts/consolidate.md)
     if len(out) > MAX_PROMPT_CHARS:  # keep the end, where conclusions usually are, and the start
         half = MAX_PROMPT_CHARS // 2
         out = out[:half] + "\n[... middle of the conversation omitted ...]\n" + out[-half:]

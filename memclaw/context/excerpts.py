@@ -25,9 +25,12 @@ import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from memclaw.context.tag_guard import unforgeable
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.archive import ELIDED
 
+MEMORIES_TAG = "recalled-memories"
+"""The tag that quotes the memory section (memclaw.context.sections)."""
 TURN_SEP = " / "
 GAP = "…"
 """Stands for the turns of the chunk left out between two runs of one item."""
@@ -37,8 +40,9 @@ MIN_CUT_WORDS = 8
 
 
 def escape(text: str) -> str:
-    """No `<` is left, so nothing can open or close a tag; `&` too, so no escape can be forged."""
-    return text.replace("&", "&amp;").replace("<", "&lt;")
+    """The text as the memory section quotes it: as written, but for a `<` that would open or close the
+    `<recalled-memories>` block (memclaw.context.tag_guard.unforgeable)."""
+    return unforgeable(text, MEMORIES_TAG)
 
 
 def excerpt_item(turns: Sequence[MemoryUnit]) -> str:

@@ -4,12 +4,12 @@ One code path fills the section for every caller: the ContextBuilder (each reply
 (what the section would hold) and the recall benchmarks (recall within a budget of B tokens). So the benchmark
 measures exactly what the model is given.
 
-A memory is one list item of the `<recalled-memories>` block: `- (date, section) text`. Its `<` and `&` are escaped
-(nothing in it can close the block or open a tag) and its continuation lines are indented (nothing in it can start
-an item of its own). Nothing is said twice: a fact's trailing `(YYYY-MM-DD)` is dropped when the item shows that
-date, and the section when the text names it already. Ids and kinds stay out (a date with a time marks a
-conversation summary): the prompt pays for every token of every memory, so the item carries only what the model
-reads.
+A memory is one list item of the `<recalled-memories>` block: `- (date, section) text`, its text as written but
+for a `<` that would open or close the block (`&lt;`: memclaw.context.tag_guard.unforgeable), and its continuation
+lines indented (nothing in it can start an item of its own). Nothing is said twice: a fact's trailing
+`(YYYY-MM-DD)` is dropped when the item shows that date, and the section when the text names it already. Ids and
+kinds stay out (a date with a time marks a conversation summary): the prompt pays for every token of every memory,
+so the item carries only what the model reads.
 
 An archived turn is served as an excerpt of its conversation (memclaw.context.excerpts): the window of turns
 around it that recall gave it, cut to what the budget leaves.
