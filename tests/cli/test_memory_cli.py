@@ -328,6 +328,25 @@ def test_memory_list_shows_one_row_per_conversation_of_the_archive(cli, ws):
     assert listed(cli, "--kind", "archive", "--sender", "discord:5") == []
 
 
+def test_an_archived_turn_found_by_its_vector_alone_needs_the_archive_floor(cli, ws):
+    """Issue 38 (papercuts): `/recall passport` listed archive excerpts about a restaurant and a ferry (cosine 0.15,
+    no word in common). An archived turn that shares no word with the query needs recall.archive_min_similarity;
+    one that names the passport is still found, and so is a turn that means the query in other words."""
+    from datetime import datetime
+
+    from memclaw.workspace import Workspace
+    from tests.archive_days import append_day, chunk
+
+    archive(ws)
+    trip = chunk("c4444dddd", datetime(2026, 11, 27, 9, 0), ("Maya", "Can you check the flight to Lisbon?"),
+                 ("memclaw", "TAP 1234 leaves at 9:10."), ("Maya", "My passport expires in March."))  # fmt: skip
+    append_day(Workspace(ws), "owner", trip)
+    hits = json.loads(cli("recall", "passport", "--kind", "archive", "--json").out)
+    assert [h["text"] for h in hits] == ["Maya: My passport expires in March."], hits
+    hits = json.loads(cli("recall", "when do I take the boat", "--kind", "archive", "--json", "-k", "1").out)
+    assert [h["text"] for h in hits] == ["Maya: The ferry leaves at 7:40 tomorrow."], hits
+
+
 def test_memory_forget_removes_a_conversation_a_turn_or_a_day_of_the_archive(cli, ws):
     day25, day26 = archive(ws)
     text25 = day25.read_text("utf-8")
