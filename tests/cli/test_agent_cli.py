@@ -277,9 +277,13 @@ def test_chat_log_lines_print_above_the_spinner(root, llm_server):
     p = memclaw("chat", "-w", str(root), stdin="hi\n", MEMCLAW_AGENT__MAX_RETRIES="1", **CHAT_TTY)
     assert p.returncode == 0, p.stderr
     assert "thinking..." in p.stderr and "Hello!" in p.stdout
-    at = p.stderr.index("WARNING memclaw.llm.client: LLM call to openai/gpt-4o-mini failed")
-    # the spinner's line was erased first (rich's live display), instead of the log line continuing "thinking..."
-    assert p.stderr[:at].endswith("\x1b[2K"), repr(p.stderr[at - 60 : at])
+    at = p.stderr.index("LLM call to openai/gpt-4o-mini failed")
+    # the spinner's line was erased first (rich's live display), instead of the log line continuing "thinking...";
+    # memclaw's own warning reads as a note (issue 38), not as `WARNING memclaw.llm.client: ...`
+    assert re.search(r"\x1b\[2K(\x1b\[[0-9;]*m)*warning:(\x1b\[[0-9;]*m)* $", p.stderr[:at]), repr(
+        p.stderr[at - 60 : at]
+    )
+    assert "WARNING memclaw" not in p.stderr
 
 
 class LiveChat:
