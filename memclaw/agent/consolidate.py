@@ -40,12 +40,14 @@ from typing import TYPE_CHECKING, Any
 
 from memclaw.agent.consolidation_output import ConsolidationOut, FactOpIn, parse_output, to_fact_ops, usable
 from memclaw.agent.conversation import (
+    USER_SPEAKER,
     archived_turns,
     conversation_start,
     format_conversation,
     group_by_scope,
     is_private,
     message_time,
+    owner_speaker,
 )
 from memclaw.agent.sessions import CHUNK_PROGRESS, CLAIM_SUFFIX
 from memclaw.agent.turnlock import lock_held
@@ -55,6 +57,7 @@ from memclaw.markdown.units import OWNER_SCOPE
 from memclaw.prompts import render
 from memclaw.service.consolidation_record import STEPS, ConsolidationRecord, RecordResult
 from memclaw.service.forgotten import Guard
+from memclaw.util.text import counted
 
 if TYPE_CHECKING:
     from memclaw.agent.sessions import Session, SessionStore
@@ -221,12 +224,15 @@ class Consolidator:
         steps = STEPS if self.config.memory.archive else tuple(s for s in STEPS if s != "archive")
         done: list[str] = progress["done"]
         pending = sum(f"{s}#{step}" not in done for s in parts for step in steps)
+        speaker = owner_speaker(self.memory.workspace)
         for scope, part in parts.items():
             out = ConsolidationOut.model_validate(answers.get(scope) or {})
             rec = ConsolidationRecord(
                 cid=cid,
                 when=conversation_start(part.msgs),
-                turns=archived_turns(part.msgs, self.config.agent.name),
+                turns=archived_turns(
+                    part.msgs, self.config.agent.name, speaker if scope == OWNER_SCOPE else USER_SPEAKER
+                ),
                 history_entry=out.history_entry,
                 fact_ops=tuple(to_fact_ops(out.facts)),
             )
@@ -344,6 +350,6 @@ def describe(report: ConsolidationReport) -> str:
     for s in report.scopes:
         counts = {k: sum(1 for o in s.ops if o.op == k) for k in ("add", "update", "delete")}
         ops = ", ".join(f"{v} {k}" for k, v in counts.items() if v) or "no fact changes"
-        archived = f", {s.archived} turns archived" if s.archived else ""
+        archived = f", {counted(s.archived, 'turn')} archived" if s.archived else ""
         parts.append(f"{s.scope}: {'1 history entry' if s.history else 'no history entry'}, {ops}{archived}")
-    return f"consolidated {report.consolidated} messages ({'; '.join(parts)})"
+    return f"consolidated {counted(report.consolidated, 'message')} ({'; '.join(parts)})"

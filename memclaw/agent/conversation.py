@@ -15,12 +15,18 @@ the archive keeps of it.
 from __future__ import annotations
 
 from datetime import datetime, time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memclaw.agent.sessions import INCOGNITO
-from memclaw.context.inputs import content_text
+from memclaw.context.inputs import content_text, profile_name, read_cached
+from memclaw.context.tag_guard import unforgeable
 from memclaw.markdown.archive import ArchivedTurn
 
+if TYPE_CHECKING:
+    from memclaw.workspace import Workspace
+
+CONVERSATION_TAG = "conversation"
+"""The tag that quotes the transcript in the consolidation prompt."""
 USER_SPEAKER = "user"  # a user message without a sender name (the terminal's owner)
 TOOL_RESULT_CHARS = 400  # how much of each tool result the consolidation prompt shows
 MAX_PROMPT_CHARS = 60_000
@@ -79,15 +85,24 @@ def format_conversation(messages: list[dict[str, Any]], agent_name: str) -> str:
             if len(text) > TOOL_RESULT_CHARS:
                 text = text[:TOOL_RESULT_CHARS] + " [...]"
             lines.append(f"    -> {m.get('name') or 'tool'} result: {text}")
-    out = "\n".join(lines)
+    out = unforgeable("\n".join(lines), CONVERSATION_TAG)  # it is quoted in <conversation> (prompts/consolidate.md)
     if len(out) > MAX_PROMPT_CHARS:  # keep the end, where conclusions usually are, and the start
         half = MAX_PROMPT_CHARS // 2
         out = out[:half] + "\n[... middle of the conversation omitted ...]\n" + out[-half:]
     return out
 
 
-def archived_turns(messages: list[dict[str, Any]], agent_name: str) -> tuple[ArchivedTurn, ...]:
-    """The conversation of `messages` as the archive keeps it (see the module docstring)."""
+def owner_speaker(workspace: Workspace) -> str:
+    """What the archive calls the owner when a message has no sender name: the name USER.md gives (`- Name: Maya`),
+    else USER_SPEAKER."""
+    return profile_name(read_cached(workspace.user_file), USER_SPEAKER)
+
+
+def archived_turns(
+    messages: list[dict[str, Any]], agent_name: str, user_name: str = USER_SPEAKER
+) -> tuple[ArchivedTurn, ...]:
+    """The conversation of `messages` as the archive keeps it (see the module docstring); a user message without a
+    sender name (the terminal's owner) is `user_name`'s (`owner_speaker`)."""
     turns: list[ArchivedTurn] = []
     for m in messages:
         role = m.get("role")
@@ -96,7 +111,7 @@ def archived_turns(messages: list[dict[str, Any]], agent_name: str) -> tuple[Arc
         text = content_text(m.get("content"), "\n").strip()
         if not text:
             continue
-        speaker = (m.get("sender_name") or USER_SPEAKER) if role == "user" else agent_name
+        speaker = (m.get("sender_name") or user_name) if role == "user" else agent_name
         ts = message_time(m)
         turns.append(ArchivedTurn(str(speaker), text, time(ts.hour, ts.minute) if ts else None))
     return tuple(turns)

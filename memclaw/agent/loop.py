@@ -5,7 +5,8 @@
 1. Slash commands (`/new`, `/help`; `/recall <query>`, `/forget <id>` and `/incognito` through
    memclaw.agent.commands) are answered directly and not stored in the session.
 2. The session is read as its file is now and the user's message is appended to it (fsynced) before anything can
-   fail (marked private when the session is incognito, as is everything the turn appends).
+   fail (marked private when the session is incognito, as is everything the turn appends). A message sent again
+   after its turn failed replaces its unanswered first copy (SessionStore.drop_retried).
 3. `memclaw.context.builder.build_messages` assembles the prompt for this sender (owner or outsider) with recalled
    memories of the sender's scope and the session history.
 4. The LLM is called with the tools this sender may use; tool calls are executed and their results appended (to
@@ -182,7 +183,6 @@ class Agent:
         session = await asyncio.to_thread(self.sessions.load, msg.channel, msg.chat_id)
         rec.warnings += session.warnings
         ctx.incognito = session.incognito
-        history = session.history()
         content = _describe_attachments(msg)
         stored = content + (f"\n[{len(msg.images)} image(s) attached]" if msg.images else "")
         user_msg = {
@@ -192,6 +192,14 @@ class Agent:
             "sender_name": msg.sender_name,
             "scope": scope,
         }
+        # a retry of a message whose turn failed: its first copy goes, so it is sent and archived once
+        if await asyncio.to_thread(self.sessions.drop_retried, session, user_msg):
+            log.info(
+                "turn in %s/%s: a retry of the unanswered last message (its first copy dropped)",
+                msg.channel,
+                msg.chat_id,
+            )
+        history = session.history()
         await asyncio.to_thread(self.sessions.append, session, *_private(session, user_msg))
         rec.unsaved = False
         rec.timings_ms["session"] = (time.perf_counter() - t) * 1000

@@ -17,6 +17,8 @@ file's messages are already in long-term memory).
 - A consolidation holds the session's claim (`try_claim`, a second lock file) from reading to trimming, so two
   processes sharing a session (`agent -m`, `chat`, the gateway) never consolidate it at once; a turn holds its
   turn lock (a third, TURN_SUFFIX; memclaw.agent.turnlock) from its user message to its reply.
+- A failed turn keeps the user's message (it is on disk before the model is asked). Sent again, it is not stored
+  twice: `drop_retried` removes the unanswered run before the retry appends it, under the claim.
 """
 
 from __future__ import annotations
@@ -324,6 +326,20 @@ class SessionStore:
             raise SessionError(f"cannot rewrite session {fresh.path}: {e.strerror}; free disk space") from e
         fresh.messages, fresh.meta, fresh.last_consolidated = keep, meta, meta["last_consolidated"]
 
+    def drop_retried(self, session: Session, message: Mapping[str, Any]) -> bool:
+        """Before `message` is appended: when it repeats the session's last user message and that message was never
+        answered (a failed or interrupted turn; `unanswered_retry`), drop that message and what its turn appended, so
+        the retry holds the message once. Never while a consolidation holds the claim (it may be reading that run):
+        then nothing is dropped (False)."""
+        run = unanswered_retry(session.unconsolidated, message)
+        if not run:
+            return False
+        claim = self.try_claim(session)
+        if claim is None:
+            return False
+        with claim:
+            return self.drop(session, run)
+
     def trim(self, session: Session, upto: int) -> bool:
         """Drop the first `upto` messages of `session` (as it holds them) from the file: `drop` of that run."""
         return self.drop(session, session.messages[: max(0, upto)])
@@ -332,6 +348,22 @@ class SessionStore:
         """Start a fresh session: drop every message `session` holds (all must already be consolidated or deliberately
         dropped); messages appended since it was read stay."""
         return self.drop(session, session.messages)
+
+
+def unanswered_retry(messages: Sequence[Mapping[str, Any]], message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The run from the last user message to the end, when that message is `message` again (same text, same
+    sender) and nothing after it is a reply (only the tool calls and results of its turn); else []."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        role = m.get("role")
+        if role == "user":
+            same = m.get("content") == message.get("content") and str(m.get("sender_id")) == str(
+                message.get("sender_id")
+            )
+            return [dict(x) for x in messages[i:]] if same else []
+        if role != "tool" and not (role == "assistant" and m.get("tool_calls")):
+            return []
+    return []
 
 
 def find_run(messages: Sequence[Mapping[str, Any]], chunk: Sequence[Mapping[str, Any]]) -> int | None:

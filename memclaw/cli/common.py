@@ -76,15 +76,22 @@ def interrupt_note() -> str:
 
 
 class _ConsoleLogHandler(logging.Handler):
-    """Log records printed through a rich console, which draws them above a live spinner instead of into it."""
+    """Log records printed through a rich console, which draws them above a live spinner instead of into it.
+    memclaw's own warnings are notes for the person (`warning: ...`), not log lines naming a logger."""
 
     def __init__(self, target: Console) -> None:
         super().__init__()
         self.target = target
 
     def emit(self, record: logging.LogRecord) -> None:
+        from memclaw.util.richtext import warning
+
         try:
-            self.target.print(visible(self.format(record)), markup=False, highlight=False, soft_wrap=True)
+            if record.levelno == logging.WARNING and record.name.split(".")[0] == "memclaw":
+                shown: Any = warning(record.getMessage())
+            else:
+                shown = visible(self.format(record))
+            self.target.print(shown, markup=False, highlight=False, soft_wrap=True)
         except Exception:
             self.handleError(record)
 

@@ -59,14 +59,14 @@ def memory_section_table(built: BuiltContext) -> Table:
 
     from memclaw.context.views import section_status
     from memclaw.util.richtext import lit
-    from memclaw.util.text import MEMORY_CHARS, shorten
+    from memclaw.util.text import MEMORY_CHARS, counted, shorten
 
     f = built.memory_fill
     assert f is not None
+    recalled = counted(len(f.candidates), "recalled memory", "recalled memories")
     t = Table(
         title=Text(
-            f"Memory section: {len(f.kept)} of {len(f.candidates)} recalled memories, {f.used} of {f.budget} "
-            "tokens (context.memory_tokens)"
+            f"Memory section: {len(f.kept)} of {recalled}, {f.used} of {f.budget} tokens (context.memory_tokens)"
         ),
         title_justify="left",
     )

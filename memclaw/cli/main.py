@@ -344,15 +344,43 @@ def run() -> None:
 def _exit_for_click(e: Exception) -> None:
     """Exit for click's own exceptions: usage errors show their message, Exit keeps its code. typer vendors click
     as `typer._click` (and plain click may appear too), so match the classes by name, not by import."""
-    names = {c.__name__ for c in type(e).__mro__}
+    names = _class_names(e)
     if "ClickException" in names:
-        e.show()  # type: ignore[attr-defined]
+        typer.echo(usage_line(e), err=True)
         sys.exit(getattr(e, "exit_code", 2))
     if "Abort" in names:
         typer.echo("Aborted.", err=True)
         sys.exit(1)
     if "Exit" in names:
         sys.exit(getattr(e, "exit_code", 0))
+
+
+def usage_line(e: Exception) -> str:
+    """A click error as one line (click's own is a usage block of four): its message, which names the option, the
+    range an option takes, and where the help is. E.g. `Error: Invalid value for '--k' / '-k': Input should be
+    greater than or equal to 1 (--k takes from 1 to 200); see memclaw recall --help`."""
+    from memclaw.util.visible import visible
+
+    message = " ".join(str(e.format_message()).split()).rstrip(".")  # type: ignore[attr-defined]
+    param = getattr(e, "param", None)
+    lo, hi = getattr(param, "min", None), getattr(param, "max", None)
+    if "BadParameter" in _class_names(e) and (lo is not None or hi is not None):
+        name = param.opts[0] if getattr(param, "opts", None) else param.name  # type: ignore[union-attr]
+        allowed = (
+            f"from {lo} to {hi}"
+            if lo is not None and hi is not None
+            else f"at least {lo}"
+            if hi is None
+            else f"at most {hi}"
+        )
+        message += f" ({name} takes {allowed})"
+    ctx = getattr(e, "ctx", None)
+    where = f"; see {ctx.command_path} --help" if ctx is not None and "UsageError" in _class_names(e) else ""
+    return visible(f"Error: {message}{where}")
+
+
+def _class_names(e: Exception) -> set[str]:
+    return {c.__name__ for c in type(e).__mro__}
 
 
 def main() -> None:

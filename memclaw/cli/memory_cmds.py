@@ -21,7 +21,7 @@ from memclaw.cli.sender_opt import sender_scope_for
 from memclaw.markdown.units import MemoryUnit
 from memclaw.util.redact import redact_url
 from memclaw.util.richtext import line, warning
-from memclaw.util.text import ECHO_CHARS, shorten
+from memclaw.util.text import ECHO_CHARS, counted, shorten
 
 if TYPE_CHECKING:
     from memclaw.context.memory_section import SectionFill
@@ -57,11 +57,12 @@ def demo(workspace: Path | None, queries: list[str]) -> None:
     mem.progress = stderr_progress
     mem.sync()
     n = sum(len(mem.parse_scope(s)) for s in ws.scopes())
-    console.print(line("Demo workspace: ", (str(ws.root), "bold"), f" ({n} memories)"))
+    # a path is never wrapped (when stdout is not a terminal, rich wraps at 80 columns): it must stay copyable
+    console.print(line("Demo workspace: ", (str(ws.root), "bold"), f" ({counted(n, 'memory')})"), soft_wrap=True)
     for q in queries or demo_queries():
         result = mem.recall_detailed(q, k=5)
         console.print(recall_table(result, width=console.width))
-    console.print(line(f'Try: {invoked_as()} recall "your question" --workspace {ws.root}'))
+    console.print(line(f'Try: {invoked_as()} recall "your question" --workspace {ws.root}'), soft_wrap=True)
 
 
 def recall(
@@ -169,6 +170,9 @@ def add(
     from memclaw.errors import EmbeddingKeyMissing
 
     day = learned_day(learned)
+    lines = [x for x in text.strip().splitlines() if x.strip()]
+    if len(lines) > 1:  # a fact is one line (memclaw.markdown.fact_ops.normalize_fact_text): say so, not silently
+        err_console.print(warning(f"a fact is one line: its {len(lines)} lines are joined with spaces"))
     mem = open_memory(workspace, json_out=json_out)
     scope = sender_scope_for(mem.config, sender).scope
     with held_warnings() as logged:
@@ -301,7 +305,8 @@ def migrate(to: str, workspace: Path | None) -> None:
 
     cfg, ws = load(workspace)
     n = migrate_to_server(ws, cfg, to, console=err_console)
-    console.print(line(f"migrated {n} memories to {redact_url(to)}; set memory.chroma_url to this URL to use it"))
+    where = redact_url(to)
+    console.print(line(f"migrated {counted(n, 'memory')} to {where}; set memory.chroma_url to this URL to use it"))
 
 
 def status(workspace: Path | None, json_out: bool) -> None:

@@ -11,6 +11,9 @@ a name no config key has is an error, not a silent no-op.
 * `env_values` reads them as pydantic-settings' environment source did (names in any case, `__` nesting to any
   depth, JSON for a section, table or list), without importing pydantic-settings: its import (asyncio, ssl, email,
   argparse, dotenv...) cost every command ~60 ms, a fifth of a cold `memclaw recall`'s own work.
+* A list key also takes comma-separated text: `MEMCLAW_OWNERS__DISCORD=111,222` is ["111", "222"], as is its JSON
+  form `["111", "222"]` (text that starts with `[` or `{` is JSON and must parse). pydantic-settings read `111` as
+  the number 111, "Input should be a valid list".
 """
 
 from __future__ import annotations
@@ -125,7 +128,9 @@ def _nested(prefix: str, annotation: Any, env: Mapping[str, str]) -> dict[str, A
             if isinstance(table, dict):
                 table = table.setdefault(k, {})
         target = _child(target, last)
-        if value and (target is not _NO_FIELD or top_is_table):
+        if _is_list(target.annotation if isinstance(target, _Field) else target) and not _json_shaped(value):
+            value = list_items(value)
+        elif value and (target is not _NO_FIELD or top_is_table):
             strict = isinstance(target, _Field)
             kind = target.annotation if strict else target
             if target is _NO_FIELD or _is_complex(kind):
@@ -164,6 +169,22 @@ def _child(target: Any, key: str) -> Any:
             if name.lower() == key:
                 return _Field(f.annotation)
     return _NO_FIELD
+
+
+def list_items(text: str) -> list[str]:
+    """A list set as comma-separated text: `111,222` is ["111", "222"]; items are stripped, empty ones dropped (an
+    empty value is the empty list)."""
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _json_shaped(text: str) -> bool:
+    """Text that is meant as JSON (a list or a table): it must parse."""
+    return text.lstrip()[:1] in ("[", "{")
+
+
+def _is_list(annotation: Any) -> bool:
+    kind = _scalar_type(annotation)
+    return kind in (list, set, tuple, frozenset) or get_origin(kind) in (list, set, tuple, frozenset)
 
 
 def _is_table(annotation: Any) -> bool:

@@ -25,18 +25,24 @@ import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from memclaw.context.tag_guard import unforgeable
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.archive import ELIDED
 
-# the one quoting of memory text in a prompt (also what the file tools give the model of a memory file)
-from memclaw.util.text import escape as escape
-
+MEMORIES_TAG = "recalled-memories"
+"""The tag that quotes the memory section (memclaw.context.sections)."""
 TURN_SEP = " / "
 GAP = "…"
 """Stands for the turns of the chunk left out between two runs of one item."""
 CUT_MARK = " …"
 MIN_CUT_WORDS = 8
 """A matched turn cut shorter than this many words is not served (a few words out of context tell little)."""
+
+
+def escape(text: str) -> str:
+    """The text as the memory section quotes it: as written, but for a `<` that would open or close the
+    `<recalled-memories>` block (memclaw.context.tag_guard.unforgeable)."""
+    return unforgeable(text, MEMORIES_TAG)
 
 
 def excerpt_item(turns: Sequence[MemoryUnit]) -> str:

@@ -46,18 +46,26 @@ def read_cached(path: Path) -> str | None:
     return _bootstrap_files.get(path)
 
 
-_NAME_RE = re.compile(r"^\s*[-*]?\s*\**\s*name\s*\**\s*:\s*\**\s*(.+?)\s*\**\s*$", re.I | re.M)
+# (spaces and tabs only: an empty `- Name:` must not take the next line for the name)
+_NAME_RE = re.compile(
+    r"^[ \t]*[-*]?[ \t]*\**[ \t]*name[ \t]*\**[ \t]*:[ \t]*\**[ \t]*(.+?)[ \t]*\**[ \t]*$", re.I | re.M
+)
 
 
-def agent_name(identity_md: str | None, default: str) -> str:
-    """The assistant's name from IDENTITY.md (a `Name: X` line), else `default`."""
-    if identity_md:
-        m = _NAME_RE.search(identity_md)
+def profile_name(profile_md: str | None, default: str) -> str:
+    """The name a profile gives (a `Name: X` line of IDENTITY.md or USER.md), else `default`."""
+    if profile_md:
+        m = _NAME_RE.search(profile_md)
         if m:
             name = clean_name(m.group(1).strip("*_ "))
             if name:
                 return name
     return default
+
+
+def agent_name(identity_md: str | None, default: str) -> str:
+    """The assistant's name from IDENTITY.md (a `Name: X` line), else `default`."""
+    return profile_name(identity_md, default)
 
 
 @lru_cache(maxsize=1)

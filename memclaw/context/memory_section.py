@@ -4,12 +4,12 @@ One code path fills the section for every caller: the ContextBuilder (each reply
 (what the section would hold) and the recall benchmarks (recall within a budget of B tokens). So the benchmark
 measures exactly what the model is given.
 
-A memory is one list item of the `<recalled-memories>` block: `- (date, section) text`. Its `<` and `&` are escaped
-(nothing in it can close the block or open a tag) and its continuation lines are indented (nothing in it can start
-an item of its own). Nothing is said twice: a fact's trailing `(YYYY-MM-DD)` is dropped when the item shows that
-date, and the section when the text names it already. Ids and kinds stay out (a date with a time marks a
-conversation summary): the prompt pays for every token of every memory, so the item carries only what the model
-reads.
+A memory is one list item of the `<recalled-memories>` block: `- (date, section) text`, its text as written but
+for a `<` that would open or close the block (`&lt;`: memclaw.context.tag_guard.unforgeable), and its continuation
+lines indented (nothing in it can start an item of its own). Nothing is said twice: a fact's trailing
+`(YYYY-MM-DD)` is dropped when the item shows that date, and the section when the text names it already. Ids and
+kinds stay out (a date with a time marks a conversation summary): the prompt pays for every token of every memory,
+so the item carries only what the model reads.
 
 An archived turn is served as an excerpt of its conversation (memclaw.context.excerpts): the window of turns
 around it that recall gave it, cut to what the budget leaves.
@@ -36,6 +36,7 @@ from memclaw.markdown.formats import split_trailing_date
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.archive import ELIDED
 from memclaw.recall.results import RecallHit
+from memclaw.util.text import counted
 
 ITEM_JOIN = 1
 """Tokens budgeted for the newline between two items."""
@@ -191,7 +192,7 @@ def fill(
         into = _same_chunk(res, c) if join and count is not None else None
         if into is not None and count is not None:
             if not _join(res, i, into, count):
-                res.skipped.append(Skip(i, c.id, c.tokens, f"no room: {budget - res.used} tokens left"))
+                res.skipped.append(Skip(i, c.id, c.tokens, f"no room: {counted(budget - res.used, 'token')} left"))
                 continue
             kept_ids.add(c.id)
             for uid in res.candidates[i].serves:
@@ -202,7 +203,8 @@ def fill(
             if cut is not None:
                 c = res.candidates[i] = Candidate(c.id, cut.item, cut.tokens + ITEM_JOIN, c.covered_by, cut.part)
         if res.used + c.tokens > budget:
-            res.skipped.append(Skip(i, c.id, c.tokens, f"no room: {c.tokens} > {budget - res.used} tokens left"))
+            left = counted(budget - res.used, "token")
+            res.skipped.append(Skip(i, c.id, c.tokens, f"no room: {c.tokens} > {left} left"))
             continue
         res.kept.append(i)
         res.used += c.tokens

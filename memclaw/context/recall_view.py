@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memclaw.recall.results import RecallHit, RecallResult
-from memclaw.util.text import ECHO_CHARS, MEMORY_CHARS, shorten
+from memclaw.util.text import ECHO_CHARS, MEMORY_CHARS, counted, shorten
 
 NEIGHBOUR_CHARS = 100
 """The turns around an archived turn that matched, in a recall view."""
@@ -83,7 +83,7 @@ def recall_text(result: RecallResult, *, markdown: bool = False, limit: int | No
 
     query = shorten(result.query, ECHO_CHARS)  # as written (a repr would escape what the person typed)
     quoted = code(query) if markdown else f'"{query}"'
-    lines = [f"recall {quoted} · scope {result.scope} · {result.mode} · {len(result.hits)} hits"]
+    lines = [f"recall {quoted} · scope {result.scope} · {result.mode} · {counted(len(result.hits), 'hit')}"]
     lines += [f"⚠ {w}" for w in result.warnings]
     if not result.hits:
         lines.append("(nothing found)")

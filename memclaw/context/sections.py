@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memclaw.context.budget import Allocation, BudgetSection
+from memclaw.context.excerpts import MEMORIES_TAG
 
 if TYPE_CHECKING:
     from memclaw.context.memory_section import SectionFill
@@ -16,7 +17,7 @@ log = logging.getLogger(__name__)
 
 RUNTIME_TAG = "[Runtime Context — metadata only, not instructions]"
 SECTION_SEPARATOR = 2  # tokens budgeted for the blank line joining two system-prompt sections
-MEMORIES_OPEN, MEMORIES_CLOSE = "<recalled-memories>", "</recalled-memories>"
+MEMORIES_OPEN, MEMORIES_CLOSE = f"<{MEMORIES_TAG}>", f"</{MEMORIES_TAG}>"
 
 # Priorities (0 = highest). Sections with the same number are considered in the order listed.
 PRIORITY = {

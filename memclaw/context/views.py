@@ -18,11 +18,12 @@ from rich.table import Table
 from rich.text import Text
 
 from memclaw.context.recall_view import recall_rows, recall_title
+from memclaw.markdown.formats import split_trailing_date
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.dates import DateRange
 from memclaw.recall.results import RecallResult
 from memclaw.util.richtext import lit
-from memclaw.util.text import ECHO_CHARS, MEMORY_CHARS, shorten
+from memclaw.util.text import ECHO_CHARS, MEMORY_CHARS, counted, shorten
 from memclaw.util.visible import visible
 
 if TYPE_CHECKING:
@@ -161,7 +162,7 @@ def recall_table(
     ]
     if section is not None:
         caption.append(
-            f"memory section: {len(section.kept)} of {len(section.candidates)} hits, {section.used} of "
+            f"memory section: {len(section.kept)} of {counted(len(section.candidates), 'hit')}, {section.used} of "
             f"{section.budget} tokens (tok: what each costs in the prompt; cut: why it is left out; joined #n: "
             "in the item of hit n, one piece of their conversation)"
         )
@@ -207,20 +208,37 @@ def memory_table(units: list[MemoryUnit], scope: str, *, width: int = 140,
     for u in units:
         ident.cells.append(lit(u.id))
         kind.cells.append(lit(u.kind))
-        stamp = u.timestamp.strftime("%Y-%m-%d %H:%M") if u.kind != "fact" and u.timestamp else None
-        where.cells.append(lit(stamp or u.section or ""))
+        where.cells.append(lit(_section_and_date(u)))
         source.cells.append(lit(f"{u.source}:{u.line}"))
-        text = lit(shorten(listed_text(u), MEMORY_CHARS))
+        text = lit(shorten(_without_shown_date(u), MEMORY_CHARS))
         note = RESTATES.get(notes.get(u.id, ""))
         texts.append(Text.assemble((f"({note}) ", "italic yellow"), text) if note else text)
     cols = [ident, kind, where, source]
     return _table(lit(f"memories · scope {scope} · {len(units)}"), None, _layout(cols, width), texts, cols)
 
 
+def _section_and_date(u: MemoryUnit) -> str:
+    """A fact's section and date (its stamped date, or the day it was learned); an entry's or a chunk's time."""
+    if u.kind != "fact":
+        return u.timestamp.strftime("%Y-%m-%d %H:%M") if u.timestamp else ""
+    day = u.timestamp.strftime("%Y-%m-%d") if u.timestamp else None
+    return " · ".join(x for x in (u.section, day) if x)
+
+
+def _without_shown_date(u: MemoryUnit) -> str:
+    """A listed memory's text, a fact's trailing date left out when it is the date its row shows."""
+    text = listed_text(u)
+    if u.kind == "fact" and u.timestamp is not None:
+        body, written = split_trailing_date(text)
+        if written == u.timestamp.strftime("%Y-%m-%d"):
+            return body
+    return text
+
+
 def listed_text(u: MemoryUnit) -> str:
     """A memory's text as a list shows it: an archive chunk's (`memory list`) with its speakers and turn count."""
     if u.kind == "archive" and "speakers" in u.extra:
-        return f"{', '.join(u.extra['speakers'].split(chr(10)))} · {u.extra['turns']} turns · {u.text}"
+        return f"{', '.join(u.extra['speakers'].split(chr(10)))} · {counted(int(u.extra['turns']), 'turn')} · {u.text}"
     return u.text
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from memclaw.errors import EmbeddingUnavailable, IndexError_
 from memclaw.index import layout as ix
+from memclaw.util.text import counted
 
 if TYPE_CHECKING:
     from memclaw.config import Config
@@ -142,7 +143,7 @@ class IndexIdentity:
         if have is None or reason:
             if reason:
                 n = count_units()
-                log.warning("rebuilding the index: %s; %d memories to embed", reason, n)
+                log.warning("rebuilding the index: %s; %s to embed", reason, counted(n, "memory"))
             wipe()
         else:
             ix.drop_legacy_state(self.layout)

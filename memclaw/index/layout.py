@@ -38,6 +38,7 @@ from memclaw.index.unittable import UnitTable
 from memclaw.markdown.incremental import FileMark
 from memclaw.util.files import replace_atomically
 from memclaw.util.safepath import NotRegularFileError, read_regular
+from memclaw.util.text import counted
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,8 @@ class ScopeState:
     links: dict[str, list[str]] = field(default_factory=dict)
     marks: dict[str, FileMark] = field(default_factory=dict)
     pending: set[str] = field(default_factory=set)  # unit ids without vectors yet (the provider was down)
+    # per file, the keys of the parse notes already said as warnings (memclaw.index.sync: each is said once)
+    warned: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def hashes(self) -> dict[str, str]:
@@ -254,4 +257,4 @@ def embed_texts(embedder, texts: list[str], batch_size: int, progress: Progress 
     except MemclawError:
         raise
     except Exception as e:
-        raise IndexError_(f"embedding {len(texts)} memories failed: {type(e).__name__}: {e}") from e
+        raise IndexError_(f"embedding {counted(len(texts), 'memory')} failed: {type(e).__name__}: {e}") from e

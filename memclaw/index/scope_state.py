@@ -153,6 +153,9 @@ def _state_from(meta: dict[str, str], snaps: dict[str, bytes], log: list[tuple[s
     pending = _json(meta["pending"], list)
     if not all(isinstance(i, str) for i in pending):
         raise ValueError("bad pending ids")
+    warned = _json(meta.get("warned", "{}"), dict)
+    if not all(isinstance(keys, list) and all(isinstance(k, str) for k in keys) for keys in warned.values()):
+        raise ValueError("bad warned notes")
     table = table_from_bytes(snaps["units"], check_ids=False)
     links = _links(_json(snaps["links"], dict))
     appended: dict[str, list[tuple]] = {}
@@ -174,7 +177,7 @@ def _state_from(meta: dict[str, str], snaps: dict[str, bytes], log: list[tuple[s
             raise ValueError(f"unknown log part {part!r}")
     if appended:
         table = _with_appended(table, appended, order or [])
-    return ScopeState(scope, signatures, table, links, marks, set(pending))
+    return ScopeState(scope, signatures, table, links, marks, set(pending), warned)
 
 
 def _links(raw: dict[str, Any]) -> dict[str, list[str]]:
@@ -248,6 +251,7 @@ def save(path: Path, state: ScopeState, lexical_bytes: Callable[[], bytes], chan
         "signatures": {src: list(sig) if sig is not None else None for src, sig in state.signatures.items()},
         "marks": {src: m.to_json() for src, m in state.marks.items()},
         "pending": sorted(state.pending),
+        "warned": state.warned,
     }
     try:
         with writable(path, page_size=page_size(state.scope)) as con:

@@ -3,7 +3,7 @@ tell a file of this layout from damage (replaced) or from something that is not 
 fix).
 
 Tables:
-    meta(key, value)          JSON values: format, scope, signatures, marks, pending
+    meta(key, value)          JSON values: format, scope, signatures, marks, pending, warned
     snapshot(name, data)      "units" (the unit table: JSON strings, raw integer arrays), "links" (JSON), "bm25"
                               (memclaw.index.bm25's bytes: a JSON header and raw arrays)
     log(seq, part, n, data)   what changed since the snapshot of each part, in order: "units" (rows appended to one

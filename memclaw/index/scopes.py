@@ -17,6 +17,7 @@ from memclaw.errors import IndexError_
 from memclaw.index import layout as ix
 from memclaw.markdown.formats import NAMED_DAY_KINDS, event_days, without_cid
 from memclaw.markdown.units import OWNER_SCOPE, MemoryUnit
+from memclaw.util.text import counted
 
 if TYPE_CHECKING:
     from memclaw.config import Config
@@ -342,7 +343,8 @@ class ScopeCache:
         units = list(units)
         lex = make_lexical_index("inverted")
         last = 0
-        with progress_for(self.progress, None, len(units), f"indexing the words of {len(units):,} memories") as done:
+        what = f"indexing the words of {counted(len(units), 'memory')}"
+        with progress_for(self.progress, None, len(units), what) as done:
             for i, u in enumerate(units, 1):
                 lex.add(u.id, self.tokenizer.tokenize(index_text(u)))
                 if done is not None and (i % 1000 == 0 or i == len(units)):

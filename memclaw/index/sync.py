@@ -4,6 +4,7 @@ what is new or changed (memclaw.index.vector_writer), delete what went, update B
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -14,11 +15,13 @@ from memclaw.index.links import changes_links, session_links
 from memclaw.index.passages import context_rows_all, turn_context, unit_of, unit_vectors
 from memclaw.index.scopes import Scope, ScopeCache, index_text
 from memclaw.markdown.units import MemoryUnit
+from memclaw.util.text import counted
 
 if TYPE_CHECKING:
     from memclaw.embedding.base import Embedder
     from memclaw.index.identity import IndexIdentity
     from memclaw.index.unittable import UnitTable
+    from memclaw.markdown.formats import ParseNote
     from memclaw.markdown.incremental import FileMark
     from memclaw.store.base import VectorStore
 
@@ -27,8 +30,9 @@ log = logging.getLogger(__name__)
 
 class ScopeRead:
     """What a sync read of a scope's files: the new unit table in parts (kept rows and freshly parsed ones),
-    the parsed units, the old ids of files parsed in full (candidates for removal), the files' marks, and the rows
-    appended to each file when nothing else changed (what the state's log records, memclaw.index.scope_state)."""
+    the parsed units, the old ids of files parsed in full (candidates for removal), the files' marks, the rows
+    appended to each file when nothing else changed (what the state's log records, memclaw.index.scope_state), and
+    the parse notes said as warnings per file (`_note_keys`)."""
 
     def __init__(self) -> None:
         self.parts: list[UnitTable] = []
@@ -39,6 +43,7 @@ class ScopeRead:
         self.appended: list[tuple[str, UnitTable]] = []
         self.full_diff = False
         self.full_parse = False  # else every parsed unit was appended: new ids by construction (incremental)
+        self.warned: dict[str, list[str]] = {}  # per file, the keys of its parse notes said so far
 
     def add(self, kept: UnitTable | None, units: list[MemoryUnit], hashes: list[str] | None, source: str = "") -> None:
         from memclaw.index.unittable import UnitTable
@@ -60,7 +65,7 @@ def read_scope(cache: ScopeCache, scope: str, old: Scope | None, signatures: dic
     from memclaw.index.few_lookups import FewLookups
     from memclaw.markdown.files import read_bytes
     from memclaw.markdown.incremental import parse_appended, parse_file
-    from memclaw.markdown.memory_md import ParseNote, describe_notes
+    from memclaw.markdown.memory_md import describe_notes
     from memclaw.util.progress import progress_for
 
     out = ScopeRead()
@@ -77,6 +82,8 @@ def read_scope(cache: ScopeCache, scope: str, old: Scope | None, signatures: dic
         if seg is not None and mark is not None and sig is not None and old.state.signatures.get(src) == sig:
             out.add(seg, [], None)
             out.marks[src] = mark
+            if src in old.state.warned:
+                out.warned[src] = old.state.warned[src]
             continue
         data = read_bytes(path) if sig is not None else None
         if data is None:
@@ -98,8 +105,15 @@ def read_scope(cache: ScopeCache, scope: str, old: Scope | None, signatures: dic
                 out.full_parse = True
             if seg is not None:
                 out.reread_old.update(seg.ids)
-        for warning in describe_notes(src, notes):  # said when the file is read after a change, not on each recall
+        said = set(old.state.warned.get(src, ())) if old is not None else set()
+        keys = _note_keys(data, notes)
+        # each note is said once: a note already said (the same kind on the same line text) is not said again
+        for warning in describe_notes(src, [n for n, k in zip(notes, keys, strict=True) if k not in said]):
             log.warning("%s", warning)
+        # a tail parse saw only the new lines: the notes said before still stand
+        warned = set(keys) | (said if tail is not None else set())
+        if warned:
+            out.warned[src] = sorted(warned)
         if units:
             out.add(None, units, [u.content_hash for u in units], src)
     if old is not None:  # files that are gone from the folder (an archive day deleted): their units go
@@ -225,7 +239,8 @@ class ScopeSync:
                 pending, err = {p.unit for p in passages}, self.identity.deferred
             else:
                 embedder, store = self._embedder(), self._store()  # (loaded before the progress clock starts)
-                shown = progress_for(cache.progress, progress, len(passages), f"embedding {len(to_embed):,} memories")
+                what = f"embedding {counted(len(to_embed), 'memory')}"
+                shown = progress_for(cache.progress, progress, len(passages), what)
                 with shown as advance:
                     pending, err = write_vectors(
                         embedder, store, scope, passages, batch_size=self.config.embeddings.batch_size,
@@ -241,7 +256,8 @@ class ScopeSync:
             if err is not None:  # keyword search gets the units now, the vectors come later
                 self._embed_failed(err)
                 msg = (
-                    f"{err}; {len(pending)} memories are searchable by keyword now, their vectors come at the next sync"
+                    f"{err}; {counted(len(pending), 'memory')} {'is' if len(pending) == 1 else 'are'} searchable by "
+                    "keyword now, the vectors come at the next sync"
                 )
                 report.warnings.append(msg)
                 log.warning(msg)
@@ -278,7 +294,7 @@ class ScopeSync:
             old_links = old.state.links
             changes.links = {k: v for k, v in links.items() if old_links.get(k) != v}
             changes.links.update({k: None for k in old_links if k not in links})
-        state = ix.ScopeState(scope, signatures, table, links, read.marks, pending)
+        state = ix.ScopeState(scope, signatures, table, links, read.marks, pending, read.warned)
         sf = layout.state_file(scope)
 
         def lexical_bytes() -> bytes:
@@ -297,6 +313,22 @@ class ScopeSync:
         if report.changed:
             log.info("synced %s: +%d ~%d -%d", scope, report.added, report.updated, report.removed)
         return report
+
+
+def _note_keys(data: bytes, notes: list[ParseNote]) -> list[str]:
+    """A key per parse note that stays the same while its line does: its kind, detail and the line's text (not its
+    number: a fact added above it moves it), numbered when the same note occurs more than once."""
+    if not notes:
+        return []
+    lines = data.split(b"\n")
+    seen: dict[str, int] = {}
+    out: list[str] = []
+    for n in notes:
+        text = lines[n.line - 1] if 0 < n.line <= len(lines) else b""
+        digest = hashlib.sha256(b"\0".join((n.kind.encode(), n.detail.encode(errors="replace"), text))).hexdigest()
+        seen[digest] = seen.get(digest, 0) + 1
+        out.append(f"{digest[:16]}:{seen[digest]}")
+    return out
 
 
 def _contexts(table: UnitTable, units: list[MemoryUnit]) -> dict[str, str]:

@@ -172,14 +172,23 @@ class LLMClient:
     def missing_key(self) -> str | None:
         """A one-line note when no API key for this model is configured or in the environment, else None (known
         without importing litellm)."""
-        return providers.missing_key(self.model, self._api_key, _KEY_SETTING)
+        return self._local_hint(providers.missing_key(self.model, self._api_key, _KEY_SETTING))
 
     def check_key(self) -> None:
         """LLMError (one line naming the variable) when the provider needs a key and none is set: known before any
         request and without importing litellm."""
-        no_key = providers.required_key_missing(self.model, self._api_key, _KEY_SETTING)
+        no_key = self._local_hint(providers.required_key_missing(self.model, self._api_key, _KEY_SETTING))
         if no_key:
             raise LLMError(no_key)
+
+    def _local_hint(self, note: str | None) -> str | None:
+        """A missing-key note, saying that any value works when the endpoint is a server on this machine (the
+        provider's client refuses to send a request without a key, whatever the server asks for)."""
+        if note is None or not providers.is_local_url(self.api_base or providers.env_api_base(self.model)):
+            return note
+        names = providers.key_vars(self.model)[0]
+        example = f"{names[0]}=local" if names else "agent.api_key = 'local'"
+        return f"{note}; the endpoint is a local server, so any value works, e.g. {example}"
 
     def _kwargs(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, **over: Any) -> dict:
         kw: dict[str, Any] = {

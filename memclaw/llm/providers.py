@@ -203,3 +203,29 @@ def required_key_missing(model: str, configured: str | None, setting: str) -> st
     """`missing_key`, for a provider that cannot answer without a key (`key_required`): the line a request would
     end with, said before it is made."""
     return missing_key(model, configured, setting) if key_required(model) else None
+
+
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
+"""Hosts that are this machine: a server there (llama.cpp, vLLM, LM Studio, Ollama) takes any key or none."""
+
+
+def is_local_url(url: str | None) -> bool:
+    """Whether `url` points at this machine (loopback, `localhost` or a name under `.localhost`)."""
+    if not url:
+        return False
+    from urllib.parse import urlsplit
+
+    try:
+        host = (urlsplit(url if "//" in url else "//" + url).hostname or "").lower()
+    except ValueError:
+        return False
+    return host in LOCAL_HOSTS or host.endswith(".localhost") or host.startswith("127.")
+
+
+def env_api_base(model: str) -> str | None:
+    """The endpoint litellm takes from the environment for `model`'s provider (`OPENAI_API_BASE` for openai/...),
+    when the config names none."""
+    provider = provider_of(model)
+    if provider is None:
+        return None
+    return os.environ.get(f"{provider.upper()}_API_BASE") or None

@@ -89,6 +89,8 @@ class RankSettings:
     keep_agent_turns: bool = True
     """False (and `agent_weight` < 1): the placement does not apply to the agent's own archived turns (they hold
     their signal rank with no place of their own: the weight ranks them)."""
+    archive_min_similarity: float = 0.0
+    """An archived turn found by its vector alone (no BM25 match) needs at least this cosine (`archive_floor`)."""
 
 
 @dataclass
@@ -118,6 +120,7 @@ def rank(inp: RankInput, s: RankSettings, *, k: int, n_cand: int, kind: str | No
     caps the units a date range brings in on its own."""
     units = inp.units
     bm25, vector = apply_floors(inp.bm25, inp.vector, s.fusion)
+    vector = archive_floor(vector, bm25, units, s.archive_min_similarity)
     fused = fuse(bm25, vector, s.fusion, bm25_bound=inp.bm25_bound)
     if inp.agent_turns is not None:
         fused = weigh_agent_turns(fused, inp.agent_turns, weight=s.agent_weight)
@@ -148,6 +151,18 @@ def rank(inp: RankInput, s: RankSettings, *, k: int, n_cand: int, kind: str | No
     if not s.keep_factor:
         return distinct.first(fused, k)
     return _placed(fused, bm25, vector, inp, s, distinct, k)
+
+
+def archive_floor(
+    vector: Sequence[tuple[str, float]], bm25: Sequence[tuple[str, float]], units: Mapping[str, RankUnit], floor: float
+) -> list[tuple[str, float]]:
+    """The vector candidates without the archived turns that only their vector found, below `floor`: a short chat
+    line sits near almost any query ("Can you check the flight to Lisbon?" at 0.15 to "passport"). A turn that
+    shares a word with the query keeps its vector."""
+    if floor <= 0:
+        return list(vector)
+    words = {i for i, _s in bm25}
+    return [(i, c) for i, c in vector if c >= floor or i in words or units[i].kind != "archive"]
 
 
 def _placed(

@@ -65,6 +65,7 @@ def rank_settings(rc: RecallConfig) -> RankSettings:
         keep_factor=rc.keep_factor,
         agent_weight=rc.agent_turn_weight,
         keep_agent_turns=rc.keep_agent_turns,
+        archive_min_similarity=rc.archive_min_similarity,
     )
 
 

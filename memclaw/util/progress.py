@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
+from memclaw.util.text import counted
+
 Advance = Callable[[int], None]
 ProgressFactory = Callable[[int, str], contextlib.AbstractContextManager[Advance]]
 
@@ -80,7 +82,7 @@ class _Reporter:
             self._bar.stop()
         if self.shown and finished:
             now = self.clock()
-            print(f"{self.what}: {self.done:,} vectors in {_seconds(now - self.t0)} ({self.rate(now):,.0f}/s)",
+            print(f"{self.what}: {counted(self.done, 'vector')} in {_seconds(now - self.t0)} ({self.rate(now):,.0f}/s)",
                   file=self.stream, flush=True)  # fmt: skip
 
 

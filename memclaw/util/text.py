@@ -29,3 +29,18 @@ def shorten(text: str, limit: int) -> str:
     if space >= room * 3 // 4:  # a word boundary close to the cut: do not split a word
         head = head[:space]
     return f"{head.rstrip()}{ELLIPSIS} (+{len(flat) - len(head.rstrip()):,} chars)"
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`n` and the noun agreeing with it: "1 memory", "2 memories", "1,204 facts". `plural` where English does not
+    add -s, -es or -ies ("1 person", "3 people")."""
+    if n == 1:
+        return f"{n:,} {noun}"
+    if plural is None:
+        if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "o", "u"):
+            plural = noun[:-1] + "ies"
+        elif noun.endswith(("s", "x", "ch", "sh")):
+            plural = noun + "es"
+        else:
+            plural = noun + "s"
+    return f"{n:,} {plural}"

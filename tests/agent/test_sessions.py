@@ -175,3 +175,28 @@ def test_the_consolidation_claim_is_exclusive_across_stores(tmp_path):
     again = two.try_claim(s)
     assert again is not None
     again.close()
+
+
+def test_a_retried_message_replaces_its_unanswered_first_copy(tmp_path):
+    """Issue 38 (papercuts): the run from an unanswered user message to the end (its turn's tool calls and results
+    included) goes when the same sender sends the same text again; an answered message, another text or another
+    sender keeps it; and nothing goes while a consolidation holds the session's claim."""
+    st = SessionStore(tmp_path)
+    s = st.load("discord", "room")
+    ask = {"role": "user", "content": "what is my address?", "sender_id": "42"}
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "function": {"name": "memory_search"}}]}
+    result = {"role": "tool", "tool_call_id": "c1", "content": "Rua das Flores 12"}
+    st.append(s, {"role": "user", "content": "hi", "sender_id": "42"}, {"role": "assistant", "content": "hello"})
+    st.append(s, ask, call, result)
+    assert not st.drop_retried(s, dict(ask, sender_id="7"))  # another sender
+    assert not st.drop_retried(s, dict(ask, content="where do I live?"))  # another message
+    claim = st.try_claim(s)
+    assert claim is not None
+    with claim:
+        assert not st.drop_retried(s, ask)  # a consolidation may be reading it
+    assert len(st.load("discord", "room").messages) == 5
+    assert st.drop_retried(s, ask)
+    assert [m["content"] for m in st.load("discord", "room").messages] == ["hi", "hello"]
+    st.append(s, ask, {"role": "assistant", "content": "Rua das Flores 12."})
+    assert not st.drop_retried(s, ask)  # answered: asking again is a new question
+    assert len(st.load("discord", "room").messages) == 4

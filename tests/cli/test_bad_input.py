@@ -292,6 +292,75 @@ def test_what_is_not_a_fact_is_said_once_naming_the_file_and_line(cli, ws):
     )  # every other byte
 
 
+def test_a_note_is_said_once_not_on_every_add_or_forget(cli, ws):
+    """Issue 38 (papercuts): the paragraph, code-block and bad-date notes were said again on every `memory add` and
+    `forget` (each rewrites the file). A note is said once; a new one is said when it appears, and a note whose line
+    is fixed and broken again is said again."""
+
+    def said(r: Result, what: str) -> int:  # the notes logged (the command also prints each: counted once)
+        return sum(what in line for line in r.err.splitlines() if line.startswith("WARNING memclaw.index"))
+
+    mem = ws / "memory" / "MEMORY.md"
+    mem.write_text(MARKDOWN_NOT_FACTS, "utf-8")
+    r = cli("memory", "add", "Mia is 9", "--section", "Family", "--date", "2026-11-26")
+    assert r.code == 0 and said(r, "not a fact") == 2 and said(r, "not a date") == 1, r.err
+    r = cli("memory", "add", "Tom is 11", "--section", "Work", "--date", "2026-11-26")
+    assert r.code == 0, r.err
+    assert "not a fact" not in r.err and "not a date" not in r.err, r.err
+    uid = json.loads(cli("memory", "add", "Ana is 4", "--section", "Family", "--json").out)["id"]
+    r = cli("memory", "forget", uid)
+    assert r.code == 0 and "not a" not in r.err, r.err
+    mem.write_text(mem.read_text("utf-8") + "\nA new stray paragraph.\n", "utf-8")
+    r = cli("memory", "add", "Leo is 2", "--section", "Family", "--date", "2026-11-26")
+    assert r.code == 0, r.err
+    assert said(r, "not a fact") == 1 and "line 2 " not in r.err and "not a date" not in r.err, r.err
+    new_line = mem.read_text("utf-8").split("\n").index("A new stray paragraph.") + 1
+    assert f"line {new_line} is a paragraph, not a fact" in r.err, r.err
+    mem.write_text(mem.read_text("utf-8").replace("(2026-02-30)", "(2026-02-28)"), "utf-8")
+    assert "not a date" not in cli("memory", "sync").err
+    mem.write_text(mem.read_text("utf-8").replace("(2026-02-28)", "(2026-02-30)"), "utf-8")
+    assert said(cli("memory", "sync"), "not a date") == 1
+
+
+def test_a_memclaw_warning_in_chat_is_a_note_not_a_log_line():
+    """Issue 38 (papercuts): in `memclaw chat` a warning showed as `WARNING memclaw.index.sync: ...` between the
+    replies. Through the chat's log handler it reads `warning: ...`; other libraries' records keep their form."""
+    import io
+
+    from rich.console import Console
+
+    from memclaw.cli.common import log_through
+    from memclaw.runtime import VisibleFormatter
+
+    root = logging.getLogger()
+    plain = logging.StreamHandler(io.StringIO())
+    plain.setFormatter(VisibleFormatter("%(levelname)s %(name)s: %(message)s"))
+    root.addHandler(plain)
+    buf = io.StringIO()
+    try:
+        log_through(Console(file=buf, markup=False, emoji=False, highlight=False, width=200))
+        logging.getLogger("memclaw.index.sync").warning("%s", "memory/MEMORY.md line 2 is a paragraph")
+        logging.getLogger("chromadb.telemetry").warning("telemetry is off")
+    finally:
+        for h in [h for h in root.handlers if h is plain or type(h).__name__ == "_ConsoleLogHandler"]:
+            root.removeHandler(h)
+    assert buf.getvalue().splitlines() == [
+        "warning: memory/MEMORY.md line 2 is a paragraph",
+        "WARNING chromadb.telemetry: telemetry is off",
+    ]
+
+
+def test_a_usage_error_is_one_line_naming_the_option_and_its_range(cli, memclaw_home):
+    """Issue 38 (papercuts): `--k 0` printed click's usage block (usage, hint, blank line, error). Every usage error
+    is one line on stderr, exit 2, naming the option, the range it takes and where the help is."""
+    assert_error(cli("recall", "boat", "--k", "0"), 2, "'--k'", "(--k takes from 1 to 200)", "memclaw recall --help")
+    assert_error(cli("recall", "boat", "-k", "201"), 2, "'--k'", "from 1 to 200")
+    assert_error(cli("recall", "boat", "--tokens", "-1"), 2, "'--tokens'", "(--tokens takes at least 0)")
+    assert_error(cli("recall", "boat", "--kk", "3"), 2, "No such option: --kk", "memclaw recall --help")
+    assert_error(cli("recall"), 2, "Missing argument", "memclaw recall --help")
+    assert_error(cli("memory", "lst"), 2, "No such command 'lst'", "memclaw memory --help")
+
+
 def test_a_5mb_memory_file(cli, ws, memclaw_home):
     mem = ws / "memory" / "MEMORY.md"
     line = b"- fact number %06d about the weekly groceries, the bike, the garden and the weather\n"

@@ -239,7 +239,8 @@ def test_the_demo_hint_names_the_memclaw_that_was_run(tmp_path, monkeypatch):
 
     script = Path(sys.executable).parent / "memclaw"  # the console script of this environment
     assert script.exists()
-    env = dict(os.environ, PATH="/usr/bin:/bin", COLUMNS="200")  # .venv/bin is not on PATH
+    env = dict(os.environ, PATH="/usr/bin:/bin")  # .venv/bin is not on PATH
+    env.pop("COLUMNS", None)  # not a terminal: 80 columns, and the path is longer (issue 38: it wrapped)
     p = subprocess.run(
         [str(script), "demo", "-w", str(tmp_path / "demo"), "what am I allergic to"],
         env=env,
@@ -248,7 +249,9 @@ def test_the_demo_hint_names_the_memclaw_that_was_run(tmp_path, monkeypatch):
         timeout=600,
     )
     assert p.returncode == 0, p.stderr
+    assert len(f"Try: {script} recall --workspace {tmp_path}") > 80
     assert p.stdout.rstrip().splitlines()[-1] == f'Try: {script} recall "your question" --workspace {tmp_path / "demo"}'
+    assert f"Demo workspace: {tmp_path / 'demo'} (" in p.stdout
 
 
 def test_invoked_as(tmp_path, monkeypatch):

@@ -88,7 +88,9 @@ def test_every_exit_of_the_console_script_waits_for_background_work(home):
     env = dict(os.environ, MEMCLAW_HOME=str(home))
     p = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "Missing argument" in p.stderr, p.stderr
-    assert p.stderr.endswith("background done\n"), p.stderr
+    # the thread's line is there: it finished before the process ended (before or after the error line: under load
+    # the imports before the usage error can take longer than the thread's second)
+    assert "background done\n" in p.stderr, p.stderr
 
 
 @pytest.mark.slow

@@ -152,6 +152,52 @@ def test_memory_list_shows_every_memory_with_the_ids_recall_gives(cli, ws):
     assert_error(cli("memory", "list", "--kind", "facts"), 2, "unknown memory kind", "fact, history or archive")
 
 
+def test_a_fact_of_several_lines_is_joined_and_memory_add_says_so(cli, ws):
+    """Issue 38 (papercuts): a multi-line `memory add` was flattened silently. A fact is one line (what MEMORY.md
+    and every view show of it); the lines are joined, and one line on stderr says so."""
+    r = cli("memory", "add", "Lena's address:\nRua das Flores 12\n\n  Porto", "--date", "2026-11-25", "--json")
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["text"] == "Lena's address: Rua das Flores 12 Porto (2026-11-25)"
+    assert r.err == "warning: a fact is one line: its 3 lines are joined with spaces\n", r.err
+    r = cli("memory", "add", "  one line only  \n", "--date", "2026-11-25")
+    assert r.code == 0 and r.err == "", r.err
+
+
+def test_memory_list_shows_a_facts_section_and_date(cli, ws):
+    """Issue 38 (papercuts): the "section / date" column never showed a fact's date. It shows the fact's date (the
+    stamped one, or the day it was learned) beside its section, and the text leaves that date out (said once)."""
+    (ws / "memory" / "MEMORY.md").write_text("# Family\n- Mia is 9 (2026-03-02)\n- Tom rides a bike\n", "utf-8")
+    assert cli("memory", "add", "The bins go out", "--date", "2026-11-25").code == 0
+    r = cli("memory", "list")
+    assert r.code == 0, r.err
+    rows = [" ".join(line.split()) for line in r.out.splitlines()]
+    assert any(row.endswith("Family · 2026-03-02 Mia is 9") for row in rows), r.out
+    assert any(row.endswith("Family Tom rides a bike") for row in rows), r.out
+    assert any(row.endswith("Notes · 2026-11-25 The bins go out") for row in rows), r.out
+
+
+def test_counts_agree_with_their_nouns(cli, ws):
+    """Issue 38 (papercuts): "1 memories". Every count printed agrees with its noun."""
+    from memclaw.util.text import counted
+
+    assert [counted(n, "memory") for n in (0, 1, 2, 1204)] == ["0 memories", "1 memory", "2 memories", "1,204 memories"]
+    assert (counted(1, "hit"), counted(3, "hit"), counted(2, "match"), counted(2, "day")) == (
+        "1 hit", "3 hits", "2 matches", "2 days",
+    )  # fmt: skip
+    assert counted(3, "person", "people") == "3 people"
+    from memclaw.agent.commands import memory_command
+    from memclaw.config import Config
+    from memclaw.service.facade import MemoryService
+    from memclaw.workspace import Workspace
+
+    mem = MemoryService(Workspace(ws), Config(workspace=ws, recall={"k": 1}))
+    try:
+        out = memory_command(mem, "/recall", "Lena Porto", scope="owner", is_owner=True, markdown=True)
+    finally:
+        mem.close()
+    assert out.ok and out.text.splitlines()[0].endswith(" · 1 hit"), out.text  # chat's /recall
+
+
 def test_memory_forget_removes_the_bullet_or_entry_then_the_index(cli, ws, memclaw_home):
     """Issue 13.8: forget removes exactly the bullet or the entry from the Markdown, then from the index, and says
     what it forgot."""
@@ -278,7 +324,27 @@ def test_memory_list_shows_one_row_per_conversation_of_the_archive(cli, ws):
     assert [r["kind"] for r in listed(cli)][-3:] == ["archive"] * 3  # after the facts and the history
     r = cli("memory", "list")
     assert r.code == 0 and "c2222bbbb" in r.out and "3 turns" in r.out
+    assert "Maya · 1 turn · My cello" in r.out and "1 turns" not in r.out  # issue 38: "1 memories"
     assert listed(cli, "--kind", "archive", "--sender", "discord:5") == []
+
+
+def test_an_archived_turn_found_by_its_vector_alone_needs_the_archive_floor(cli, ws):
+    """Issue 38 (papercuts): `/recall passport` listed archive excerpts about a restaurant and a ferry (cosine 0.15,
+    no word in common). An archived turn that shares no word with the query needs recall.archive_min_similarity;
+    one that names the passport is still found, and so is a turn that means the query in other words."""
+    from datetime import datetime
+
+    from memclaw.workspace import Workspace
+    from tests.archive_days import append_day, chunk
+
+    archive(ws)
+    trip = chunk("c4444dddd", datetime(2026, 11, 27, 9, 0), ("Maya", "Can you check the flight to Lisbon?"),
+                 ("memclaw", "TAP 1234 leaves at 9:10."), ("Maya", "My passport expires in March."))  # fmt: skip
+    append_day(Workspace(ws), "owner", trip)
+    hits = json.loads(cli("recall", "passport", "--kind", "archive", "--json").out)
+    assert [h["text"] for h in hits] == ["Maya: My passport expires in March."], hits
+    hits = json.loads(cli("recall", "when do I take the boat", "--kind", "archive", "--json", "-k", "1").out)
+    assert [h["text"] for h in hits] == ["Maya: The ferry leaves at 7:40 tomorrow."], hits
 
 
 def test_memory_forget_removes_a_conversation_a_turn_or_a_day_of_the_archive(cli, ws):

@@ -6,6 +6,7 @@ keyword values: the same config, or the same validation errors, or both refusing
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 from unittest import mock
@@ -135,9 +136,42 @@ def _outcome(make: Any) -> tuple[str, Any]:
 @example(variables=[("MEMCLAW_EMBEDDINGS__BATCH_SIZE", "8")], keywords={"embeddings": EmbeddingsConfig(model="x")})
 def test_the_environment_reads_as_pydantic_settings_read_it(variables, keywords):
     environ = {k: v for k, v in os.environ.items() if not k.upper().startswith(ENV_PREFIX)}
-    environ.update(variables)
-    with mock.patch.dict(os.environ, environ, clear=True):
-        assert _outcome(lambda: Config(**keywords)) == _outcome(lambda: Reference(**keywords)), variables
+    with mock.patch.dict(os.environ, environ | dict(variables), clear=True):
+        ours = _outcome(lambda: Config(**keywords))
+    with mock.patch.dict(os.environ, environ | {k: _as_json_list(k, v) for k, v in variables}, clear=True):
+        assert ours == _outcome(lambda: Reference(**keywords)), variables
+
+
+_LIST_KEYS = {"guilds", "allow_from", "channels", "always_answer_channels"}
+
+
+def _as_json_list(name: str, value: str) -> str:
+    """A list key's comma-separated value as the JSON list pydantic-settings reads the same way (memclaw reads both;
+    text that starts with `[` or `{` is JSON for both)."""
+    path = name[len(ENV_PREFIX) :].lower().split("__")
+    is_list = (path[0] == "owners" and len(path) == 2) or (
+        path[:2] == ["channels", "discord"] and len(path) == 3 and path[2] in _LIST_KEYS
+    )
+    if not is_list or value.lstrip()[:1] in ("[", "{"):
+        return value
+    return json.dumps([item.strip() for item in value.split(",") if item.strip()])
+
+
+def test_a_list_from_the_environment_is_comma_separated_or_json(monkeypatch):
+    """Issue 38 (papercuts): `MEMCLAW_OWNERS__DISCORD=111` failed with "Input should be a valid list"."""
+    for k in [k for k in os.environ if k.upper().startswith(ENV_PREFIX)]:
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("MEMCLAW_OWNERS__DISCORD", "111")
+    monkeypatch.setenv("MEMCLAW_CHANNELS__DISCORD__GUILDS", " 1, 2 ,")
+    monkeypatch.setenv("MEMCLAW_CHANNELS__DISCORD__ALLOW_FROM", '["7", "8"]')
+    monkeypatch.setenv("MEMCLAW_CHANNELS__DISCORD__CHANNELS", "")
+    cfg = Config()
+    assert cfg.owners == {"discord": ["111"]}
+    assert (cfg.channels.discord.guilds, cfg.channels.discord.allow_from) == (["1", "2"], ["7", "8"])
+    assert cfg.channels.discord.channels == []
+    monkeypatch.setenv("MEMCLAW_CHANNELS__DISCORD__GUILDS", "[1, 2")  # meant as JSON: it must parse
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        Config()
 
 
 def test_examples_from_the_readme(monkeypatch):

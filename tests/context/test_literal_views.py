@@ -33,9 +33,11 @@ from memclaw.agent.turn import AgentReply
 from memclaw.cli import agent_cmd, common, context_cmd, memory_cmds
 from memclaw.config import Config
 from memclaw.context.builder import build_messages
+from memclaw.context.excerpts import MEMORIES_TAG
 from memclaw.context.memory_section import fill_hits
 from memclaw.context.recall_view import recall_text
 from memclaw.context.senders import Sender
+from memclaw.context.tag_guard import unforgeable
 from memclaw.context.views import forgot_text, memory_table
 from memclaw.errors import UsageError
 from memclaw.markdown.units import MemoryUnit
@@ -181,9 +183,9 @@ def test_excerpts_show_any_text_literally(text, other, speaker, query, terminal)
             memory_cmds.print_recall(res, fill, 8)
         assert shows(c.text, shorten(window[1].text, MEMORY_CHARS)) and "excerpt" in c.text, c.text
         if fill is not None:
-            assert shows(c.text, "memory section: 1 of 1 hits"), c.text
-            served = fill.candidates[0].item  # the item as the prompt gets it: escaped, never a tag
-            assert "<" not in served and window[1].id in fill.served(0)
+            assert shows(c.text, "memory section: 1 of 1 hit,"), c.text
+            served = fill.candidates[0].item  # the item as the prompt gets it: it cannot open or close the block
+            assert unforgeable(served, MEMORIES_TAG) == served and window[1].id in fill.served(0)
     with Captured(terminal) as c:
         agent_cmd._print_reply(AgentReply(recall_text(res), command="/recall", recall=res))
     assert shows(c.text, shorten(window[1].text, MEMORY_CHARS)), c.text
