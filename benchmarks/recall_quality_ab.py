@@ -4,7 +4,7 @@
 
 Each checkout runs in its own process (PYTHONPATH=checkout, PYTHONHASHSEED=0) and runs `memclaw bench`'s own LoCoMo
 dev (`--corpus all`) and LongMemEval dev (`--corpus history`) runners for the `hybrid` system only. Every
-MemoryService the runners open gets the exact, brute-force store of benchmarks/fusion_exact.py: Chroma's HNSW
+MemoryService the runners open gets the exact, brute-force store of benchmarks/lab/fusion_exact.py: Chroma's HNSW
 graph is not reproducible between builds, so only an exact store makes two runs differ by the code alone. Document
 vectors come from one embedding cache (`--embed-cache`): the first process fills it, the second reads it.
 
@@ -34,7 +34,7 @@ BUDGETS = (128, 256, 512, 1024)
 
 def child(out: Path, cache: Path, limit: int | None, lme: int | None, pick: str | None = None) -> None:
     """Runs inside one checkout: both runners with an exact store, every question's budget recalls to `out`."""
-    sys.path.insert(0, str(Path(__file__).parent))
+    sys.path.insert(0, str(Path(__file__).parent / "lab"))
     import atexit
 
     from fusion_exact import ExactStore
