@@ -35,6 +35,7 @@ from memclaw.agent.consolidate import ConsolidationReport, Consolidator, describ
 from memclaw.agent.sessions import INCOGNITO, Session, SessionStore
 from memclaw.agent.turn import AgentReply, InboundMessage, ToolUse, TurnRecord, apology
 from memclaw.agent.turnlock import turn_held
+from memclaw.config import config_secrets
 from memclaw.context.builder import IncomingMessage, build_messages
 from memclaw.context.senders import Sender, is_owner, scope_for
 from memclaw.errors import InvalidSenderError, LLMError, MemclawError, MemoryFileError
@@ -42,6 +43,7 @@ from memclaw.llm.client import LLMClient, LLMResponse
 from memclaw.prompts import render
 from memclaw.tools.base import ToolContext
 from memclaw.tools.registry import ToolRegistry
+from memclaw.util.redact import redact_text
 from memclaw.util.text import shorten
 from memclaw.workspace import Workspace
 
@@ -255,8 +257,9 @@ class Agent:
         if not final:  # nothing memclaw said: shown, never stored or archived as its words (the message is kept)
             return AgentReply(EMPTY_REPLY, record=rec), None
 
-        # 4. the reply, on disk before it is returned
+        # 4. the reply, on disk before it is returned: a known secret's value is *** in the session and every channel
         t = time.perf_counter()
+        final = redact_text(final, config_secrets(self.config))
         final_msg: dict[str, Any] = {"role": "assistant", "content": final}
         if rec.reasoning:
             final_msg["reasoning_content"] = rec.reasoning[-1]

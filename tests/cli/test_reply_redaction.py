@@ -41,8 +41,10 @@ def test_agent_one_shot_masks_secrets_in_the_reply(root, llm_server):
     p = memclaw("agent", "-m", "what is my bot token?", "-w", str(root))
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "Here it is (one shot): *** and *** and ***."
+    stored = "".join(f.read_text("utf-8") for f in (root / "sessions").glob("*.jsonl"))
+    assert "Here it is (one shot): *** and ***" in stored
     for s in (DISCORD, EMBED_KEY, "sk-test-not-a-real-key"):
-        assert s not in p.stdout + p.stderr
+        assert s not in p.stdout + p.stderr + stored
 
 
 def test_chat_masks_secrets_in_the_reply(root, llm_server):
