@@ -238,8 +238,10 @@ def _refusal(why: str, *, install: bool = False) -> str:
 
 def _sandbox_started(info_r: int) -> bool:
     """Did bwrap report its sandbox's PID on the info pipe (it does once the sandbox is set up)?"""
-    ready, _, _ = select.select([info_r], [], [], 2.0)
-    return bool(ready) and b"child-pid" in os.read(info_r, 4096)
+    # poll, not select: select() refuses a descriptor numbered 1024 or more, which a long-lived process reaches
+    poller = select.poll()
+    poller.register(info_r, select.POLLIN)
+    return bool(poller.poll(2000)) and b"child-pid" in os.read(info_r, 4096)
 
 
 def _kill_group(pgid: int) -> None:

@@ -233,3 +233,27 @@ def test_sandbox_sees_no_secret_of_the_machine(tmp_path):
     mounted = [argv[i + 1] for i, a in enumerate(argv) if a in ("--bind", "--ro-bind", "--ro-bind-try")]
     assert str(tmp_path.resolve()) in mounted
     assert not any(m in ("/etc", "/root", "/home", "/etc/shadow", "/etc/ssh", "/proc") for m in mounted)
+
+
+@needs_bwrap
+def test_exec_works_in_a_process_holding_more_than_1024_files(home):
+    """A long-lived process (the gateway, or this test suite) holds many files: the sandbox's info pipe then gets a
+    descriptor past 1024, which select() refused ("filedescriptor out of range") when a command failed."""
+    import os
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"the hard limit on open files ({hard}) is below 1200")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    held = []
+    try:
+        while len(held) < 1100 and (not held or held[-1] < 1100):
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        ctx = ToolContext(root=home / "workspace", config=load_config(), scope="owner", is_owner=True)
+        r = asyncio.run(ToolRegistry().execute("exec", {"command": "echo failing; exit 3"}, ctx))
+        assert "failing" in r.content and "[exit code 3]" in r.content, r.content
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

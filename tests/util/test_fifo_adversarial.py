@@ -97,10 +97,11 @@ def test_a_forget_refused_by_a_fifo_leaves_the_fact(home: Path) -> None:
     mem = home / "workspace" / "memory" / "MEMORY.md"
     before = mem.read_bytes()
     fifo = home / "workspace" / "sessions" / "forgotten.jsonl"
-    _plant(fifo)
+    # the id first: `memory list` reads the record of forgotten memories too, and refuses the FIFO as well
     listed = _memclaw(home, "memory", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     fact_id = next(u["id"] for u in json.loads(listed.stdout) if "Lena" in u["text"])
+    _plant(fifo)
     r = _memclaw(home, "memory", "forget", fact_id)
     _one_line_exit_3(r, fifo)
     assert mem.read_bytes() == before
