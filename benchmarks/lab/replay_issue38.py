@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from calendar import month_name
 from dataclasses import asdict, dataclass
 from datetime import date, timedelta
 from pathlib import Path
@@ -27,21 +28,6 @@ HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parents[2]))
 
 from tests.llm_server import ScriptedLLMServer  # noqa: E402
-
-MONTHS = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-]
 
 
 @dataclass
@@ -142,7 +128,7 @@ def check_yearless(repo: Path) -> Row:
     r.run("memory", "add", "My dentist appointment is tomorrow")
     r.run("memory", "add", "I like green tea")
     tomorrow = date.today() + timedelta(days=1)
-    query = f"what's on {tomorrow.day} {MONTHS[tomorrow.month - 1]}?"
+    query = f"what's on {tomorrow.day} {month_name[tomorrow.month]}?"
     text = r.run("recall", query).stdout
     hits = recall_json(r, query)
     stamped = re.search(r"stamped (\d{4})-", text)
