@@ -24,9 +24,11 @@ worker threads. A failure gives a short apology; the session and memory stay int
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import deque
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +69,29 @@ def _describe_attachments(msg: InboundMessage) -> str:
     return text
 
 
+class _KeyedLocks:
+    """One asyncio lock per key, kept only while a task holds it or waits for it: a crowd of chats leaves none."""
+
+    def __init__(self) -> None:
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._users: dict[tuple[str, str], int] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: tuple[str, str]) -> AsyncIterator[None]:
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        self._users[key] = self._users.get(key, 0) + 1
+        try:
+            async with lock:
+                yield
+        finally:
+            self._users[key] -= 1
+            if not self._users[key]:
+                del self._users[key], self._locks[key]
+
+    def __len__(self) -> int:
+        return len(self._locks)
+
+
 class Agent:
     def __init__(
         self,
@@ -90,16 +115,15 @@ class Agent:
         self.consolidator = Consolidator(config, self.llm, memory, self.sessions) if memory is not None else None
         self.turns: deque[TurnRecord] = deque(maxlen=100)
         self.last_consolidation: ConsolidationReport | None = None
-        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
-        self._consolidating: dict[tuple[str, str], asyncio.Lock] = {}
+        self._locks = _KeyedLocks()
+        self._consolidating = _KeyedLocks()
         self._background: set[asyncio.Task[Any]] = set()
 
     # ----- public ----------------------------------------------------------------------------------------
     async def handle(self, message: InboundMessage) -> AgentReply:
         """Answer one message. Never raises for model, tool or memory failures: they become a short reply."""
         key = (message.channel, message.chat_id)
-        lock = self._locks.setdefault(key, asyncio.Lock())
-        async with lock:
+        async with self._locks.hold(key):
             t0 = time.perf_counter()
             rec = TurnRecord(channel=message.channel, chat_id=message.chat_id)
             try:
@@ -134,9 +158,7 @@ class Agent:
         """Consolidate a session now (older part, or all of it). One consolidation per session at a time."""
         if self.consolidator is None:
             return ConsolidationReport(ok=False, error="no memory service attached")
-        key = (channel, chat_id)
-        lock = self._consolidating.setdefault(key, asyncio.Lock())
-        async with lock:
+        async with self._consolidating.hold((channel, chat_id)):
             session = await asyncio.to_thread(self.sessions.load, channel, chat_id)
             report = await self.consolidator.consolidate(session, everything=everything)
         self.last_consolidation = report

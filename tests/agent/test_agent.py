@@ -360,3 +360,23 @@ def test_an_empty_reply_is_shown_but_never_stored_as_memclaws_words(ws, llm_serv
         ("assistant", "Here I am."),
     ]
     assert EMPTY_REPLY not in json.dumps(llm_server.requests[1]["messages"])  # never history the model reads
+
+
+def test_the_per_chat_locks_of_a_crowd_are_let_go(ws, llm_server):
+    """Issue 39.6: the agent kept one lock per chat it ever answered, for the life of the process. A lock is now
+    kept only while a turn holds it or waits for it: turns of one chat still run one at a time."""
+    agent = make_agent(ws)
+    chats = [InboundMessage("discord", f"dm-{n}", str(3000 + n), f"user {n}", "hello") for n in range(40)]
+    llm_server.reply("hi", times=len(chats) + 2)
+
+    async def run() -> list[str]:
+        replies = await asyncio.gather(*(agent.handle(m) for m in chats))
+        # two turns of one chat at once: the second waits for the first, on the same lock
+        same = await asyncio.gather(agent.handle(cli("one")), agent.handle(cli("two")))
+        return [r.text for r in [*replies, *same]]
+
+    texts = asyncio.run(run())
+    assert texts == ["hi"] * (len(chats) + 2)
+    assert len(agent._locks) == 0 and len(agent._consolidating) == 0
+    lines = [x["content"] for x in session_lines(ws) if x.get("role") == "user"]
+    assert lines == ["one", "two"]
