@@ -133,3 +133,21 @@ def test_no_private_name_is_imported_across_modules():
                     if a.name.startswith("_") and not a.name.startswith("__"):
                         bad.append(f"{path.relative_to(PKG.parent)}:{node.lineno} imports {node.module}.{a.name}")
     assert not bad, "\n".join(bad)
+
+
+def test_a_private_module_is_imported_only_inside_its_package():
+    """`memclaw/index/_bm25.py` is the index's own: only modules of `memclaw.index` may import it."""
+    bad = []
+    for module, path in _modules():
+        importer_pkg = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        for name, line in _imports(path, module):
+            if not name.startswith("memclaw."):
+                continue
+            parts = name.split(".")
+            for i, part in enumerate(parts):
+                if part.startswith("_") and not part.startswith("__"):
+                    owner = ".".join(parts[:i])
+                    if importer_pkg != owner and not importer_pkg.startswith(owner + "."):
+                        bad.append(f"{path.relative_to(PKG.parent)}:{line} imports {name}")
+                    break
+    assert not bad, "\n".join(bad)
