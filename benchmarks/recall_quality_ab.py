@@ -8,6 +8,10 @@ MemoryService the runners open gets the exact, brute-force store of benchmarks/l
 graph is not reproducible between builds, so only an exact store makes two runs differ by the code alone. Document
 vectors come from one embedding cache (`--embed-cache`): the first process fills it, the second reads it.
 
+A configuration change is measured the same way: `--baseline . --current . --current-env
+MEMCLAW_RECALL__ARCHIVE_MIN_SIMILARITY=0.2` runs one checkout twice, the second with that environment override.
+`--locomo-corpus full --lme-corpus archive` measures with the archive in memory.
+
 The report gives the memory-section recall at 128/256/512/1024 tokens (LoCoMo: evidence recall; LongMemEval:
 recall_any and recall_all), the questions each side wins and loses at each budget, and the exact two-sided sign
 test of the split (memclaw.bench.paired.sign_test).
@@ -32,7 +36,9 @@ LME = DATA / "longmemeval" / "lme-s-dev.json.gz"
 BUDGETS = (128, 256, 512, 1024)
 
 
-def child(out: Path, cache: Path, limit: int | None, lme: int | None, pick: str | None = None) -> None:
+def child(
+    out: Path, cache: Path, limit: int | None, lme: int | None, pick: str | None, corpora: tuple[str, str]
+) -> None:
     """Runs inside one checkout: both runners with an exact store, every question's budget recalls to `out`."""
     sys.path.insert(0, str(Path(__file__).parent / "lab"))
     import atexit
@@ -77,7 +83,15 @@ def child(out: Path, cache: Path, limit: int | None, lme: int | None, pick: str 
     specs = parse_systems("hybrid")
     t0 = time.perf_counter()
     if not pick:  # a pick of LongMemEval questions is a run of its own
-        run_locomo(load_locomo(LOCOMO), specs, progress=False, base=base, embedder=emb, limit_questions=limit)
+        run_locomo(
+            load_locomo(LOCOMO),
+            specs,
+            corpus=corpora[0],
+            progress=False,
+            base=base,
+            embedder=emb,
+            limit_questions=limit,
+        )
     t1 = time.perf_counter()
     data = LME
     if pick:  # only these questions (0-based positions in the file), e.g. those whose question names a date
@@ -86,18 +100,30 @@ def child(out: Path, cache: Path, limit: int | None, lme: int | None, pick: str 
         raw = json.loads(gzip.decompress(LME.read_bytes()))
         data = out.parent / "lme-picked.json"
         data.write_text(json.dumps([raw[int(i)] for i in pick.split(",")]), "utf-8")
-    run_longmemeval(data, specs, limit=lme or limit, progress=False, base=base, embedder=emb, corpus="history")
+    run_longmemeval(data, specs, limit=lme or limit, progress=False, base=base, embedder=emb, corpus=corpora[1])
     rows["seconds"] = [round(t1 - t0, 1), round(time.perf_counter() - t1, 1)]  # type: ignore[assignment]
     emb.save()
     out.write_text(json.dumps(rows), "utf-8")
 
 
-def _run(checkout: Path, out: Path, cache: Path, limit: int | None, lme: int | None, pick: str | None = None) -> None:
+def _run(
+    checkout: Path,
+    out: Path,
+    cache: Path,
+    limit: int | None,
+    lme: int | None,
+    pick: str | None,
+    *,
+    corpora: tuple[str, str],
+    extra_env: dict[str, str],
+) -> None:
     env = dict(os.environ, PYTHONPATH=str(checkout), PYTHONHASHSEED="0", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                LITELLM_LOCAL_MODEL_COST_MAP="True", MEMCLAW_HOME=str(out.parent / f"home-{out.stem}"))  # fmt: skip
+    env.update(extra_env)
     cmd = [sys.executable, __file__, "--child", str(out), "--cache", str(cache)]
     cmd += (["--limit", str(limit)] if limit else []) + (["--lme", str(lme)] if lme else [])
     cmd += ["--lme-pick", pick] if pick else []
+    cmd += ["--locomo-corpus", corpora[0], "--lme-corpus", corpora[1]]
     subprocess.run(cmd, env=env, check=True, cwd=checkout)
 
 
@@ -136,18 +162,24 @@ def main() -> int:
     ap.add_argument("--limit", type=int, help="first N questions of each set (a smoke run)")
     ap.add_argument("--lme", type=int, help="first N LongMemEval questions only (their haystacks are long to embed)")
     ap.add_argument("--lme-pick", help="only these LongMemEval questions: 0-based positions in the file, a,b,c")
+    ap.add_argument("--locomo-corpus", default="all", help="LoCoMo corpus: all, facts, sessions or full")
+    ap.add_argument("--lme-corpus", default="history", help="LongMemEval corpus: history or archive")
+    ap.add_argument("--current-env", action="append", default=[], metavar="KEY=VALUE",
+                    help="an environment override for the current side only (repeatable)")  # fmt: skip
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        child(a.child, a.cache, a.limit, a.lme, a.lme_pick)
+        child(a.child, a.cache, a.limit, a.lme, a.lme_pick, (a.locomo_corpus, a.lme_corpus))
         return 0
     if a.baseline is None:
         ap.error("--baseline is required")
     with tempfile.TemporaryDirectory() as tmp:
         cache = a.cache or Path(tmp) / "embed-cache.npz"
         old, new = Path(tmp) / "old.json", Path(tmp) / "new.json"
-        _run(a.baseline.resolve(), old, cache, a.limit, a.lme, a.lme_pick)
-        _run(a.current.resolve(), new, cache, a.limit, a.lme, a.lme_pick)
+        corpora = (a.locomo_corpus, a.lme_corpus)
+        extra = dict(kv.split("=", 1) for kv in a.current_env)
+        _run(a.baseline.resolve(), old, cache, a.limit, a.lme, a.lme_pick, corpora=corpora, extra_env={})
+        _run(a.current.resolve(), new, cache, a.limit, a.lme, a.lme_pick, corpora=corpora, extra_env=extra)
         ra, rb = json.loads(old.read_text()), json.loads(new.read_text())
     head = "| set | tokens | before | after | questions won | lost | sign test p |"
     lines = [
@@ -155,9 +187,11 @@ def main() -> int:
         "",
         f"- date: {datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; machine: {os.cpu_count()} CPUs, Python "
         f"{sys.version.split()[0]}",
-        f"- baseline: {_commit(a.baseline)}; current: {_commit(a.current)}",
-        f"- data: {LOCOMO.name} ({len(rb['locomo'])} questions, corpus all), {LME.name} ({len(rb['lme'])} questions "
-        "scored, corpus history); system `hybrid`; run seconds (LoCoMo, LongMemEval) before "
+        f"- baseline: {_commit(a.baseline)}; current: {_commit(a.current)}"
+        + (f" with {', '.join(a.current_env)}" if a.current_env else ""),
+        f"- data: {LOCOMO.name} ({len(rb['locomo'])} questions, corpus {a.locomo_corpus}), "
+        f"{LME.name} ({len(rb['lme'])} questions "
+        f"scored, corpus {a.lme_corpus}); system `hybrid`; run seconds (LoCoMo, LongMemEval) before "
         f"{ra['seconds']}, after {rb['seconds']}",
         "- method: `benchmarks/recall_quality_ab.py` (docstring). Recall of what a memory section of that many "
         "tokens keeps; won / lost: questions whose recall went up / down; p: exact two-sided sign test",
