@@ -269,7 +269,9 @@ def mcp(
     http: Annotated[
         bool, typer.Option("--http", help="Serve streamable HTTP on 127.0.0.1 (token: MEMCLAW_MCP_TOKEN).")
     ] = False,
-    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="The --http port (0: any free port).")] = DEFAULT_PORT,
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="The --http port (0: any free port).")
+    ] = DEFAULT_PORT,
     sender: SenderOpt = None,
     read_only: Annotated[bool, typer.Option("--read-only", help="Offer no remember or forget tool.")] = False,
     workspace: WorkspaceOpt = None,

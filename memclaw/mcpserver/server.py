@@ -109,8 +109,9 @@ def _add_read_tools(server: MCPServer, memory: Memory) -> None:
     @server.tool(annotations=reads)
     def recall(
         query: Annotated[str, Field(description="What to look for, in plain words (e.g. 'where does Ana work').")],
-        k: Annotated[int | None, Field(ge=1, le=200, description="How many memories at most (default: recall.k).")]
-        = None,
+        k: Annotated[
+            int | None, Field(ge=1, le=200, description="How many memories at most (default: recall.k).")
+        ] = None,
         tokens: Annotated[
             int | None,
             Field(
@@ -171,9 +172,7 @@ def _add_write_tools(server: MCPServer, memory: Memory) -> None:
         """Remember a fact in MEMORY.md, marked with the day it was learned. A fact already there is not written
         again (already_remembered). Secrets (keys, tokens, passwords) are saved as ***."""
         with memory.use():
-            unit, written = memory.service.remember_fact(
-                text, scope=memory.client.scope, section=section, learned=date
-            )
+            unit, written = memory.service.remember_fact(text, scope=memory.client.scope, section=section, learned=date)
             pending = unit.id in memory.service.pending_vectors(unit.scope)
             return memory.unit_json(unit) | {"already_remembered": not written, "vector_pending": pending}
 
