@@ -256,7 +256,7 @@ def section_json(memory: Memory, *, message: str) -> dict[str, Any]:
         "scope": built.scope,
         "is_owner": built.is_owner,
         "recall_query": built.recall_query,
-        "text": section_text(built.messages),
+        "text": section_text(built.messages) if built.hits else "",
         "memories": data["memories"],
         "memory_section": data["memory_section"],
         "warnings": data["warnings"],
@@ -266,8 +266,8 @@ def section_json(memory: Memory, *, message: str) -> dict[str, Any]:
 
 
 def section_text(messages: list[dict[str, Any]]) -> str:
-    """The memory section of the assembled system prompt, from its heading to its closing tag ('' when none). It
-    is the prompt's last part (memclaw.context.sections.assemble); the rules before it may name its tag too."""
+    """The memory section of an assembled system prompt that has one, from its heading to its closing tag. It is
+    the prompt's last part (memclaw.context.sections.assemble); the rules before it may name its tag too."""
     from memclaw.context.sections import MEMORIES_CLOSE, MEMORIES_OPEN
 
     system = messages[0].get("content") if messages else None
