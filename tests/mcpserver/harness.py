@@ -66,7 +66,11 @@ class McpSession:
         self._thread.start()
         self._queue: asyncio.Queue[tuple[Callable[[Client], Awaitable[Any]], concurrent.futures.Future] | None]
         self._task: asyncio.Task[None] | None = None
-        asyncio.run_coroutine_threadsafe(self._start(connect), self._loop).result(WAIT)
+        try:
+            asyncio.run_coroutine_threadsafe(self._start(connect), self._loop).result(WAIT)
+        except BaseException:
+            self._stop_loop()
+            raise
 
     async def _start(self, connect: Callable[[], contextlib.AbstractAsyncContextManager[Client]]) -> None:
         self._queue = asyncio.Queue()
@@ -85,9 +89,9 @@ class McpSession:
                     except Exception as e:
                         done.set_exception(e)
         except BaseException as e:
-            if not ready.done():
-                ready.set_exception(e)
-            raise
+            if ready.done():
+                raise
+            ready.set_exception(e)  # (said by __init__: the task itself ends quietly)
 
     def call(self, fn: Callable[[Client], Awaitable[Any]]) -> Any:
         done: concurrent.futures.Future = concurrent.futures.Future()
@@ -111,12 +115,17 @@ class McpSession:
             if self._task is not None:
                 await self._task
 
+        if self._loop.is_closed():
+            return
         try:
             asyncio.run_coroutine_threadsafe(stop(), self._loop).result(WAIT)
         finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(WAIT)
-            self._loop.close()
+            self._stop_loop()
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(WAIT)
+        self._loop.close()
 
 
 class ToolFailed(Exception):
@@ -133,6 +142,13 @@ def stdio_session(params: StdioServerParameters, errlog: Any = None) -> McpSessi
             yield client
 
     return McpSession(connect)
+
+
+def leaves(e: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups, or `e` itself."""
+    if isinstance(e, BaseExceptionGroup):
+        return [leaf for inner in e.exceptions for leaf in leaves(inner)]
+    return [e]
 
 
 def ids(items: list[dict[str, Any]]) -> list[str]:
