@@ -85,10 +85,10 @@ def test_recall_within_a_token_budget_keeps_what_the_memory_section_would(mcp):
     assert len(full["hits"]) == 4 and full["left_out"] == []
     cut = mcp.tool("recall", query="where do Ana's cousins live", k=4, tokens=40)
     assert 0 < len(cut["hits"]) < 4
-    assert ids(cut["hits"]) + ids(cut["left_out"]) == ids(full["hits"])
+    assert sorted(ids(cut["hits"]) + ids(cut["left_out"])) == sorted(ids(full["hits"]))
     assert all(h["memory_section"]["kept"] for h in cut["hits"]) and all(o["reason"] for o in cut["left_out"])
-    facts = mcp.tool("recall", query="where do Ana's cousins live", kind="history")
-    assert facts["hits"] == []
+    history = mcp.tool("recall", query="where do Ana's cousins live", kind="history")
+    assert history["hits"] == []  # (facts only so far)
 
 
 def test_a_secret_is_masked_as_memory_add_masks_it(mcp, home):
