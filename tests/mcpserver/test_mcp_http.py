@@ -202,9 +202,10 @@ def test_no_token_no_server_and_a_port_in_use_is_refused(home):
     assert p.returncode == 2 and f"Error: port {port} on 127.0.0.1 is in use; pass --port N" in p.stderr
 
 
-def test_ctrl_c_ends_it_with_130_and_the_token_was_never_printed(server, mcp):
-    mcp.close()  # (the module's client first: the server is about to go)
-    code, out, err = server.stop()
+def test_ctrl_c_ends_it_with_130_and_the_token_was_never_printed(home):
+    own = HttpServer(home)  # (its own: the module's server serves the other tests, in any order)
+    assert post(own.url, {"Authorization": "Bearer wrong-token-wrong-token-123"})[0] == 401
+    code, out, err = own.stop()
     assert code == 130
     assert TOKEN not in out and TOKEN not in err
     assert "Traceback" not in err

@@ -12,13 +12,15 @@ from tests.mcpserver.harness import ToolFailed, ids, onboard, run_memclaw, stdio
 
 pytestmark = pytest.mark.slow
 
+PLUMBER = "Rui the plumber comes on Thursdays to fix the boiler"
 TOOLS = {"recall", "remember", "list", "forget", "memory_section"}
 
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("mcp-stdio-home")
-    onboard(home)
+    ws = onboard(home)
+    (ws / "memory/MEMORY.md").write_text(f"# Home\n- {PLUMBER}\n", "utf-8")
     return home
 
 
@@ -142,7 +144,7 @@ def test_read_only_lists_no_writing_tool_and_refuses_one(home):
             session.tool("remember", text="Ana now works in Madrid")
         with pytest.raises(ToolFailed, match="forget"):
             session.tool("forget", ids=[ids(session.tool("list")["memories"])[0]])
-        assert session.tool("recall", query="where does Ana work?")["hits"]
+        assert PLUMBER in session.tool("recall", query="when does the plumber come?")["hits"][0]["text"]
     finally:
         session.close()
     assert (home / "workspace/memory/MEMORY.md").read_text("utf-8") == before
