@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from tests.mcpserver.harness import ToolFailed, ids, onboard, run_memclaw, stdio_params, stdio_session
 
@@ -154,3 +155,20 @@ def test_the_server_ends_with_exit_0_when_the_client_closes_stdin(home):
     p = run_memclaw(home, "mcp")
     assert p.returncode == 0, p.stderr
     assert p.stdout == ""
+
+
+def test_a_resource_that_cannot_be_read_is_an_mcp_error_with_memclaws_line(mcp, home, tmp_path):
+    history = home / "workspace/memory/HISTORY.md"
+    kept = tmp_path / "HISTORY.md"
+    history.rename(kept)
+    elsewhere = tmp_path / "elsewhere.md"
+    elsewhere.write_text("[2026-11-02 18:10] Not memclaw's file.\n", "utf-8")
+    history.symlink_to(elsewhere)
+    try:
+        with pytest.raises(MCPError) as e:
+            mcp.read("memclaw://memory/HISTORY.md")
+        assert "symlink" in str(e.value) and "\n" not in str(e.value)
+    finally:
+        history.unlink()
+        kept.rename(history)
+    assert "Not memclaw's file" not in mcp.read("memclaw://memory/HISTORY.md")
