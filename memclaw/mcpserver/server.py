@@ -62,12 +62,17 @@ class Memory:
 
     @contextlib.contextmanager
     def use(self, error: type[Exception] = ToolError) -> Iterator[None]:
-        """One call at a time; a MemclawError said as `error` with memclaw's one line (as the CLI's `Error:`)."""
+        """One call at a time; a MemclawError (or a PermissionError, said as the CLI says it) raised as `error`
+        with memclaw's one line."""
         with self.lock:
             try:
                 yield
             except MemclawError as e:
                 raise error(one_line(e)) from e
+            except PermissionError as e:
+                from memclaw.permission_errors import from_permission_error
+
+                raise error(one_line(from_permission_error(e))) from e
 
 
 def one_line(e: Exception) -> str:
