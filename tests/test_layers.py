@@ -31,6 +31,7 @@ LAYERS: dict[str, float] = {
     "context": 8,
     "agent": 9,
     "channels": 10,
+    "mcpserver": 11.5,
     "cli": 12,
     "bench": 11,
 }
@@ -45,6 +46,10 @@ SEAMS: dict[str, str] = {
     "torch": "embedding",
     "onnx": "embedding",
     "discord": "channels.discord",
+    "mcp": "mcpserver",
+    "mcp_types": "mcpserver",
+    "uvicorn": "mcpserver",
+    "starlette": "mcpserver",
 }
 ROOT_OK = {"__init__"}  # memclaw/__init__.py re-exports lazily; not a layer of its own
 

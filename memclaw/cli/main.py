@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from memclaw.cli.bench_app import bench_app
+from memclaw.mcpserver.http import DEFAULT_PORT
 from memclaw.runtime import set_offline_env, setup_logging
 
 set_offline_env()
@@ -261,6 +262,25 @@ def gateway(workspace: WorkspaceOpt = None) -> None:
     from memclaw.cli.gateway_cmd import gateway_command
 
     gateway_command(workspace)
+
+
+@app.command()
+def mcp(
+    http: Annotated[
+        bool, typer.Option("--http", help="Serve streamable HTTP on 127.0.0.1 (token: MEMCLAW_MCP_TOKEN).")
+    ] = False,
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="The --http port (0: any free port).")
+    ] = DEFAULT_PORT,
+    sender: SenderOpt = None,
+    read_only: Annotated[bool, typer.Option("--read-only", help="Offer no remember or forget tool.")] = False,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Serve the memory to MCP clients (Claude Desktop, Claude Code, Cursor): recall, remember, list, forget, the
+    memory section for a message, MEMORY.md and HISTORY.md. Over stdio by default; see docs/mcp.md."""
+    from memclaw.cli.mcp_cmd import mcp_command
+
+    mcp_command(http=http, port=port, sender=sender, read_only=read_only, workspace=workspace)
 
 
 @app.command("config")

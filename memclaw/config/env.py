@@ -33,9 +33,9 @@ from memclaw.errors import ConfigError
 
 ENV_PREFIX = "MEMCLAW_"
 NESTED = "__"
-OWN_VARIABLES = frozenset({"MEMCLAW_HOME", "MEMCLAW_DISCORD_TOKEN", "MEMCLAW_TEST_CHROMA_URL"})
-"""memclaw's variables that are not config keys: where its home is, the Discord token's own variable, and the test
-suite's Chroma server."""
+OWN_VARIABLES = frozenset({"MEMCLAW_HOME", "MEMCLAW_DISCORD_TOKEN", "MEMCLAW_MCP_TOKEN", "MEMCLAW_TEST_CHROMA_URL"})
+"""memclaw's variables that are not config keys: where its home is, the Discord and MCP tokens' own variables, and
+the test suite's Chroma server."""
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
