@@ -11,14 +11,19 @@ See docs/decisions/0031-direct-openai-transport.md.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import weakref
 from typing import Any
 
 import httpx
 
 # Request fields litellm passes to the OpenAI SDK that are not part of the JSON body.
 _NOT_BODY = {"api_base", "api_key", "timeout", "max_retries"}
+MAX_CONNECTIONS = 16
+"""Requests in flight at once per event loop; more wait for a free connection instead of flooding the server."""
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
 
 
 class StatusError(Exception):
@@ -55,7 +60,7 @@ async def complete(kwargs: dict[str, Any]) -> dict[str, Any]:
     """POST litellm-style `kwargs` (model, messages, api_base, api_key, timeout, ...) as one chat completion.
 
     Returns the decoded body of a 2xx answer; raises `StatusError` for any other status and `ValueError` for a body
-    that is not a JSON object."""
+    that is not a chat completion."""
     base = base_url(kwargs["model"], kwargs.get("api_base"))
     if base is None:
         raise ValueError(f"{kwargs['model']} has no OpenAI-compatible base URL")
@@ -66,17 +71,53 @@ async def complete(kwargs: dict[str, Any]) -> dict[str, Any]:
     if key:
         headers["Authorization"] = f"Bearer {key}"
     url = base.rstrip("/") + "/chat/completions"
-    async with httpx.AsyncClient(timeout=kwargs.get("timeout")) as client:
-        resp = await client.post(url, content=json.dumps(body), headers=headers)
+    seconds = kwargs.get("timeout")
+    # A request waits for a free connection as long as it takes: only the server's own time counts.
+    timeout = httpx.Timeout(seconds, pool=None)
+    resp = await _client().post(url, content=json.dumps(body), headers=headers, timeout=timeout)
     if not 200 <= resp.status_code < 300:
         raise StatusError(resp.status_code, _message(resp), resp)
     try:
         data = json.loads(resp.content)
     except (ValueError, UnicodeDecodeError):
-        raise ValueError("the server's answer is not JSON") from None
-    if not isinstance(data, dict):
-        raise ValueError("the server's answer is not a JSON object")
+        raise ValueError("the answer is not JSON") from None
+    _check_completion(data)
     return data
+
+
+def _client() -> httpx.AsyncClient:
+    """This event loop's client: its connections are kept alive and at most MAX_CONNECTIONS are open."""
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None or client.is_closed:
+        limits = httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS)
+        client = _clients[loop] = httpx.AsyncClient(limits=limits)
+    return client
+
+
+def _check_completion(data: Any) -> None:
+    """ValueError naming the first field of a 2xx body that is not a chat completion's, as the OpenAI SDK refuses."""
+    if not isinstance(data, dict):
+        raise ValueError("the answer is not a JSON object")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ValueError("choices is not a list of objects")
+    msg = choices[0].get("message")
+    if not isinstance(msg, dict):
+        raise ValueError("choices[0].message is not an object")
+    if msg.get("content") is not None and not isinstance(msg["content"], str):
+        raise ValueError("message.content is not text")
+    calls = msg.get("tool_calls")
+    if calls is None:
+        return
+    if not isinstance(calls, list):
+        raise ValueError("message.tool_calls is not a list")
+    for call in calls:
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise ValueError("a tool call has no function name")
+        if not isinstance(fn.get("arguments"), str | dict | None):
+            raise ValueError("a tool call's arguments are neither text nor an object")
 
 
 def _message(resp: httpx.Response) -> str:

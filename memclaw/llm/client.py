@@ -29,7 +29,9 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from memclaw.errors import LLMError
-from memclaw.llm import _openai_compat, providers
+from memclaw.llm import providers
+from memclaw.llm._openai_compat import complete as complete_direct
+from memclaw.llm._openai_compat import serves as serves_direct
 from memclaw.markdown.formats import clean_text
 from memclaw.runtime import set_offline_env
 
@@ -142,7 +144,7 @@ def direct_transport(config: Config, model: str | None = None) -> bool:
     a = config.agent
     model = model or a.model
     api_base = a.model_overrides.get(model, {}).get("api_base") or a.api_base
-    return a.transport == "auto" and _openai_compat.serves(model, api_base)
+    return a.transport == "auto" and serves_direct(model, api_base)
 
 
 def scrub(text: str, secrets: list[str] | None = None) -> str:
@@ -289,9 +291,10 @@ class LLMClient:
     # ----- helpers ---------------------------------------------------------------------------------------
     async def _direct(self, kw: dict[str, Any]) -> dict[str, Any]:
         try:
-            return await _openai_compat.complete(kw)
+            return await complete_direct(kw)
         except ValueError as e:
-            raise _JunkResponse(str(e)) from None
+            # litellm's words for a reply it cannot read, so both transports say it alike
+            raise _JunkResponse(f"Invalid response object: {e}") from None
 
     def _backoff(self, attempt: int, e: BaseException) -> float:
         return backoff_seconds(attempt, e, self.backoff_base_s, self.max_backoff_s)
