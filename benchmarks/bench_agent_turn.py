@@ -39,6 +39,7 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, required=True, help="an older memclaw checkout (its repository root)")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "agent-turn.md")
+    ap.add_argument("--baseline-note", default="as it was", help="what the baseline checkout does, for the report")
     args = ap.parse_args()
     from memclaw.runtime import set_offline_env
 
@@ -84,8 +85,8 @@ def main() -> None:
         f"Machine: {platform.system()} {platform.release()}, {platform.machine()}, {os.cpu_count()} CPUs "
         f"({_cpu_name()}), Python {platform.python_version()}",
         f"Command: `python benchmarks/bench_agent_turn.py --baseline <old checkout> --runs {args.runs}`",
-        f"new: {commit}{' + uncommitted changes' if _dirty(ROOT) else ''} (litellm imported in the background while "
-        "the turn is prepared); old: the baseline checkout (litellm imported inside the model call)",
+        f"new: {commit}{' + uncommitted changes' if _dirty(ROOT) else ''}; "
+        f"old: the baseline checkout ({args.baseline_note})",
         f"Machine load (1-min load average) at the start / end: {load_start[0]:.2f} / {load_end[0]:.2f} on "
         f"{os.cpu_count()} CPUs (a shared machine: wall times include waiting for a CPU)",
         "",

@@ -56,6 +56,11 @@ def _completion(item: Scripted, model: str) -> bytes:
     return json.dumps(body).encode()
 
 
+class _Server(ThreadingHTTPServer):
+    # A listen backlog like a real model server's (uvicorn, llama.cpp): the standard library's 5 drops a burst.
+    request_queue_size = 128
+
+
 class ScriptedLLMServer:
     paths: tuple[str, ...] = ("/v1/chat/completions", "/chat/completions")
 
@@ -157,7 +162,7 @@ class ScriptedLLMServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-llm", daemon=True)
         self._thread.start()

@@ -27,7 +27,8 @@ _COMMAND_RE = re.compile(r"/[A-Za-z][\w-]*")  # "/recall", not "/etc/hosts is mi
 
 def make_agent(workspace: Path | None, *, need_key: bool = False) -> Agent:
     """The terminal's agent. `need_key`: a provider without its API key is LLMError (exit 5) here, before the
-    agent, the memory or litellm is loaded. litellm is then imported in the background."""
+    agent, the memory or litellm is loaded. litellm is then imported in the background, unless the model is asked
+    without it."""
     from memclaw.cli.common import auto_recall_embeds, load, memory_service
     from memclaw.llm.client import LLMClient, import_in_background
 
@@ -35,7 +36,9 @@ def make_agent(workspace: Path | None, *, need_key: bool = False) -> Agent:
     llm = LLMClient(cfg)
     if need_key:
         llm.check_key()
-    import_in_background()  # (while the memory, the agent and the turn's context are made)
+    if not llm.direct:
+        # litellm imports while the memory, the agent and the turn's context are made
+        import_in_background()
     memory = memory_service(cfg, ws, embeds=auto_recall_embeds(cfg))  # (the model loads while the agent does)
     from memclaw.agent.loop import Agent
 

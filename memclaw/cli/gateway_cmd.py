@@ -87,11 +87,13 @@ def gateway_command(workspace: Path | None) -> None:
         memory.sync()
     except MemclawError as e:
         err_console.print(warning(f"memory sync failed: {e}; recall will retry on each turn"))
-    from memclaw.llm.client import litellm_module
+    from memclaw.llm.client import direct_transport, litellm_module
     from memclaw.llm.tokens import count_tokens
 
-    count_tokens("warm-up", cfg.agent.model)  # the tokenizer and litellm loaded now, not on the first message
-    litellm_module()
+    # The tokenizer and litellm are loaded now, not on the first message.
+    count_tokens("warm-up", cfg.agent.model)
+    if not direct_transport(cfg):
+        litellm_module()
     from memclaw.runtime import steady_gc
 
     steady_gc()  # a long-running process from here on

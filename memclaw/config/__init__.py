@@ -190,6 +190,9 @@ class AgentConfig(_Section):
     model: str = "openai/gpt-4o-mini"
     api_base: str | None = None
     api_key: SecretStr | None = None
+    transport: Literal["auto", "litellm"] = "auto"
+    """`auto`: an `openai/` model at a server you named (`api_base`, `OPENAI_BASE_URL`) is asked over plain HTTP,
+    without importing litellm; every other model goes through litellm. `litellm`: every model through litellm."""
     timeout_s: float = Field(60.0, gt=0)
     max_retries: int = Field(3, ge=0, le=10)
     max_tool_iterations: int = Field(20, ge=1, le=200)

@@ -87,7 +87,7 @@ def _litellm_window(model: str) -> int | None:
 def context_window(config: Config, model: str | None = None) -> int:
     """The model's context window: `agent.model_overrides[model]["context_window"]`, else
     `agent.context_window` (for the configured model), else the defaults table, else litellm's offline model
-    info, else 8192."""
+    info (not for a model asked without litellm), else 8192."""
     model = model or config.agent.model
     override = config.agent.model_overrides.get(model, {}).get("context_window")
     if override is not None:
@@ -103,6 +103,11 @@ def context_window(config: Config, model: str | None = None) -> int:
     best = max((p for p in CONTEXT_WINDOWS if bare.startswith(p)), key=len, default=None)
     if best:
         return CONTEXT_WINDOWS[best]
+    from memclaw.llm.client import direct_transport
+
+    if direct_transport(config, model):
+        # A model asked without litellm is not looked up in litellm's table: set agent.context_window for it.
+        return DEFAULT_CONTEXT_WINDOW
     return _litellm_window(model) or DEFAULT_CONTEXT_WINDOW
 
 

@@ -25,10 +25,13 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from memclaw.errors import LLMError
 from memclaw.llm import providers
+from memclaw.llm._openai_compat import complete as complete_direct
+from memclaw.llm._openai_compat import serves as serves_direct
 from memclaw.markdown.formats import clean_text
 from memclaw.runtime import set_offline_env
 
@@ -50,6 +53,8 @@ _OVERRIDE_KEYS = {"api_base", "api_key", "temperature", "max_tokens", "timeout_s
 _NO_KEY_RE = re.compile(r"missing credentials|missing [\w ]*api key|api_key client option must be set", re.I)
 _KEY_SETTING = "agent.api_key in config.toml"
 _CONNECT_FIX = "check agent.api_base and that the server is running"
+# How OpenAI-compatible servers say the conversation does not fit (OpenAI, vLLM, llama.cpp).
+_WINDOW_RE = re.compile(r"context_length_exceeded|maximum context length|context length|exceeds? the context", re.I)
 _SECRET_RE = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+[A-Za-z0-9_\-\.]{8,}|key=[A-Za-z0-9_\-]{8,})")
 
 _litellm: Any = None
@@ -133,6 +138,15 @@ class LLMResponse:
         return msg
 
 
+def direct_transport(config: Config, model: str | None = None) -> bool:
+    """Whether `model` is asked without litellm: an `openai/` model at a server the user named, with
+    `agent.transport = "auto"` (docs/decisions/0031-direct-openai-transport.md)."""
+    a = config.agent
+    model = model or a.model
+    api_base = a.model_overrides.get(model, {}).get("api_base") or a.api_base
+    return a.transport == "auto" and serves_direct(model, api_base)
+
+
 def scrub(text: str, secrets: list[str] | None = None) -> str:
     """Remove API keys and bearer tokens from a message before it is logged or shown."""
     for s in secrets or []:
@@ -163,6 +177,7 @@ class LLMClient:
         self.temperature = ov.get("temperature", a.temperature)
         self.max_tokens = int(ov.get("max_tokens", a.max_tokens))
         self.params: dict[str, Any] = dict(ov.get("params") or {})
+        self.direct = direct_transport(config, self.model)
         self.backoff_base_s = backoff_base_s
         self.max_backoff_s = max_backoff_s
 
@@ -225,8 +240,10 @@ class LLMClient:
         """One completion, retried on transient failures. Raises LLMError when the model stays unavailable, at once
         (before litellm is imported) when the provider needs a key and none is set."""
         self.check_key()
-        # the slow first import, off the loop
-        lib = _litellm if _litellm is not None else await asyncio.to_thread(litellm_module)
+        lib = None
+        if not self.direct:
+            # the slow first import, off the loop
+            lib = _litellm if _litellm is not None else await asyncio.to_thread(litellm_module)
         kw = self._kwargs(
             messages, tools, temperature=temperature, max_tokens=max_tokens, response_format=response_format
         )
@@ -238,8 +255,10 @@ class LLMClient:
         last: BaseException | None = None
         for attempt in range(1, attempts + 1):
             try:
-                raw = await lib.acompletion(**kw)
-                resp = self._parse(raw)
+                if lib is None:
+                    resp = self._parse(_namespace(await self._direct(kw)), cost=False)
+                else:
+                    resp = self._parse(await lib.acompletion(**kw))
                 resp.attempts = attempt
                 return resp
             except asyncio.CancelledError:
@@ -270,6 +289,13 @@ class LLMClient:
         return asyncio.run(self.chat(messages, tools, **kw))
 
     # ----- helpers ---------------------------------------------------------------------------------------
+    async def _direct(self, kw: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await complete_direct(kw)
+        except ValueError as e:
+            # litellm's words for a reply it cannot read, so both transports say it alike
+            raise _JunkResponse(f"Invalid response object: {e}") from None
+
     def _backoff(self, attempt: int, e: BaseException) -> float:
         return backoff_seconds(attempt, e, self.backoff_base_s, self.max_backoff_s)
 
@@ -278,7 +304,8 @@ class LLMClient:
         return scrub(text, [self._api_key or ""])
 
     def _error(self, e: BaseException, attempts: int) -> LLMError:
-        lib = litellm_module()
+        # Only an imported litellm can have raised its own exception classes.
+        lib = _litellm
         status = getattr(e, "status_code", None)
         what = self._describe(e)
         if _auth_failure(e):
@@ -293,9 +320,9 @@ class LLMClient:
                 "openai/gpt-4o-mini or anthropic/claude-3-5-haiku-latest (https://docs.litellm.ai/docs/providers); "
                 "check agent.model"
             )
-        if isinstance(e, lib.NotFoundError) or status == 404:
+        if (lib is not None and isinstance(e, lib.NotFoundError)) or status == 404:
             return LLMError(f"model {self.model} was not found ({what}); check agent.model and agent.api_base")
-        if isinstance(e, lib.ContextWindowExceededError):
+        if (lib is not None and isinstance(e, lib.ContextWindowExceededError)) or _window_exceeded(e):
             return LLMError(
                 f"the conversation is too long for {self.model} ({what}); start over with /new "
                 "or set agent.context_window lower"
@@ -306,7 +333,7 @@ class LLMClient:
             return LLMError(f"the model {self.model} is unavailable after {attempts} attempt(s) ({what}); {fix}")
         return LLMError(f"the model {self.model} refused the request ({what}); check agent.model and its settings")
 
-    def _parse(self, raw: Any) -> LLMResponse:
+    def _parse(self, raw: Any, *, cost: bool = True) -> LLMResponse:
         choices = getattr(raw, "choices", None) or []
         if not choices:
             raise _JunkResponse("the provider returned no choices")
@@ -333,7 +360,7 @@ class LLMClient:
         usage = Usage(
             prompt_tokens=int(getattr(u, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(u, "completion_tokens", 0) or 0),
-            cost=_cost(raw),
+            cost=_cost(raw) if cost else None,
         )
         content = getattr(msg, "content", None)
         return LLMResponse(
@@ -352,9 +379,24 @@ class _JunkResponse(Exception):
     status_code = 502
 
 
+def _namespace(value: Any) -> Any:
+    """A decoded JSON body read with attribute access, as `_parse` reads litellm's response objects."""
+    if isinstance(value, dict):
+        return SimpleNamespace(**{str(k): _namespace(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_namespace(v) for v in value]
+    return value
+
+
+def _window_exceeded(e: BaseException) -> bool:
+    """A server's 400 saying the conversation is longer than the model's context window."""
+    return getattr(e, "status_code", None) == 400 and bool(_WINDOW_RE.search(str(e)))
+
+
 def _auth_failure(e: BaseException) -> bool:
     """A missing or rejected key: litellm's AuthenticationError, a 401/403, or a provider's "missing credentials"."""
-    if isinstance(e, litellm_module().AuthenticationError) or getattr(e, "status_code", None) in (401, 403):
+    lib = _litellm
+    if (lib is not None and isinstance(e, lib.AuthenticationError)) or getattr(e, "status_code", None) in (401, 403):
         return True
     return bool(_NO_KEY_RE.search(str(e)))
 
@@ -363,14 +405,18 @@ def retryable(e: BaseException) -> bool:
     """Whether a failed request is worth retrying: rate limits, 5xx, timeouts, connection errors (not a key)."""
     if isinstance(e, _JunkResponse):
         return True
-    if _auth_failure(e):
+    if _auth_failure(e) or _window_exceeded(e):
         return False
-    lib = litellm_module()
-    if isinstance(e, lib.ContextWindowExceededError | lib.AuthenticationError | lib.NotFoundError):
-        return False
-    if isinstance(e, lib.Timeout | lib.APIConnectionError | lib.RateLimitError | lib.InternalServerError):
-        return True
-    if isinstance(e, lib.ServiceUnavailableError | lib.BadGatewayError):
+    # Only an imported litellm can have raised its own exception classes.
+    lib = _litellm
+    if lib is not None:
+        if isinstance(e, lib.ContextWindowExceededError | lib.AuthenticationError | lib.NotFoundError):
+            return False
+        if isinstance(e, lib.Timeout | lib.APIConnectionError | lib.RateLimitError | lib.InternalServerError):
+            return True
+        if isinstance(e, lib.ServiceUnavailableError | lib.BadGatewayError):
+            return True
+    if type(e).__name__ in _CONNECT_NAMES | _DROP_NAMES | _TIMEOUT_NAMES:
         return True
     status = getattr(e, "status_code", None)
     if isinstance(status, int):

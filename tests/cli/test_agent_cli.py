@@ -92,6 +92,26 @@ def test_agent_one_shot_through_the_console_script(root, llm_server):
     assert p.returncode == 2 and 'memclaw agent -m "your message"' in p.stderr
 
 
+def test_a_one_shot_turn_at_a_named_server_never_imports_litellm(root, llm_server):
+    """Issue 38.11: an `openai/` model at a server the user named is asked over plain HTTP (agent.transport auto);
+    `agent.transport = "litellm"` goes back to litellm. Python's own import log says which modules were loaded."""
+    llm_server.reply("You work at Solaris Energy.", times=2)
+    for transport, imported in (("auto", False), ("litellm", True)):
+        full = dict(os.environ, MEMCLAW_AGENT__MODEL="openai/gpt-4o-mini", MEMCLAW_AGENT__TRANSPORT=transport,
+                    HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", LITELLM_LOCAL_MODEL_COST_MAP="True")  # fmt: skip
+        p = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "memclaw.cli.main", "agent", "-m", "where?", "-w", str(root)],
+            env=full,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert (p.returncode, p.stdout) == (0, "You work at Solaris Energy.\n"), p.stderr[-2000:]
+        loaded = re.findall(r"^import time:.*\|\s*(\S+)$", p.stderr, re.M)
+        assert ("litellm" in loaded) is imported, transport
+    assert [r["model"] for r in llm_server.requests] == ["gpt-4o-mini", "gpt-4o-mini"]
+
+
 def test_a_local_api_base_says_any_key_works(root, llm_server, monkeypatch):
     """Issue 38 (papercuts): a local `agent.api_base` asked for an API key without saying that any value works.
     litellm's OpenAI client sends no request without a key, so memclaw asks for one and says so; any value then

@@ -1,4 +1,5 @@
-"""LLMClient over real HTTP: litellm -> the scripted OpenAI-compatible server."""
+"""LLMClient over real HTTP to the scripted OpenAI-compatible server, through each transport: litellm, and the
+direct one an `openai/` model at a named server takes (llm/_openai_compat.py). Both must behave the same."""
 
 from __future__ import annotations
 
@@ -13,6 +14,16 @@ from memclaw.errors import LLMError
 from memclaw.llm.client import LLMClient, scrub
 from tests.llm_server import scripted_server
 
+TRANSPORT = {"name": "auto"}
+
+
+@pytest.fixture(autouse=True, params=["auto", "litellm"])
+def transport(request):
+    """Every test here runs through both transports (`agent.transport`)."""
+    TRANSPORT["name"] = request.param
+    yield request.param
+    TRANSPORT["name"] = "auto"
+
 
 @pytest.fixture
 def llm_server(monkeypatch):
@@ -26,6 +37,7 @@ MSGS = [{"role": "user", "content": "hi"}]
 def client(**agent) -> LLMClient:
     cfg = Config()
     cfg.agent.model = "openai/gpt-4o-mini"
+    cfg.agent.transport = TRANSPORT["name"]
     for k, v in agent.items():
         setattr(cfg.agent, k, v)
     return LLMClient(cfg, backoff_base_s=0.01, max_backoff_s=0.05)
@@ -35,14 +47,21 @@ def run(coro):
     return asyncio.run(coro)
 
 
-def test_plain_reply_with_usage_reasoning_and_cost(llm_server):
+def test_plain_reply_with_usage_reasoning_and_cost(llm_server, transport):
     llm_server.reply("Hello!", reasoning="the user greets me", usage={"prompt_tokens": 100, "completion_tokens": 20})
-    r = run(client().chat(MSGS))
+    c = client()
+    assert c.direct == (transport == "auto")
+    r = run(c.chat(MSGS))
     assert r.content == "Hello!"
     assert r.tool_calls == []
     assert r.reasoning_content == "the user greets me"
     assert (r.usage.prompt_tokens, r.usage.completion_tokens) == (100, 20)
-    assert r.usage.cost is not None and r.usage.cost > 0  # litellm's offline price map knows gpt-4o-mini
+    if transport == "litellm":
+        # litellm's offline price map knows gpt-4o-mini
+        assert r.usage.cost is not None and r.usage.cost > 0
+    else:
+        # the direct transport knows no prices: the server is the user's
+        assert r.usage.cost is None
     sent = llm_server.requests[0]
     assert sent["model"] == "gpt-4o-mini" and sent["messages"] == MSGS
     # the key came from OPENAI_API_KEY (the fixture), the endpoint from OPENAI_API_BASE
@@ -146,6 +165,7 @@ def test_connection_refused_is_reported(monkeypatch):
 def test_model_overrides_apply(llm_server):
     cfg = Config()
     cfg.agent.model = "openai/gpt-4o-mini"
+    cfg.agent.transport = TRANSPORT["name"]
     cfg.agent.model_overrides = {"openai/gpt-4o-mini": {"temperature": 0.3, "max_tokens": 77, "params": {"seed": 5}}}
     llm_server.reply("ok")
     run(LLMClient(cfg).chat(MSGS))
@@ -156,3 +176,50 @@ def test_model_overrides_apply(llm_server):
 def test_scrub_masks_keys():
     assert "sk-abcdef123456" not in scrub("bad key sk-abcdef123456 given")
     assert "tok-xyz" not in scrub("secret tok-xyz here", ["tok-xyz"])
+
+
+def test_context_window_exceeded_is_said_and_not_retried(llm_server):
+    error = {"message": "This model's maximum context length is 8192 tokens", "code": "context_length_exceeded"}
+    llm_server.raw(json.dumps({"error": error}), status=400, times=3)
+    with pytest.raises(LLMError, match="too long for openai/gpt-4o-mini"):
+        run(client(max_retries=2).chat(MSGS))
+    assert len(llm_server.requests) == 1
+
+
+def test_not_found_names_the_model(llm_server):
+    llm_server.raw(json.dumps({"error": {"message": "model 'gpt-4o-mini' not found"}}), status=404)
+    with pytest.raises(LLMError, match="model openai/gpt-4o-mini was not found"):
+        run(client(max_retries=2).chat(MSGS))
+    assert len(llm_server.requests) == 1
+
+
+def test_the_direct_transport_never_imports_litellm(tmp_path):
+    """A reply, a retried 500, a refused key and a refused connection: litellm is never imported."""
+    import subprocess
+    import sys
+
+    code = """
+import asyncio, sys
+from memclaw.config import Config
+from memclaw.errors import LLMError
+from memclaw.llm.client import LLMClient
+from tests.llm_server import ScriptedLLMServer
+s = ScriptedLLMServer().start()
+cfg = Config()
+cfg.agent.model, cfg.agent.api_base, cfg.agent.api_key = "openai/local-model", s.url, "local"
+s.status(500).reply("hi")
+assert asyncio.run(LLMClient(cfg, backoff_base_s=0.01).chat([{"role": "user", "content": "x"}])).content == "hi"
+s.status(401)
+for base in (s.url, "http://127.0.0.1:9/v1"):
+    cfg.agent.api_base = base
+    try:
+        asyncio.run(LLMClient(cfg, backoff_base_s=0.01).chat([{"role": "user", "content": "x"}]))
+    except LLMError as e:
+        print("error:", e)
+print("litellm imported:", "litellm" in sys.modules)
+s.stop()
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "litellm imported: False" in out.stdout
+    assert "rejected the API key" in out.stdout and "could not connect to http://127.0.0.1:9/v1" in out.stdout
