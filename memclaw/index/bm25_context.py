@@ -1,23 +1,16 @@
-"""A short archived turn's words with the turns beside it, for BM25 (read side).
+"""A short archived turn's second BM25 score, over its words and those of the turns beside it.
 
-A short turn says little alone: "Melanie: They were stoked!" answers "How did the kids like the dinosaur exhibit?",
-and BM25 can't find it by the words of the question it answers. Its vector is blended with its context's
-(memclaw.index.passages); this does the same for the words. A short archived turn that has a context
-(memclaw.index.passages.context_rows_all) gets a second BM25 score, over a context document: its own words twice and
-those of its short neighbours once (as `turn_context`, where the turn sits between them). The context documents are
-scored as a collection of their own, where every other unit is its own document: the idf counts the documents of
-that collection that hold a term (a word said once is in the context of three turns), lengths are normalised by
-its mean. Recall takes the better of a turn's own score and `recall.bm25_context_weight` times its context score
-(memclaw.recall.search): a turn found by its neighbours' words ranks below one that says them, and no turn's own
-score is lowered.
-
-The context documents are not stored: their term frequencies are sums over the postings the BM25 index already
-has, each posting's document scattered to the turns it is a neighbour of. `TurnContexts` maps the index's slots once
-per synced scope state.
-
-Measured (docs/decisions/0009-bm25-context-as-a-second-score.md): LoCoMo's raw
-sessions gain on both halves at every budget; a context document as the turn's only BM25 document (tried before)
-lost facts and summaries to turns found by their neighbours' words.
+A short turn says little alone: "They were stoked!" answers a question whose words it never says.
+Its vector is blended with its context's (memclaw.index.passages); this does the same for its words.
+A short archived turn with a context gets a second score, over a context document.
+That document holds its own words twice and those of its short neighbours once.
+The context documents are scored as a collection of their own, where every other unit is its own document.
+So the idf counts the context documents that hold a term, and lengths are normalised by their mean.
+Recall takes the better of a turn's own score and `recall.bm25_context_weight` times its context score.
+So a turn found by its neighbours' words ranks below one that says them, and no own score is lowered.
+The context documents are not stored: their term frequencies are sums over the BM25 index's postings.
+`TurnContexts` maps the index's slots once per synced scope state.
+Why: docs/decisions/0009-bm25-context-as-a-second-score.md.
 """
 
 from __future__ import annotations
@@ -29,12 +22,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from memclaw.index.bm25_scoring import lucene_idf, top_k
+from memclaw.index.bm25 import lucene_idf, top_k
 from memclaw.index.passages import context_rows_all
 from memclaw.markdown.archive import speaker_is
 
 if TYPE_CHECKING:
-    from memclaw.index.bm25_inverted import InvertedBM25
+    from memclaw.index.bm25 import InvertedBM25
     from memclaw.index.unittable import UnitTable
 
 _NONE = -1
@@ -47,10 +40,12 @@ def _or_none(slot: int | None) -> int:
 
 
 class TurnContexts:
-    """The context documents of a scope's short archived turns, over one BM25 index's slots: for each slot, whether
-    it is such a turn, the slot of the turn whose context takes it as the turn before (`as_before`) and as the turn
-    after (`as_after`), and each context document's length. Valid while the index's slots don't change
-    (`fits(lexical)`)."""
+    """The context documents of a scope's short archived turns, over one BM25 index's slots.
+
+    For each slot: whether it is such a turn, and each context document's length.
+    `as_before` and `as_after` give the slot of the turn whose context takes it as the turn before or after.
+    Valid while the index's slots do not change (`fits(lexical)`).
+    """
 
     def __init__(self, table: UnitTable, lexical: InvertedBM25, agent: str = "") -> None:
         n = lexical.n_slots

@@ -21,8 +21,9 @@ from memclaw.util.text import counted
 
 if TYPE_CHECKING:
     from memclaw.config import Config
+    from memclaw.index.bm25 import LexicalIndex
     from memclaw.index.bm25_context import TurnContexts
-    from memclaw.index.bm25_scoring import LexicalIndex
+    from memclaw.index.scope_state import ScopeState
     from memclaw.index.tokenizer import Tokenizer
     from memclaw.util.dirwatch import DirWatch
     from memclaw.util.progress import ProgressFactory
@@ -53,7 +54,7 @@ def index_text(u: MemoryUnit) -> str:
 class Scope:
     """Runtime state of one scope: the unit table, the BM25 index and the state file it came from."""
 
-    def __init__(self, state: ix.ScopeState, lexical: LexicalIndex, state_sig: tuple | None) -> None:
+    def __init__(self, state: ScopeState, lexical: LexicalIndex, state_sig: tuple | None) -> None:
         self.state = state
         self.lexical = lexical
         self.state_sig = state_sig
@@ -66,8 +67,8 @@ class Scope:
         """The context documents of the scope's short archived turns for BM25, the turns of the agent named `agent`
         left out (memclaw.index.bm25_context; built on first use, again when the index's slots changed); None for
         an index that can't score them."""
+        from memclaw.index.bm25 import InvertedBM25
         from memclaw.index.bm25_context import TurnContexts
-        from memclaw.index.bm25_inverted import InvertedBM25
 
         lex = self.lexical
         if not isinstance(lex, InvertedBM25):
@@ -85,9 +86,11 @@ class Scope:
         return self._entries_by_cid
 
     def dated_in(self, ranges: Sequence[Span], limit: int) -> list[str]:
-        """Up to `limit` ids of units stamped inside any of the ranges, newest first, then of facts and summaries whose
-        text names a day inside one (memclaw.recall.ranking.stamp_in; a sorted date index and a list of named days,
-        built on first use)."""
+        """Up to `limit` ids of units dated inside any of the ranges (memclaw.recall.ranking.stamp_in).
+
+        First the units stamped inside one, newest first; then the facts and summaries whose text names such a day.
+        The sorted date index and the list of named days are built on first use.
+        """
         if self._dated is None:
             self._dated = self._date_index()
         stamps, ids, named = self._dated
@@ -251,7 +254,6 @@ class ScopeCache:
     def get(self, scope: str) -> Scope | None:
         """The scope's synced state, reloaded if another process synced since; None if it has none (or a damaged
         one: the next sync rebuilds it)."""
-        from memclaw.index.paths import check_layout
         from memclaw.index.scope_state import file_sig
 
         with self.lock:
@@ -260,7 +262,7 @@ class ScopeCache:
                 self._scopes.move_to_end(scope)
         if sc is not None and sc.state_sig == file_sig(self.layout.state_file(scope)):
             return sc
-        check_layout(self.layout, scope, embedded=self.embedded)
+        ix.check_layout(self.layout, scope, embedded=self.embedded)
         sc = self._load(scope)  # absent, or another process synced since
         if sc is not None:
             self.put(scope, sc)
@@ -337,11 +339,11 @@ class ScopeCache:
 
     def build_lexical(self, units: Iterable[MemoryUnit]) -> LexicalIndex:
         """A BM25 index of these units (progress shown for a big one)."""
-        from memclaw.index.bm25 import make_lexical_index
+        from memclaw.index.bm25 import InvertedBM25
         from memclaw.util.progress import progress_for
 
         units = list(units)
-        lex = make_lexical_index("inverted")
+        lex = InvertedBM25()
         last = 0
         what = f"indexing the words of {counted(len(units), 'memory')}"
         with progress_for(self.progress, None, len(units), what) as done:

@@ -7,10 +7,10 @@ import contextlib
 import hashlib
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memclaw.errors import EmbeddingUnavailable, IndexError_, VectorStoreCorrupted
-from memclaw.index import layout as ix
 from memclaw.index.links import changes_links, session_links
 from memclaw.index.passages import context_rows_all, turn_context, unit_of, unit_vectors
 from memclaw.index.scopes import Scope, ScopeCache, index_text
@@ -18,7 +18,7 @@ from memclaw.markdown.units import MemoryUnit
 from memclaw.util.text import counted
 
 if TYPE_CHECKING:
-    from memclaw.embedding.base import Embedder
+    from memclaw.embedding.base import Embedder, Progress
     from memclaw.index.identity import IndexIdentity
     from memclaw.index.unittable import UnitTable
     from memclaw.markdown.formats import ParseNote
@@ -28,11 +28,53 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+@dataclass
+class SyncReport:
+    scope: str
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    rebuilt: bool = False
+    pending: int = 0  # units whose vectors wait for the embedding provider (keyword search has them already)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.removed or self.rebuilt)
+
+
+class _FewLookups:
+    """Membership in a list of ids, for a caller that asks about a few.
+
+    The first lookups scan the list; later ones use a set.
+    An append of one fact asks about one or two ids, where hashing 100k ids would cost more than the append.
+    """
+
+    __slots__ = ("_ids", "_set", "_scans")
+
+    def __init__(self, ids: list[str]) -> None:
+        self._ids = ids
+        self._set: set[str] | None = None
+        self._scans = 0
+
+    def __contains__(self, uid: object) -> bool:
+        if self._set is None:
+            self._scans += 1
+            if self._scans <= 8:
+                return uid in self._ids
+            self._set = set(self._ids)
+        return uid in self._set
+
+
 class ScopeRead:
-    """What a sync read of a scope's files: the new unit table in parts (kept rows and freshly parsed ones),
-    the parsed units, the old ids of files parsed in full (candidates for removal), the files' marks, the rows
-    appended to each file when nothing else changed (what the state's log records, memclaw.index.scope_state), and
-    the parse notes said as warnings per file (`_note_keys`)."""
+    """What a sync read of a scope's files.
+
+    Its `parts` are the new unit table in parts, kept rows and freshly parsed ones; `parsed` holds the parsed units.
+    Its `reread_old` holds the old ids of files parsed in full, the candidates for removal.
+    Its `appended` holds the rows appended to each file when nothing else changed: what the state's log records.
+    Its `warned` holds, per file, the keys of the parse notes said as warnings (`_note_keys`).
+    """
 
     def __init__(self) -> None:
         self.parts: list[UnitTable] = []
@@ -59,10 +101,12 @@ class ScopeRead:
 
 
 def read_scope(cache: ScopeCache, scope: str, old: Scope | None, signatures: dict[str, tuple | None]) -> ScopeRead:
-    """The scope's units as the Markdown holds them now, reading as little as possible: a file whose
-    signature is unchanged keeps its rows; a file that was only appended to has just its tail parsed
-    (memclaw.markdown.incremental, exact); any other file is parsed in full."""
-    from memclaw.index.few_lookups import FewLookups
+    """The scope's units as the Markdown holds them now, reading as little as possible.
+
+    A file whose signature is unchanged keeps its rows.
+    A file that was only appended to has just its tail parsed, exactly (memclaw.markdown.incremental).
+    Any other file is parsed in full.
+    """
     from memclaw.markdown.files import read_bytes
     from memclaw.markdown.incremental import parse_appended, parse_file
     from memclaw.markdown.memory_md import describe_notes
@@ -93,7 +137,7 @@ def read_scope(cache: ScopeCache, scope: str, old: Scope | None, signatures: dic
         tail = None
         notes: list[ParseNote] = []
         if seg is not None and mark is not None:
-            tail = parse_appended(data, mark, kind=kind, scope=scope, source=src, known=FewLookups(seg.ids),
+            tail = parse_appended(data, mark, kind=kind, scope=scope, source=src, known=_FewLookups(seg.ids),
                                   notes=notes)  # fmt: skip
         if tail is not None:
             units, out.marks[src] = tail
@@ -150,17 +194,17 @@ class ScopeSync:
         self._wrote = wrote
         self._embed_failed = embed_failed
 
-    def sync_scope(self, scope: str, progress: ix.Progress | None, *, vectors: bool = True) -> ix.SyncReport:
+    def sync_scope(self, scope: str, progress: Progress | None, *, vectors: bool = True) -> SyncReport:
         """Without `vectors`: units, links and BM25 as the Markdown says, every vector to write left pending (the
         next sync with vectors embeds them); a BM25 recall waits for no embedding."""
         from memclaw.index import scope_state
-        from memclaw.index.paths import check_layout
+        from memclaw.index.layout import check_layout
         from memclaw.index.unittable import UnitTable
         from memclaw.index.vector_writer import Passage, write_vectors
         from memclaw.util.progress import progress_for
 
         cache, layout = self.cache, self.cache.layout
-        report = ix.SyncReport(scope)
+        report = SyncReport(scope)
         signatures = cache.signatures(scope, watched=False)  # (a sync looks at every file)
         old = cache.get(scope)
         check_layout(layout, scope, embedded=cache.embedded)
@@ -294,7 +338,7 @@ class ScopeSync:
             old_links = old.state.links
             changes.links = {k: v for k, v in links.items() if old_links.get(k) != v}
             changes.links.update({k: None for k in old_links if k not in links})
-        state = ix.ScopeState(scope, signatures, table, links, read.marks, pending, read.warned)
+        state = scope_state.ScopeState(scope, signatures, table, links, read.marks, pending, read.warned)
         sf = layout.state_file(scope)
 
         def lexical_bytes() -> bytes:
@@ -332,9 +376,11 @@ def _note_keys(data: bytes, notes: list[ParseNote]) -> list[str]:
 
 
 def _contexts(table: UnitTable, units: list[MemoryUnit]) -> dict[str, str]:
-    """Unit id -> context of each short archived turn among `units` that has one (memclaw.index.passages.turn_context):
-    the turns beside it in its chunk, as the table holds them (context_rows_all for these rows only: an append reads
-    its own turns, not the scope)."""
+    """Unit id -> context of each short archived turn among `units` that has one.
+
+    The context is the turns beside it in its chunk, as the table holds them (memclaw.index.passages.turn_context).
+    Only these rows are read, so an append reads its own turns, not the scope.
+    """
     turns = [(u, row) for u in units if u.kind == "archive" and (row := table.row_of(u.id)) is not None]
     if not turns:
         return {}

@@ -20,7 +20,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from memclaw.config import Config
 from memclaw.index import scope_state
-from memclaw.index.bm25 import make_lexical_index
+from memclaw.index.bm25 import InvertedBM25
 from memclaw.index.passages import split_passages, unit_of, unit_vectors
 from memclaw.index.scopes import index_text
 from memclaw.markdown.archive import ArchiveChunk, ArchiveDay, ArchivedTurn, append_chunk, render_day
@@ -365,7 +365,7 @@ class SyncMachine(RuleBasedStateMachine):
                 sc.state.pending,
             )
             saved = loaded.lexical
-            ref = make_lexical_index("inverted")
+            ref = InvertedBM25()
             for u in units:
                 ref.add(u.id, self.svc.tokenizer.tokenize(u.text))
             for lex in (sc.lexical, saved):
