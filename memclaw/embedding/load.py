@@ -72,12 +72,6 @@ _LOADING: dict[tuple[Any, ...], threading.Thread] = {}  # loads under way in the
 _LOADING_LOCK = threading.Lock()
 
 
-def clear_embedder_cache() -> None:
-    """Forget the per-process loaded embedders (tests)."""
-    with _LOAD_LOCK:
-        _LOADED.clear()
-
-
 def fingerprint_for(cfg: EmbeddingsConfig, *, registry: Mapping[str, ModelSpec] | None = None) -> str | None:
     """The fingerprint the embedder `cfg` names would have, without loading it; None when only loading can tell
     (a model that is not in the registry)."""
@@ -110,14 +104,15 @@ class ModelChoice(Protocol):
 
 
 def load_in_background(cfg: ModelChoice) -> bool:
-    """Start loading `cfg`'s embedder in a background thread when that is the quick path: a registry model whose
-    cached ONNX export is valid, neither loaded nor loading in this process. Creating its ONNX Runtime session, the
-    bulk of a cold start's model load (~0.2 s), does not hold the GIL, so it runs beside the caller's own start-up
-    (config, index, vector store) instead of after it; `load_embedder` then waits for it and returns the same
-    embedder, one whose threads do not spin between runs (the caller has other work: OnnxEmbedder's `spin`). Only
-    that path runs in the background: if it fails, nothing is kept and `load_embedder` loads (and says what is
-    wrong) as usual. The thread is memclaw.util.background's: an exit waits for it rather than tearing the session
-    down midway. Whether a load started."""
+    """Start loading `cfg`'s embedder in a background thread, when that is the quick path; whether a load started.
+
+    The quick path is a registry model whose cached ONNX export is valid, neither loaded nor loading in this process.
+    Its ONNX Runtime session, most of a cold model load, does not hold the GIL.
+    So it runs beside the caller's own start-up instead of after it.
+    `load_embedder` then waits for it and returns the same embedder, whose threads do not spin between runs.
+    If the background load fails, nothing is kept, and `load_embedder` loads and says what is wrong as usual.
+    The thread is memclaw.util.background's: an exit waits for it rather than tearing the session down midway.
+    """
     if cfg.model == HASH_TEST_MODEL or cfg.backend == "torch":
         return False
     try:

@@ -263,12 +263,6 @@ class LLMClient:
         assert last is not None
         raise self._error(last, attempts) from None
 
-    def chat_sync(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, **kw: Any
-    ) -> LLMResponse:
-        """`chat` for synchronous callers (no running event loop)."""
-        return asyncio.run(self.chat(messages, tools, **kw))
-
     # ----- helpers ---------------------------------------------------------------------------------------
     def _backoff(self, attempt: int, e: BaseException) -> float:
         return backoff_seconds(attempt, e, self.backoff_base_s, self.max_backoff_s)
