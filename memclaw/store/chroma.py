@@ -27,13 +27,11 @@ _T = TypeVar("_T")
 _GET_PAGE = 5000
 
 EF_SEARCH = 200
-"""The HNSW search breadth of memclaw's collections (Chroma's default is 100). Chroma searches at least as wide as
-the number of vectors asked for: the memory section's auto-recall asks for 240 (`context.recall_k` 40 x 3 x 2) and
-was searched that wide already, but `memclaw recall` and the agent's `/recall` (`recall.k` 8) ask for 100
-(`recall.candidates` x 2), where a breadth of 100 returns 93.6 % of the true 100 nearest and 98.9 % of the true 10
-on 150k vectors of real conversation, and 200 returns 97.7 % and 99.8 % for about 0.5 ms more per query
-(docs/decisions/0015-the-search-breadth.md). Collections made with another breadth take this
-one the next time this process writes to them (`_collection`)."""
+"""The HNSW search breadth of memclaw's collections; Chroma's default is 100.
+
+Why 200: docs/decisions/0015-the-search-breadth.md.
+A collection made with another breadth takes this one the next time this process writes to it (`_collection`).
+"""
 
 
 class ChromaStore:
@@ -52,11 +50,13 @@ class ChromaStore:
         small_limit: int = 0,
         small_ok: Callable[[str], bool] | None = None,
     ) -> None:
-        """`client`: a chromadb client, or None with `connect` to make one at first need. `reader`: makes the
-        read-only `Reader` that serves `query` and `warm` until the client is needed. `stale`: true once the client
-        no longer works because its store was released under it (an embedded store wiped by another service of this
-        process, `memclaw.store.clients.release_embedded`): the next use connects again. `small`: where a scope for
-        which `small_ok` holds keeps up to `small_limit` vectors instead of a collection (memclaw.store.small)."""
+        """Open over `client`, or with `client` None, over the one `connect` makes at first need.
+
+        The `reader` makes the read-only `Reader` that serves `query` and `warm` until the client is needed.
+        The `stale` check turns true once another service of this process released the store under the client.
+        The next use then connects again; `memclaw.store.clients.release_embedded` is that release.
+        The `small` store keeps up to `small_limit` vectors of a scope for which `small_ok` holds.
+        """
         self._client_obj = client
         self._stale = stale
         self._connect = connect
@@ -113,9 +113,12 @@ class ChromaStore:
                 self._collections.clear()
 
     def _live_reader(self) -> Reader | None:
-        """The reader while it may serve reads: never after this store opened the chromadb client, nor (an
-        engine reader) after another store of this process opened it on the same files, since the client's
-        engine keeps its own copy of the index."""
+        """The reader while it may serve reads.
+
+        It stops serving once this store opened the chromadb client.
+        An engine reader also stops once another store of this process opened a client on the same files.
+        The client's engine keeps its own copy of the index, which the reader would no longer match.
+        """
         r = self._reader
         if r is None and self._make_reader is not None and self._client_obj is None:
             with self._connect_lock:

@@ -61,10 +61,11 @@ def release_embedded_below(root: Path) -> None:
 def release_embedded(path: Path) -> None:
     """Stop and forget chromadb's process-wide system for the embedded store at `path`.
 
-    chromadb keeps one system per persist directory for the whole process; removing the directory under a live
-    system leaves it writing to deleted files or failing with "no such table". Call this before removing or
-    replacing the directory, so the next PersistentClient starts from what is on disk. Engine readers of `path`
-    are retired too."""
+    chromadb keeps one system per persist directory for the whole process.
+    A live system whose directory was removed writes to deleted files or fails with "no such table".
+    Call this before removing or replacing the directory, so the next PersistentClient reads what is on disk.
+    Engine readers of `path` are retired too.
+    """
     forget_readers(path)
     key = _release_key(path)
     _released[key] = _released.get(key, 0) + 1
