@@ -35,7 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from memclaw.index.bm25 import DEFAULT_B, DEFAULT_K1, InvertedBM25  # noqa: E402
+from memclaw.index._bm25 import DEFAULT_B, DEFAULT_K1, InvertedBM25  # noqa: E402
 from memclaw.index.tokenizer import Tokenizer  # noqa: E402
 from tests.index.bm25_reference import RankBM25Index  # noqa: E402
 

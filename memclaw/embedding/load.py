@@ -1,9 +1,9 @@
 """Loading an embedder: `load_embedder` (once per process per model, backend and cache dir), the fingerprint a
 config names without loading it, one query's vector, and the default ONNX export cache.
 
-Backends: `OnnxEmbedder` (memclaw.embedding.onnx, the default whenever a valid export exists),
-`SentenceTransformerEmbedder` (memclaw.embedding.sentence, the torch reference), `HashEmbedder` ("hash-test",
-memclaw.embedding.hashing) and `ProviderEmbedder` ("<provider>/<model>", memclaw.embedding.provider: the user's
+Backends: `OnnxEmbedder` (memclaw.embedding._onnx, the default whenever a valid export exists),
+`SentenceTransformerEmbedder` (memclaw.embedding._sentence, the torch reference), `HashEmbedder` ("hash-test",
+memclaw.embedding._hashing) and `ProviderEmbedder` ("<provider>/<model>", memclaw.embedding.provider: the user's
 provider through litellm; memories leave the machine).
 
 Every backend returns float32 rows that are L2-normalized, so a dot product is the cosine similarity. The
@@ -25,11 +25,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from memclaw.embedding.base import Embedder
-from memclaw.embedding.export import export_onnx
-from memclaw.embedding.hashing import HASH_TEST_MODEL, HashEmbedder
-from memclaw.embedding.onnx import OnnxEmbedder, export_dir_for, import_runtime, read_manifest
-from memclaw.embedding.registry import (
+from memclaw.embedding._export import export_onnx
+from memclaw.embedding._hashing import HASH_TEST_MODEL, HashEmbedder
+from memclaw.embedding._onnx import OnnxEmbedder, export_dir_for, import_runtime, read_manifest
+from memclaw.embedding._registry import (
     REPO_EMBEDDINGS,
     ModelSpec,
     find_spec,
@@ -39,7 +38,8 @@ from memclaw.embedding.registry import (
     resolve_unregistered,
     verify_weights,
 )
-from memclaw.embedding.sentence import SentenceTransformerEmbedder
+from memclaw.embedding._sentence import SentenceTransformerEmbedder
+from memclaw.embedding.base import Embedder
 from memclaw.errors import EmbeddingError
 from memclaw.util.background import background_thread
 

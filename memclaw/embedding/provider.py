@@ -14,7 +14,7 @@ environment variables, which litellm reads itself (`OPENAI_API_KEY`, `OPENAI_API
 - A provider that needs a key and has none (`embeddings.api_key`, else the provider's variable) is known before
   any request and without importing litellm: `EmbeddingKeyMissing` (an `EmbeddingUnavailable`: the vectors stay
   pending), naming the variable, never retried.
-- Query embeddings are cached on disk (memclaw.embedding.query_cache): a repeated recall costs no request and does not
+- Query embeddings are cached on disk (memclaw.embedding._query_cache): a repeated recall costs no request and does not
   import litellm. The dimensions come from the first response and are remembered there too.
 """
 
@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memclaw.embedding._query_cache import QueryCache, default_cache_path
 from memclaw.embedding.base import Progress, normalize_rows
-from memclaw.embedding.query_cache import QueryCache, default_cache_path
 from memclaw.errors import EmbeddingAuthError, EmbeddingKeyMissing, EmbeddingProviderError, EmbeddingUnavailable
 from memclaw.llm import providers
 

@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from memclaw.index.bm25 import lucene_idf, top_k
+from memclaw.index._bm25 import lucene_idf, top_k
 from memclaw.index.passages import context_rows_all
 from memclaw.markdown.archive import speaker_is
 
 if TYPE_CHECKING:
-    from memclaw.index.bm25 import InvertedBM25
+    from memclaw.index._bm25 import InvertedBM25
     from memclaw.index.unittable import UnitTable
 
 _NONE = -1

@@ -7,7 +7,7 @@ A path of the wrong kind is not memclaw's to replace: `check_layout` refuses it 
 The file `manifest.json` holds the format, fingerprints, store, dimensions, namespace and last workspace path.
 The namespace is the workspace's key in the store; it is kept when the workspace moves.
 The folder `chroma/` is the embedded Chroma store, unless memory.chroma_url is set.
-Each scope has `scopes/<key>/state.sqlite3`, its state (memclaw.index.scope_state).
+Each scope has `scopes/<key>/state.sqlite3`, its state (memclaw.index._scope_state).
 Its `scopes/<key>/DIRTY` is there while a sync writes, and forces a reconcile after a crash.
 The file `sync.lock` serialises writers across processes.
 """
@@ -35,9 +35,9 @@ log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 4  # 2: a long unit also has a head vector (memclaw.index.passages); 3: facts read without their cid;
 # 4: a short archived turn embedded with the turns beside it
-STATE_FILE = "state.sqlite3"  # a scope's state (memclaw.index.scope_state)
+STATE_FILE = "state.sqlite3"  # a scope's state (memclaw.index._scope_state)
 LEGACY_STATE_FILES = ("state.pkl", "lexical.bm25")
-"""What a scope's state was kept in before memclaw.index.scope_state: never read (a pickle can run code), removed
+"""What a scope's state was kept in before memclaw.index._scope_state: never read (a pickle can run code), removed
 once."""
 
 

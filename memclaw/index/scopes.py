@@ -21,9 +21,9 @@ from memclaw.util.text import counted
 
 if TYPE_CHECKING:
     from memclaw.config import Config
-    from memclaw.index.bm25 import LexicalIndex
+    from memclaw.index._bm25 import LexicalIndex
+    from memclaw.index._scope_state import ScopeState
     from memclaw.index.bm25_context import TurnContexts
-    from memclaw.index.scope_state import ScopeState
     from memclaw.index.tokenizer import Tokenizer
     from memclaw.util.dirwatch import DirWatch
     from memclaw.util.progress import ProgressFactory
@@ -67,7 +67,7 @@ class Scope:
         """The context documents of the scope's short archived turns for BM25, the turns of the agent named `agent`
         left out (memclaw.index.bm25_context; built on first use, again when the index's slots changed); None for
         an index that can't score them."""
-        from memclaw.index.bm25 import InvertedBM25
+        from memclaw.index._bm25 import InvertedBM25
         from memclaw.index.bm25_context import TurnContexts
 
         lex = self.lexical
@@ -78,9 +78,9 @@ class Scope:
         return self._contexts[1]
 
     def entries_by_cid(self) -> dict[str, list[str]]:
-        """Consolidation id -> the history entries that carry it (memclaw.index.links; built on first use)."""
+        """Consolidation id -> the history entries that carry it (memclaw.index._links; built on first use)."""
         if self._entries_by_cid is None:
-            from memclaw.index.links import entries_by_cid
+            from memclaw.index._links import entries_by_cid
 
             self._entries_by_cid = entries_by_cid(self.state.units)
         return self._entries_by_cid
@@ -233,7 +233,7 @@ class ScopeCache:
 
     def known_scopes_on_disk(self) -> list[str]:
         """The workspace's scopes and those the index holds a state for."""
-        from memclaw.index.scope_state import read_scope_name
+        from memclaw.index._scope_state import read_scope_name
 
         out = set(self.workspace.scopes())
         root = self.layout.root / "scopes"
@@ -254,7 +254,7 @@ class ScopeCache:
     def get(self, scope: str) -> Scope | None:
         """The scope's synced state, reloaded if another process synced since; None if it has none (or a damaged
         one: the next sync rebuilds it)."""
-        from memclaw.index.scope_state import file_sig
+        from memclaw.index._scope_state import file_sig
 
         with self.lock:
             sc = self._scopes.get(scope)
@@ -312,7 +312,7 @@ class ScopeCache:
 
     def _load(self, scope: str) -> Scope | None:
         """Load a scope's saved state and BM25 index; None if absent or corrupted (caller rebuilds)."""
-        from memclaw.index import scope_state
+        import memclaw.index._scope_state as scope_state
 
         sf = self.layout.state_file(scope)
         sig = scope_state.file_sig(sf)
@@ -339,7 +339,7 @@ class ScopeCache:
 
     def build_lexical(self, units: Iterable[MemoryUnit]) -> LexicalIndex:
         """A BM25 index of these units (progress shown for a big one)."""
-        from memclaw.index.bm25 import InvertedBM25
+        from memclaw.index._bm25 import InvertedBM25
         from memclaw.util.progress import progress_for
 
         units = list(units)

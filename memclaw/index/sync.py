@@ -1,5 +1,5 @@
 """Syncing one scope: read its Markdown (as little as possible), diff it against the synced state, embed and upsert
-what is new or changed (memclaw.index.vector_writer), delete what went, update BM25 and save the new state."""
+what is new or changed (memclaw.index._vector_writer), delete what went, update BM25 and save the new state."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memclaw.errors import EmbeddingUnavailable, IndexError_, VectorStoreCorrupted
-from memclaw.index.links import changes_links, session_links
+from memclaw.index._links import changes_links, session_links
 from memclaw.index.passages import context_rows_all, turn_context, unit_of, unit_vectors
 from memclaw.index.scopes import Scope, ScopeCache, index_text
 from memclaw.markdown.units import MemoryUnit
@@ -197,10 +197,10 @@ class ScopeSync:
     def sync_scope(self, scope: str, progress: Progress | None, *, vectors: bool = True) -> SyncReport:
         """Without `vectors`: units, links and BM25 as the Markdown says, every vector to write left pending (the
         next sync with vectors embeds them); a BM25 recall waits for no embedding."""
-        from memclaw.index import scope_state
+        import memclaw.index._scope_state as scope_state
+        from memclaw.index._vector_writer import Passage, write_vectors
         from memclaw.index.layout import check_layout
         from memclaw.index.unittable import UnitTable
-        from memclaw.index.vector_writer import Passage, write_vectors
         from memclaw.util.progress import progress_for
 
         cache, layout = self.cache, self.cache.layout

@@ -3,7 +3,7 @@
 memclaw always supplies its own embeddings: collections are created with `embedding_function=None`, so Chroma
 never loads (or downloads) its default ONNX model. One collection per scope keeps scopes structurally apart
 (a metadata `where` filter costs ~177 ms at 100k vectors against ~4 ms unfiltered). Until the client is needed,
-`query` and `warm` go through a read-only `Reader` (memclaw.store.readers).
+`query` and `warm` go through a read-only `Reader` (memclaw.store._readers).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any, TypeVar
 import numpy as np
 
 from memclaw.errors import VectorStoreUnavailable
+from memclaw.store._failures import is_not_found, translate
+from memclaw.store._readers import Reader, warm_through
 from memclaw.store.base import SPACE, VectorHit, collection_name, first_hits
-from memclaw.store.failures import is_not_found, translate
-from memclaw.store.readers import Reader, warm_through
 from memclaw.store.small import SmallVectors
 
 log = logging.getLogger(__name__)
@@ -206,7 +206,7 @@ class ChromaStore:
         from memclaw.util.batches import even_chunk
 
         col = self._collection(scope, create=True)
-        batch = even_chunk(len(ids), _max_batch(self._client))  # (equal batches: see memclaw.index.vector_writer)
+        batch = even_chunk(len(ids), _max_batch(self._client))  # (equal batches: see memclaw.index._vector_writer)
         try:
             for start in range(0, len(ids), batch):
                 end = start + batch

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from memclaw.errors import IndexError_, UsageError, VectorStoreCorrupted
+from memclaw.store._failures import is_corruption, is_permission, permission_error, translate
+from memclaw.store._readers import HttpReader, client_running, engine_reader, forget_readers, reader_keys, system_idents
 from memclaw.store.base import VectorStore
 from memclaw.store.chroma import ChromaStore
-from memclaw.store.failures import is_corruption, is_permission, permission_error, translate
-from memclaw.store.readers import HttpReader, client_running, engine_reader, forget_readers, reader_keys, system_idents
 from memclaw.store.small import FOLDER as SMALL_FOLDER
 from memclaw.store.small import SmallVectors
 

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from memclaw.errors import UsageError
-from memclaw.index.bm25 import (
+from memclaw.index._bm25 import (
     DEFAULT_B,
     DEFAULT_K1,
     FORMAT_VERSION,

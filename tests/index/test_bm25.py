@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
 from memclaw.errors import IndexError_, UsageError
-from memclaw.index.bm25 import DEFAULT_B, DEFAULT_K1, InvertedBM25, LexicalIndex, lucene_idf
+from memclaw.index._bm25 import DEFAULT_B, DEFAULT_K1, InvertedBM25, LexicalIndex, lucene_idf
 from memclaw.index.tokenizer import Tokenizer
 from tests.index.bm25_reference import RankBM25Index
 

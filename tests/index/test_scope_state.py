@@ -1,4 +1,4 @@
-"""The scope state file (memclaw.index.scope_state): a snapshot plus a log of appends reads back exactly as written,
+"""The scope state file (memclaw.index._scope_state): a snapshot plus a log of appends reads back exactly as written,
 folds
 its log into the snapshot past the limit, and refuses anything that is not its own layout as damage."""
 
@@ -9,9 +9,9 @@ from datetime import datetime
 
 import pytest
 
+import memclaw.index._scope_state as scope_state
 from memclaw.errors import IndexError_
-from memclaw.index import scope_state
-from memclaw.index.bm25 import InvertedBM25
+from memclaw.index._bm25 import InvertedBM25
 from memclaw.index.unittable import UnitTable
 from memclaw.markdown.incremental import parse_file
 from memclaw.markdown.units import MemoryUnit

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from memclaw.config import Config, EmbeddingsConfig
+from memclaw.embedding._query_cache import QueryCache
 from memclaw.embedding.provider import ProviderEmbedder
-from memclaw.embedding.query_cache import QueryCache
 from memclaw.errors import EmbeddingUnavailable, LLMError
 from memclaw.llm import client as llm_client
 from memclaw.llm.client import LLMClient

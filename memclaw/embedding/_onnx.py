@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from memclaw.embedding._registry import ModelSpec
 from memclaw.embedding.base import Progress, batches, normalize_rows
-from memclaw.embedding.registry import ModelSpec
 from memclaw.errors import EmbeddingError
 from memclaw.markdown.formats import clean_text
 from memclaw.util.files import replace_atomically

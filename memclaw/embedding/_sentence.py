@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from memclaw.embedding._registry import file_sha256
 from memclaw.embedding.base import Progress, batches, normalize_rows
-from memclaw.embedding.registry import file_sha256
 from memclaw.errors import EmbeddingError
 from memclaw.markdown.formats import clean_text
 

@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from memclaw.store._failures import is_not_found, translate
 from memclaw.store.base import SPACE, VectorHit, first_hits
-from memclaw.store.failures import is_not_found, translate
 
 log = logging.getLogger(__name__)
 

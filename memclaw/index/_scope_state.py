@@ -5,7 +5,7 @@ pending, and its BM25 index.
 Nothing read from it can run code: SQLite rows of JSON and raw little-endian arrays, each checked on the way in.
 
 Its table `meta(key, value)` holds JSON values: format, scope, signatures, marks, pending, warned.
-Its table `snapshot(name, data)` holds the parts "units", "links" and "bm25", the last as memclaw.index.bm25 writes it.
+Its table `snapshot(name, data)` holds the parts "units", "links" and "bm25", the last as memclaw.index._bm25 writes it.
 Its table `log(seq, part, n, data)` holds what changed since each part's snapshot, in order, `n` rows per entry.
 The "units" log holds rows appended to one memory file and the files' order after it.
 The "links" log holds session links set or dropped; the "bm25" log, documents removed and added with their tokens.
@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import quote
 
 from memclaw.errors import IndexError_, MemclawError
-from memclaw.index.bm25 import InvertedBM25
+from memclaw.index._bm25 import InvertedBM25
 from memclaw.index.unittable import UnitTable, rows_from_json, table_from_bytes, table_json_rows, table_to_bytes
 from memclaw.markdown.incremental import FileMark
 from memclaw.markdown.units import OWNER_SCOPE

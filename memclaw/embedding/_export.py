@@ -1,6 +1,6 @@
 """Exporting a registry model to ONNX: once, atomically, under a file lock, checked against sentence-transformers
 on probe texts and refused when they differ by more than MAX_EXPORT_DIFF. Needs torch, sentence-transformers and
-the `onnx` package; the export's manifest is what `memclaw.embedding.onnx.read_manifest` checks."""
+the `onnx` package; the export's manifest is what `memclaw.embedding._onnx.read_manifest` checks."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from memclaw.embedding.onnx import EXPORT_FORMAT, OnnxEmbedder, export_dir_for, read_manifest
-from memclaw.embedding.registry import ModelSpec, file_sha256, resolve_model_dir, verify_weights
-from memclaw.embedding.sentence import import_sentence_transformers, st_dimension, st_pooling
+from memclaw.embedding._onnx import EXPORT_FORMAT, OnnxEmbedder, export_dir_for, read_manifest
+from memclaw.embedding._registry import ModelSpec, file_sha256, resolve_model_dir, verify_weights
+from memclaw.embedding._sentence import import_sentence_transformers, st_dimension, st_pooling
 from memclaw.errors import EmbeddingError
 from memclaw.util.files import file_lock
 
@@ -103,7 +103,7 @@ def _export_into(spec: ModelSpec, model_dir: Path, source_sha: str, out: Path) -
     sample = preprocess(["a short one", "a somewhat longer sample sentence to force padding"])
     input_names = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in sample]
     if sample["attention_mask"].min() != 0:
-        raise EmbeddingError("export sample must contain padding; this is a bug in memclaw.embedding.export")
+        raise EmbeddingError("export sample must contain padding; this is a bug in memclaw.embedding._export")
 
     class _Wrapper(torch.nn.Module):
         def __init__(self, m: Any) -> None:
