@@ -43,7 +43,8 @@ def export_onnx(spec: ModelSpec, cache_dir: Path, *, model_dir: Path | None = No
     cache_dir.mkdir(parents=True, exist_ok=True)
     with file_lock(cache_dir / f".{target.name}.lock"):
         if read_manifest(target, spec) is not None:
-            return target  # another process finished it while we waited
+            # another process finished it while we waited
+            return target
         model_dir = model_dir or resolve_model_dir(spec)
         source_sha = verify_weights(model_dir, spec)
         tmp = cache_dir / f".{target.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -97,7 +98,8 @@ def _export_into(spec: ModelSpec, model_dir: Path, source_sha: str, out: Path) -
 
     transformer = model[0]
     auto_model = transformer.auto_model
-    with contextlib.suppress(Exception):  # eager attention traces to plain ops; sdpa also works
+    # eager attention traces to plain ops; sdpa also works
+    with contextlib.suppress(Exception):
         auto_model.set_attn_implementation("eager")
     preprocess = getattr(model, "preprocess", None) or model.tokenize
     sample = preprocess(["a short one", "a somewhat longer sample sentence to force padding"])

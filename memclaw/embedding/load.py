@@ -68,7 +68,8 @@ def _torch_available() -> bool:
 
 _LOADED: dict[tuple[Any, ...], Embedder] = {}
 _LOAD_LOCK = threading.Lock()
-_LOADING: dict[tuple[Any, ...], threading.Thread] = {}  # loads under way in the background (load_in_background)
+# loads under way in the background (load_in_background)
+_LOADING: dict[tuple[Any, ...], threading.Thread] = {}
 _LOADING_LOCK = threading.Lock()
 
 
@@ -129,7 +130,8 @@ def load_in_background(cfg: ModelChoice) -> bool:
             return False
         thread = background_thread(lambda: _load_export(key, target, spec), "memclaw-embedder-load")
         _LOADING[key] = thread
-    import_runtime()  # here, at full speed: in the thread it would share the GIL with the caller's start-up
+    # here, at full speed: in the thread it would share the GIL with the caller's start-up
+    import_runtime()
     thread.start()
     return True
 
@@ -139,7 +141,8 @@ def _load_export(key: tuple[Any, ...], target: Path, spec: ModelSpec) -> None:
         with _LOAD_LOCK:
             if key not in _LOADED:
                 _LOADED[key] = OnnxEmbedder(target, expected_source_sha256=spec.sha256, spin=False)
-    except Exception:  # load_embedder, on the caller's thread, loads again and says why
+    # load_embedder, on the caller's thread, loads again and says why
+    except Exception:
         log.debug("background load of %s failed", spec.name, exc_info=True)
     finally:
         with _LOADING_LOCK:
@@ -163,7 +166,8 @@ def load_embedder(cfg: EmbeddingsConfig | None = None, *, registry: Mapping[str,
     else:
         registry = load_registry() if registry is None else registry
         spec = find_spec(cfg.model, registry)
-        if spec is None and _is_provider_model(cfg.model):  # nothing to load: one per caller, with its settings
+        # nothing to load: one per caller, with its settings
+        if spec is None and _is_provider_model(cfg.model):
             from memclaw.embedding.provider import ProviderEmbedder
 
             return ProviderEmbedder(cfg)
@@ -171,7 +175,8 @@ def load_embedder(cfg: EmbeddingsConfig | None = None, *, registry: Mapping[str,
         key = (cfg.model, cfg.backend, str(cache_dir.resolve()), spec)
     with _LOADING_LOCK:
         loading = _LOADING.get(key)
-    if loading is not None:  # started by load_in_background: its result, or (if it failed) a load of our own
+    # started by load_in_background: its result, or (if it failed) a load of our own
+    if loading is not None:
         loading.join()
     with _LOAD_LOCK:
         if key in _LOADED:

@@ -156,7 +156,8 @@ def top_k(ids: Sequence[str | None], scores: np.ndarray, k: int) -> list[tuple[s
     cand = np.flatnonzero(scores > 0)
     if len(cand) > k:
         kth = -np.partition(-scores[cand], k - 1)[k - 1]
-        cand = cand[scores[cand] >= kth]  # keep every tie at the boundary, then order by id
+        # keep every tie at the boundary, then order by id
+        cand = cand[scores[cand] >= kth]
     hits = [(ids[i], float(scores[i])) for i in cand.tolist()]
     hits.sort(key=lambda h: (-h[1], h[0]))
     return hits[:k]  # type: ignore[return-value]
@@ -211,9 +212,11 @@ class InvertedBM25:
         self._f_off = np.zeros(1, np.int64)
         self._f_slots = np.zeros(0, I4)
         self._f_tfs = np.zeros(0, I4)
-        self._ids: list[str | None] = []  # slot -> id, None when removed
+        # slot -> id, None when removed
+        self._ids: list[str | None] = []
         self._slot: dict[str, int] = {}
-        self._lens = np.zeros(16, np.float64)  # slot -> document length (0 for removed slots)
+        # slot -> document length (0 for removed slots)
+        self._lens = np.zeros(16, np.float64)
         self._alive = np.zeros(16, np.bool_)
         self._total_len = 0
         self._n_dead = 0
@@ -293,7 +296,8 @@ class InvertedBM25:
         terms = list(self._frozen)
         rows = np.fromiter(self._frozen.values(), np.int64, len(terms))
         all_counts = np.diff(self._f_off)
-        if len(rows) == len(all_counts):  # no frozen row was taken over by _postings
+        # no frozen row was taken over by _postings
+        if len(rows) == len(all_counts):
             counts, slots, tfs = all_counts.astype(I4), self._f_slots, self._f_tfs
         else:
             keep_row = np.zeros(len(all_counts), np.bool_)
@@ -406,7 +410,8 @@ class InvertedBM25:
                 contrib *= qtf
             if scores is None:
                 scores = np.zeros(len(self._ids), np.float64)
-            scores[slots] += contrib  # a term's slots are distinct, so plain fancy-index add is exact
+            # a term's slots are distinct, so plain fancy-index add is exact
+            scores[slots] += contrib
         if scores is None:
             return []
         return top_k(self._ids, scores, k)
@@ -453,7 +458,8 @@ class InvertedBM25:
             raise corrupt(where, "array sizes do not match the header")
         arrays, off = [], 0
         for size in sizes:
-            arrays.append(np.frombuffer(rest, I4, size, off).astype(I4))  # native, writable copies
+            # native, writable copies
+            arrays.append(np.frombuffer(rest, I4, size, off).astype(I4))
             off += 4 * size
         lens, counts, slots, tfs = arrays
         if (

@@ -48,7 +48,8 @@ class ScopeState:
     units: UnitTable
     links: dict[str, list[str]] = field(default_factory=dict)
     marks: dict[str, FileMark] = field(default_factory=dict)
-    pending: set[str] = field(default_factory=set)  # unit ids without vectors yet (the provider was down)
+    # unit ids without vectors yet (the provider was down)
+    pending: set[str] = field(default_factory=set)
     # per file, the keys of the parse notes already said as warnings (memclaw.index.sync: each is said once)
     warned: dict[str, list[str]] = field(default_factory=dict)
 
@@ -88,7 +89,8 @@ def connect(path: Path, *, create: bool) -> sqlite3.Connection:
     uri = f"file:{quote(str(path))}?mode={'rwc' if create else 'rw'}"
     con = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
     try:
-        con.execute("PRAGMA trusted_schema = OFF")  # nothing in the file's schema may call a function
+        # nothing in the file's schema may call a function
+        con.execute("PRAGMA trusted_schema = OFF")
         con.execute("PRAGMA synchronous = FULL")
     except BaseException:
         con.close()
@@ -125,7 +127,8 @@ def writable(path: Path, *, page_size: int = 16384) -> Iterator[sqlite3.Connecti
     file (not SQLite, or another schema) is replaced, since it is memclaw's own derived data."""
     exists = check_path(path)
     if not exists:
-        path.parent.mkdir(parents=True, exist_ok=True)  # (check_path said every parent is a folder or absent)
+        # check_path said every parent is a folder or absent
+        path.parent.mkdir(parents=True, exist_ok=True)
     elif not _usable(path):
         _discard(path)
     con = connect(path, create=True)
@@ -177,17 +180,22 @@ def compact_after(n_units: int) -> int:
 class Changes:
     """What one sync changed, so that a save can append it to the log. A part left None is written whole."""
 
-    appended: list[tuple[str, UnitTable]] | None = None  # (source, rows appended to it), in table order
-    order: list[str] = field(default_factory=list)  # the sources in table order after the append
-    links: dict[str, list[str] | None] | None = None  # session links set (a list) or dropped (None)
+    # (source, rows appended to it), in table order
+    appended: list[tuple[str, UnitTable]] | None = None
+    # the sources in table order after the append
+    order: list[str] = field(default_factory=list)
+    # session links set (a list) or dropped (None)
+    links: dict[str, list[str] | None] | None = None
     bm25_removed: list[str] = field(default_factory=list)
-    bm25_added: list[tuple[str, list[str]]] | None = None  # (id, tokens); None: write the BM25 index whole
+    # (id, tokens); None: write the BM25 index whole
+    bm25_added: list[tuple[str, list[str]]] | None = None
 
 
 @dataclass
 class Loaded:
     state: ScopeState
-    lexical: InvertedBM25 | None  # None when the BM25 part is damaged (`lexical_error` says how)
+    # None when the BM25 part is damaged (`lexical_error` says how)
+    lexical: InvertedBM25 | None
     lexical_error: str | None = None
 
 
@@ -224,7 +232,8 @@ def load(path: Path) -> Loaded | None:
         raise damaged(path, "not a memclaw index state")
     try:
         with contextlib.closing(connect(path, create=False)) as con:
-            con.execute("BEGIN")  # one read transaction: a consistent snapshot while a writer waits
+            # one read transaction: a consistent snapshot while a writer waits
+            con.execute("BEGIN")
             if not schema_ok(con):
                 raise damaged(path, "unexpected tables")
             meta = {k: v for k, v in con.execute("SELECT key, value FROM meta")}
@@ -241,7 +250,8 @@ def load(path: Path) -> Loaded | None:
         state = _state_from(meta, snaps, log)
     except MemclawError:
         raise
-    except Exception as e:  # anything unexpected in the content is damage, never a traceback
+    # anything unexpected in the content is damage, never a traceback
+    except Exception as e:
         raise damaged(path, f"{type(e).__name__}: {e}") from e
     try:
         lexical = _lexical_from(snaps, log, path)

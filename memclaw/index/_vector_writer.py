@@ -34,11 +34,14 @@ docs/decisions/0007-a-turn-embedded-with-its-neighbours.md)."""
 
 @dataclass(frozen=True)
 class Passage:
-    id: str  # the vector's id in the store (memclaw.index.passages)
+    # the vector's id in the store (memclaw.index.passages)
+    id: str
     text: str
     meta: dict[str, Any]
-    unit: str  # the id of the unit it belongs to
-    context: str | None = None  # embedded too, the stored vector blends both (see the module docstring)
+    # the id of the unit it belongs to
+    unit: str
+    # embedded too, the stored vector blends both (see the module docstring)
+    context: str | None = None
 
 
 def write_vectors(
@@ -58,7 +61,8 @@ def write_vectors(
     order = sorted(range(len(passages)), key=lambda i: -len(clean_text(passages[i].text)))
     chunk = even_chunk(len(order), CHUNK_PASSAGES, batch_size)
     step = max(1, batch_size)
-    held: list[tuple[list[int], np.ndarray]] = []  # batches embedded, not yet written: (positions, vectors)
+    # batches embedded, not yet written: (positions, vectors)
+    held: list[tuple[list[int], np.ndarray]] = []
     stored = 0
 
     def write() -> None:
@@ -81,7 +85,8 @@ def write_vectors(
                 held.append((rows, _embed(embedder, [passages[i] for i in rows], batch_size, progress)))
             write()
     except KeyboardInterrupt:
-        write()  # what was embedded is kept: the next sync embeds only the rest
+        # what was embedded is kept: the next sync embeds only the rest
+        write()
         raise
     except EmbeddingUnavailable as e:
         write()

@@ -52,7 +52,8 @@ class TurnContexts:
         self.n_slots = n
         self.n_docs = len(lexical)
         ids = table.ids
-        slot = np.fromiter((_or_none(lexical.slot_of(i)) for i in ids), np.int64, len(ids))  # row -> slot
+        # row -> slot
+        slot = np.fromiter((_or_none(lexical.slot_of(i)) for i in ids), np.int64, len(ids))
         before, after = context_rows_all(table)
         # Left out: units the index lacks (between a crash and the next sync), and the agent's own turns, which give
         # no words to the owner's turns beside them and take none (recall weighs them down: their words must not
@@ -70,15 +71,18 @@ class TurnContexts:
         own = lexical.doc_lengths()
         self.lengths = own.copy()
         self.lengths[slot[rows]] = 2 * own[slot[rows]]
-        self.as_before = np.full(n, _NONE, np.int64)  # slot -> the slot whose context takes it as the turn before
+        # slot -> the slot whose context takes it as the turn before
+        self.as_before = np.full(n, _NONE, np.int64)
         self.as_after = np.full(n, _NONE, np.int64)
         for side, as_side in ((before, self.as_before), (after, self.as_after)):
             r = rows[side[rows] >= 0]
             as_side[slot[side[r]]] = slot[r]
             self.lengths[slot[r]] += own[slot[side[r]]]
         self.avgdl = float(self.lengths.sum() / self.n_docs) if self.n_docs else 0.0
-        self._norm: np.ndarray | None = None  # k1 (1 - b + b dl / avgdl), per slot (the index's k1, b)
-        self._tf = self._score = self._pos = np.zeros(0)  # scratch, zero between searches (made with _norm)
+        # k1 (1 - b + b dl / avgdl), per slot (the index's k1, b)
+        self._norm: np.ndarray | None = None
+        # scratch, zero between searches (made with _norm)
+        self._tf = self._score = self._pos = np.zeros(0)
         self._lock = threading.Lock()
         self._terms: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._kept = 0
@@ -125,13 +129,15 @@ class TurnContexts:
             before, after = self.as_before[slots], self.as_after[slots]
             b, a = before != _NONE, after != _NONE
             tf_of = self._tf
-            tf_of[slots] += 2 * tfs  # (within one statement the indices are distinct: a turn is one turn's before)
+            # within one statement the indices are distinct: a turn is one turn's before
+            tf_of[slots] += 2 * tfs
             tf_of[before[b]] += tfs[b]
             tf_of[after[a]] += tfs[a]
             docs = _once(np.concatenate([slots, before[b], after[a]]), self._pos)
             tf = tf_of[docs]
             tf_of[docs] = 0.0
-            idf = lucene_idf(self.n_docs, len(docs))  # the documents of this collection that hold the term
+            # the documents of this collection that hold the term
+            idf = lucene_idf(self.n_docs, len(docs))
             keep = self.has_context[docs]
             docs, tf = docs[keep], tf[keep]
             k1 = lexical.k1
@@ -157,7 +163,8 @@ def _once(slots: np.ndarray, scratch: np.ndarray) -> np.ndarray:
     """Each slot once (first seen order not kept); `scratch` is any int64 array as long as the index's slots."""
     order = np.arange(len(slots))
     scratch[slots] = order
-    return slots[scratch[slots] == order]  # (whichever write won, exactly one position per slot matches it)
+    # whichever write won, exactly one position per slot matches it
+    return slots[scratch[slots] == order]
 
 
 def with_context(own: list[tuple[str, float]], context: list[tuple[str, float]], weight: float,

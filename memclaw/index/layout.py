@@ -33,9 +33,11 @@ from memclaw.util.safepath import NotRegularFileError, read_regular
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 4  # 2: a long unit also has a head vector (memclaw.index.passages); 3: facts read without their cid;
+# 2: a long unit also has a head vector (memclaw.index.passages); 3: facts read without their cid;
+FORMAT_VERSION = 4
 # 4: a short archived turn embedded with the turns beside it
-STATE_FILE = "state.sqlite3"  # a scope's state (memclaw.index._scope_state)
+# a scope's state (memclaw.index._scope_state)
+STATE_FILE = "state.sqlite3"
 LEGACY_STATE_FILES = ("state.pkl", "lexical.bm25")
 """What a scope's state was kept in before memclaw.index._scope_state: never read (a pickle can run code), removed
 once."""
@@ -80,9 +82,11 @@ class IndexLayout:
         try:
             names = os.listdir(self.root)
         except (FileNotFoundError, NotADirectoryError):
-            return  # (made when needed; a file there is said by check_layout)
+            # made when needed; a file there is said by check_layout
+            return
         except OSError:
-            return  # (said in one line where it is first read or written)
+            # said in one line where it is first read or written
+            return
         if not names or os.path.lexists(self.manifest):
             return
         foreign = sorted(n for n in names if n not in OWN_NAMES and not _OWN_TEMP.match(n))
@@ -148,7 +152,8 @@ def check_layout(layout: IndexLayout, scope: str | None = None, *, embedded: boo
     for path, kind in expect:
         try:
             st = os.stat(path)
-        except (FileNotFoundError, NotADirectoryError):  # absent (or under a parent reported on its own)
+        # absent (or under a parent reported on its own)
+        except (FileNotFoundError, NotADirectoryError):
             continue
         ok = stat.S_ISDIR(st.st_mode) if kind == "folder" else stat.S_ISREG(st.st_mode)
         if not ok:
@@ -190,12 +195,14 @@ def drop_legacy_state(layout: IndexLayout) -> None:
 def read_manifest(layout: IndexLayout) -> dict | None:
     try:
         data = json.loads(read_regular(layout.manifest, follow=True).decode("utf-8"))
-    except (FileNotFoundError, NotADirectoryError):  # (no index folder yet, or a file there: said by check_layout)
+    # no index folder yet, or a file there: said by check_layout
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except (IsADirectoryError, NotRegularFileError) as e:
         raise odd_path_error(layout.manifest, "file", layout.root) from e
     except PermissionError:
-        raise  # not damage: rebuilding would meet it too (said in one line by the CLI)
+        # not damage: rebuilding would meet it too (said in one line by the CLI)
+        raise
     except (OSError, ValueError) as e:
         log.warning("index manifest %s is unreadable (%s); rebuilding the index", layout.manifest, e)
         return None

@@ -105,7 +105,8 @@ def context_rows_all(table: UnitTable, rows: Sequence[int] | np.ndarray | None =
     c = table.columns
     n = len(c["ids"])
     if rows is None:
-        read = at = np.arange(n)  # the rows whose columns are read; where each asked row is among them
+        # the rows whose columns are read; where each asked row is among them
+        read = at = np.arange(n)
     else:
         asked = np.asarray(rows, np.int64)
         read = np.unique(np.clip(np.concatenate([asked - 1, asked, asked + 1]), 0, max(n - 1, 0)))
@@ -122,7 +123,8 @@ def context_rows_all(table: UnitTable, rows: Sequence[int] | np.ndarray | None =
         if key is not None:
             chunk[i] = keys.setdefault(key, len(keys))
     short = (words <= MAX_WORDS) & (chunk >= 0)
-    same = np.zeros(m, np.bool_)  # read[i] and read[i + 1] are consecutive turns of one chunk
+    # read[i] and read[i + 1] are consecutive turns of one chunk
+    same = np.zeros(m, np.bool_)
     same[:-1] = (chunk[:-1] == chunk[1:]) & (chunk[:-1] >= 0) & (np.diff(read) == 1)
     before = short & np.r_[False, same[:-1]] & np.r_[False, short[:-1]]
     after = short & same & np.r_[short[1:], False]

@@ -58,10 +58,12 @@ class Scope:
         self.state = state
         self.lexical = lexical
         self.state_sig = state_sig
-        self.lexical_unsaved = False  # rebuilt from the unit table on load (the saved one was damaged)
+        # rebuilt from the unit table on load (the saved one was damaged)
+        self.lexical_unsaved = False
         self._dated: tuple[list[datetime], list[str], list[tuple[datetime, datetime, str]]] | None = None
         self._entries_by_cid: dict[str, list[str]] | None = None
-        self._contexts: tuple[str, TurnContexts] | None = None  # (the agent's name, its turns left out)
+        # the agent's name, its turns left out
+        self._contexts: tuple[str, TurnContexts] | None = None
 
     def turn_contexts(self, agent: str) -> TurnContexts | None:
         """The context documents of the scope's short archived turns for BM25, the turns of the agent named `agent`
@@ -132,10 +134,12 @@ class ScopeCache:
         self.layout = layout
         self.tokenizer = tokenizer
         self.config = config
-        self.progress: ProgressFactory | None = None  # shows long work (the CLI: memclaw.util.progress)
+        # shows long work (the CLI: memclaw.util.progress)
+        self.progress: ProgressFactory | None = None
         self.lock = threading.RLock()
         self._scopes: OrderedDict[str, Scope] = OrderedDict()
-        self._watches: dict[str, tuple[DirWatch, dict[str, tuple]]] = {}  # the archive folders' (memclaw.util.dirwatch)
+        # the archive folders' (memclaw.util.dirwatch)
+        self._watches: dict[str, tuple[DirWatch, dict[str, tuple]]] = {}
 
     @property
     def embedded(self) -> bool:
@@ -167,7 +171,8 @@ class ScopeCache:
         """Each memory file's signature (memclaw.markdown.files.file_signature), None for a missing one. The
         archive's day files are looked at again only when their folder's watch says something changed there
         (memclaw.util.dirwatch; every time where it cannot be watched, and with `watched=False`)."""
-        from memclaw.markdown.files import file_signature  # MemoryFileError, not a traceback, for an unreadable file
+        # MemoryFileError, not a traceback, for an unreadable file
+        from memclaw.markdown.files import file_signature
 
         ws = self.workspace
         out = {ws.source_of(p): file_signature(p) for p in (ws.memory_file(scope), ws.history_file(scope))}
@@ -182,7 +187,8 @@ class ScopeCache:
             if known is not None and not known[0].changed():
                 return known[1]
             watch = known[0] if known is not None else DirWatch(self.workspace.archive_dir(scope))
-            watch.begin()  # (before the scan: a change made during it is seen next time)
+            # before the scan: a change made during it is seen next time
+            watch.begin()
             sigs = _day_signatures(self.workspace, scope)
             self._watches[scope] = (watch, sigs)
             self._evict_watches()
@@ -213,7 +219,8 @@ class ScopeCache:
             if self.layout.state_file(scope).exists():
                 return False
         except OSError:
-            return False  # the index cannot be looked into: the usual path reports it
+            # the index cannot be looked into: the usual path reports it
+            return False
         return not any(sig is not None for sig in self.signatures(scope).values())
 
     def is_synced(self, scope: str) -> bool:
@@ -263,7 +270,8 @@ class ScopeCache:
         if sc is not None and sc.state_sig == file_sig(self.layout.state_file(scope)):
             return sc
         ix.check_layout(self.layout, scope, embedded=self.embedded)
-        sc = self._load(scope)  # absent, or another process synced since
+        # absent, or another process synced since
+        sc = self._load(scope)
         if sc is not None:
             self.put(scope, sc)
         else:
@@ -320,7 +328,8 @@ class ScopeCache:
             loaded = scope_state.load(sf)
         except IndexError_ as e:
             if not sf.is_file():
-                raise  # not memclaw's file to replace (a directory...): said in one line, with the fix
+                # not memclaw's file to replace (a directory...): said in one line, with the fix
+                raise
             log.warning("%s; rebuilding this scope from the Markdown", e)
             return None
         if loaded is None or self.layout.dirty_file(scope).exists():
@@ -333,7 +342,8 @@ class ScopeCache:
             log.warning("BM25 index of scope %s is unusable (%s); rebuilding it from the unit table", scope,
                         loaded.lexical_error)  # fmt: skip
             sc = Scope(state, self.build_lexical(state.units.values()), sig)
-            sc.lexical_unsaved = True  # the next sync saves it (it holds the writer lock)
+            # the next sync saves it (it holds the writer lock)
+            sc.lexical_unsaved = True
             return sc
         return Scope(state, lexical, sig)
 
@@ -359,4 +369,5 @@ def _day_signatures(ws: Workspace, scope: str) -> dict[str, tuple]:
     """The signatures of the scope's archive day files, from one scan of their folder."""
     d, found = ws.archive_stats(scope, ordered=False)
     prefix = ws.source_of(d) + "/" if found else ""
-    return {prefix + name: (st.st_mtime_ns, st.st_size, st.st_ino) for name, st in found}  # (as file_signature's)
+    # as file_signature's
+    return {prefix + name: (st.st_mtime_ns, st.st_size, st.st_ino) for name, st in found}

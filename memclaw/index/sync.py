@@ -36,7 +36,8 @@ class SyncReport:
     removed: int = 0
     unchanged: int = 0
     rebuilt: bool = False
-    pending: int = 0  # units whose vectors wait for the embedding provider (keyword search has them already)
+    # units whose vectors wait for the embedding provider (keyword search has them already)
+    pending: int = 0
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -84,8 +85,10 @@ class ScopeRead:
         self.marks: dict[str, FileMark] = {}
         self.appended: list[tuple[str, UnitTable]] = []
         self.full_diff = False
-        self.full_parse = False  # else every parsed unit was appended: new ids by construction (incremental)
-        self.warned: dict[str, list[str]] = {}  # per file, the keys of its parse notes said so far
+        # else every parsed unit was appended: new ids by construction (incremental)
+        self.full_parse = False
+        # per file, the keys of its parse notes said so far
+        self.warned: dict[str, list[str]] = {}
 
     def add(self, kept: UnitTable | None, units: list[MemoryUnit], hashes: list[str] | None, source: str = "") -> None:
         from memclaw.index.unittable import UnitTable
@@ -114,13 +117,15 @@ def read_scope(cache: ScopeCache, scope: str, old: Scope | None, signatures: dic
 
     out = ScopeRead()
     for src, (path, kind) in cache.files(scope).items():
-        if src not in signatures:  # (a day file that came after the signatures: the next sync reads it)
+        # a day file that came after the signatures: the next sync reads it
+        if src not in signatures:
             continue
         seg = mark = None
         if old is not None:
             seg = old.state.units.segment(src)
             mark = old.state.marks.get(src)
-            if seg is None:  # rows not in file order (never written so): diff the whole table
+            # rows not in file order (never written so): diff the whole table
+            if seg is None:
                 out.full_diff = True
         sig = signatures[src]
         if seg is not None and mark is not None and sig is not None and old.state.signatures.get(src) == sig:
@@ -145,7 +150,8 @@ def read_scope(cache: ScopeCache, scope: str, old: Scope | None, signatures: dic
         else:
             with progress_for(cache.progress, None, 0, f"reading {src} ({len(data) / 1e6:.0f} MB)"):
                 units, out.marks[src] = parse_file(data, kind=kind, scope=scope, source=src, notes=notes)
-            if seg is None or len(seg):  # (a file that had no units: each of its ids is new, as when appended)
+            # a file that had no units: each of its ids is new, as when appended
+            if seg is None or len(seg):
                 out.full_parse = True
             if seg is not None:
                 out.reread_old.update(seg.ids)
@@ -160,7 +166,8 @@ def read_scope(cache: ScopeCache, scope: str, old: Scope | None, signatures: dic
             out.warned[src] = sorted(warned)
         if units:
             out.add(None, units, [u.content_hash for u in units], src)
-    if old is not None:  # files that are gone from the folder (an archive day deleted): their units go
+    # files that are gone from the folder (an archive day deleted): their units go
+    if old is not None:
         for src in old.state.units.sources():
             if src not in signatures:
                 seg = old.state.units.segment(src)
@@ -205,7 +212,8 @@ class ScopeSync:
 
         cache, layout = self.cache, self.cache.layout
         report = SyncReport(scope)
-        signatures = cache.signatures(scope, watched=False)  # (a sync looks at every file)
+        # a sync looks at every file
+        signatures = cache.signatures(scope, watched=False)
         old = cache.get(scope)
         check_layout(layout, scope, embedded=cache.embedded)
         dirty = layout.dirty_file(scope)
@@ -216,7 +224,8 @@ class ScopeSync:
             return report
         read = read_scope(cache, scope, old, signatures)
         table = UnitTable.concat(read.parts) if read.parts else UnitTable.from_units([])
-        units = read.parsed  # the only units that can be new or changed
+        # the only units that can be new or changed
+        units = read.parsed
         hashes = dict(zip((u.id for u in units), read.parsed_hashes, strict=True))
         if old is None:
             desired = {u.id: u for u in units}
@@ -225,7 +234,8 @@ class ScopeSync:
             try:
                 in_store_passages = self._store().ids(scope)
             except VectorStoreCorrupted:
-                raise  # the whole store is damaged: sync rebuilds every scope
+                # the whole store is damaged: sync rebuilds every scope
+                raise
             except IndexError_ as e:
                 report.warnings.append(f"{e}; dropping the scope's vectors")
                 self._store().drop(scope)
@@ -246,7 +256,8 @@ class ScopeSync:
         report.updated = len(to_embed) - report.added
         report.removed = len(stale_in_store)
         report.unchanged = len(table) - len(to_embed)
-        if old is not None and old.state.pending:  # catch up: vectors the provider could not give last time
+        # catch up: vectors the provider could not give last time
+        if old is not None and old.state.pending:
             queued = {u.id for u in to_embed}
             to_embed += [table[i] for i in sorted(old.state.pending) if i in table and i not in queued]
 
@@ -260,17 +271,20 @@ class ScopeSync:
         new_pids = {p.id for p in passages}
         stale_passages: set[str] = set()
         if old is None:
-            if in_store_passages:  # (an empty store, e.g. after a wipe, has nothing stale)
+            # an empty store, e.g. after a wipe, has nothing stale
+            if in_store_passages:
                 stale_passages = in_store_passages - {pid for u in units for pid in _passages_of(u)}
         else:
             old_units = old.state.units
             for uid in stale_in_store:
                 stale_passages.update(_passages_of(old_units[uid]))
-            for u in to_embed:  # (only a unit parsed again in full, or pending, can be an old one)
+            # only a unit parsed again in full, or pending, can be an old one
+            for u in to_embed:
                 if (u.id in old_hashes or u.id in old.state.pending) and u.id in old_units:
                     stale_passages.update(set(_passages_of(old_units[u.id])) - new_pids)
 
-        def mark_dirty() -> None:  # before the first write: a crash from here on makes the next sync reconcile
+        # before the first write: a crash from here on makes the next sync reconcile
+        def mark_dirty() -> None:
             dirty.parent.mkdir(parents=True, exist_ok=True)
             dirty.touch()
             self._wrote()
@@ -279,10 +293,12 @@ class ScopeSync:
         if passages:
             if not vectors:
                 pending, err = {p.unit for p in passages}, None
-            elif self.identity.deferred is not None:  # not the index's model: its vectors cannot join this index
+            # not the index's model: its vectors cannot join this index
+            elif self.identity.deferred is not None:
                 pending, err = {p.unit for p in passages}, self.identity.deferred
             else:
-                embedder, store = self._embedder(), self._store()  # (loaded before the progress clock starts)
+                # loaded before the progress clock starts
+                embedder, store = self._embedder(), self._store()
                 what = f"embedding {counted(len(to_embed), 'memory')}"
                 shown = progress_for(cache.progress, progress, len(passages), what)
                 with shown as advance:
@@ -297,7 +313,8 @@ class ScopeSync:
                     # (a unit pending already has no vector: a keyword-only sync need not open the store for it)
                     if uid in old_units and (vectors or uid not in old.state.pending):
                         stale_passages.update(_passages_of(old_units[uid]))
-            if err is not None:  # keyword search gets the units now, the vectors come later
+            # keyword search gets the units now, the vectors come later
+            if err is not None:
                 self._embed_failed(err)
                 msg = (
                     f"{err}; {counted(len(pending), 'memory')} {'is' if len(pending) == 1 else 'are'} searchable by "
@@ -311,15 +328,18 @@ class ScopeSync:
             self._store().delete(scope, sorted(stale_passages))
 
         append_only = old is not None and not (read.full_parse or read.full_diff or stale_in_store)
-        order = list(dict.fromkeys(p.source_at(0) for p in read.parts)) if append_only else []  # (each part: one file)
+        # each part: one file
+        order = list(dict.fromkeys(p.source_at(0) for p in read.parts)) if append_only else []
         changes = scope_state.Changes(order=order) if old is not None and not old.lexical_unsaved else None
         if old is None:
             lexical = cache.build_lexical(units)
         else:
             lexical = old.lexical
             removed, added = sorted(stale_in_store), []
-            with cache.lock:  # in-place update; recall holds the same lock while searching
-                present = {u.id for u in to_embed if u.id in lexical}  # (not a copy of every id: O(changes))
+            # in-place update; recall holds the same lock while searching
+            with cache.lock:
+                # (not a copy of every id: O(changes))
+                present = {u.id for u in to_embed if u.id in lexical}
                 for i in removed:
                     lexical.remove(i)
                 for u in to_embed:
@@ -342,17 +362,20 @@ class ScopeSync:
         sf = layout.state_file(scope)
 
         def lexical_bytes() -> bytes:
-            with cache.lock:  # (compacts the live index)
+            # compacts the live index
+            with cache.lock:
                 return lexical.to_bytes()
 
-        big = changes is None and len(table) > 50_000  # (seconds of JSON: say so)
+        # seconds of JSON: say so
+        big = changes is None and len(table) > 50_000
         with progress_for(cache.progress, None, 0, "saving the index") if big else contextlib.nullcontext():
             scope_state.save(sf, state, lexical_bytes, changes)
         dirty.unlink(missing_ok=True)
         synced = Scope(state, lexical, scope_state.file_sig(sf))
         cache.put(scope, synced)
         if self.config.recall.bm25_context_weight > 0 and table.rows_of("archive"):
-            with cache.lock:  # built here, not by the next recall (memclaw.index.bm25_context; 0.3 s at 100k turns)
+            # built here, not by the next recall (memclaw.index.bm25_context; 0.3 s at 100k turns)
+            with cache.lock:
                 synced.turn_contexts(self.config.agent.name)
         if report.changed:
             log.info("synced %s: +%d ~%d -%d", scope, report.added, report.updated, report.removed)

@@ -32,12 +32,14 @@ COLUMNS = ("ids", "texts", "hashes", "lines", "kinds", "timestamps", "sections",
 ROW_COLUMNS = ("ids", "texts", "hashes", "lines", "kinds", "timestamps", "sections", "scope_ix", "source_ix",
                 "extra_ix")  # fmt: skip
 STR_COLUMNS = ("ids", "texts", "hashes", "timestamps", "sections", "scopes", "sources")
-INT_COLUMNS = ("lines", "scope_ix", "source_ix", "extra_ix")  # int64 (kinds: int8)
+# int64 (kinds: int8)
+INT_COLUMNS = ("lines", "scope_ix", "source_ix", "extra_ix")
 JOINED_COLUMNS = ("ids", "texts", "hashes")
 
 
 def least(a: array) -> int:
-    return int(np.frombuffer(a, dtype=a.typecode).min())  # (C speed: min() over 100k rows costs ms)
+    # (C speed: min() over 100k rows costs ms)
+    return int(np.frombuffer(a, dtype=a.typecode).min())
 
 
 def most(a: array) -> int:
@@ -139,11 +141,13 @@ class UnitTable(Mapping[str, MemoryUnit]):
             for ix, table, vals in (("scope_ix", scopes, "scopes"), ("source_ix", sources, "sources"),
                                     ("extra_ix", extras, "extras")):  # fmt: skip
                 key = id(c[vals])
-                if key not in remaps and table.seed(c[vals]):  # (the first: as it is, at C speed)
+                # the first: as it is, at C speed
+                if key not in remaps and table.seed(c[vals]):
                     remaps[key] = (c[vals], [], True)
                 elif key not in remaps:
                     remap = [table(v) for v in c[vals]]
-                    remaps[key] = (c[vals], remap, remap == list(range(len(remap))))  # (the list kept: ids stay unique)
+                    # the list kept: ids stay unique
+                    remaps[key] = (c[vals], remap, remap == list(range(len(remap))))
                 _vals, remap, identity = remaps[key]
                 if identity:
                     cols[ix].extend(c[ix])
@@ -306,7 +310,8 @@ class UnitTable(Mapping[str, MemoryUnit]):
         c = self._c
         k = KINDS.index(kind)
         texts, kinds = c["texts"], c["kinds"]
-        backwards = texts[::-1]  # list.index compares in C: ~1 ms at 100k rows, where a Python loop took 16
+        # list.index compares in C: ~1 ms at 100k rows, where a Python loop took 16
+        backwards = texts[::-1]
         start = 0
         while True:
             try:
@@ -437,7 +442,8 @@ def table_from_bytes(data: bytes, *, check_ids: bool = True) -> UnitTable:
     if not isinstance(head, dict) or type(head.get("n")) is not int or not isinstance(head.get("sizes"), list):
         raise ValueError("unexpected columns")
     n, off = head.pop("n"), 8 + n_text
-    by_column = "extras" not in head  # (else: the extras as JSON pairs, as tables were written before)
+    # else: the extras as JSON pairs, as tables were written before
+    by_column = "extras" not in head
     blobs = (*JOINED_COLUMNS, EXTRA_VALUES) if by_column else JOINED_COLUMNS
     modes = {k: head.pop(f"{k}_as", None) for k in blobs}
     for k, size in zip(blobs, head.pop("sizes"), strict=True):
@@ -545,7 +551,8 @@ def _checked(
 
 def _check_json_extras(cols: dict[str, Any]) -> None:
     """The extras as JSON pairs (tables written before the extras were by column): checked, as tuples."""
-    raw = cols["extras"]  # (checked a level at a time at C speed: an archived turn's extras are its own, 100k of them)
+    # checked a level at a time at C speed: an archived turn's extras are its own, 100k of them
+    raw = cols["extras"]
     pairs = list(chain.from_iterable(raw)) if set(map(type, raw)) <= {list} else None
     if pairs is None or not set(map(type, pairs)) <= {list} or not set(map(len, pairs)) <= {2}:
         raise ValueError("column extras is not a list of string pairs")

@@ -99,7 +99,8 @@ class ChromaStore:
             with self._connect_lock:
                 if self._client_obj is None:
                     assert self._connect is not None
-                    self._make_reader = None  # from now on this process reads through the client
+                    # from now on this process reads through the client
+                    self._make_reader = None
                     self._reader = None
                     self._client_obj = self._connect()
         return self._client_obj
@@ -139,7 +140,8 @@ class ChromaStore:
         try:
             return op(r, collection_name(self._namespace, scope))
         except VectorStoreUnavailable:
-            raise  # a server that does not answer would not answer the client either: one timeout, not two
+            # a server that does not answer would not answer the client either: one timeout, not two
+            raise
         except Exception as e:
             log.debug(
                 "read-only reader for %s gave up (%s: %s); using the chromadb client", self._where, type(e).__name__, e
@@ -168,7 +170,8 @@ class ChromaStore:
                 set_search_breadth(col)
             else:
                 col = self._client.get_collection(name, embedding_function=None)
-        except Exception as e:  # chromadb raises NotFoundError / ValueError variants across versions
+        # chromadb raises NotFoundError / ValueError variants across versions
+        except Exception as e:
             if not create and is_not_found(e):
                 return None
             raise translate(e, self._where) from e
@@ -188,7 +191,8 @@ class ChromaStore:
         small = self._small_for_write(scope)
         if small is not None and self._small is not None:
             n = self._small.upsert(small, ids, embeddings, metadatas, documents)
-            if n > self._small_limit:  # outgrown: the scope moves into a collection of its own
+            # outgrown: the scope moves into a collection of its own
+            if n > self._small_limit:
                 all_ids, embs, metas, docs = self._small.entries(small)
                 self._chroma_upsert(scope, all_ids, embs, [m or {} for m in metas], [d or "" for d in docs])
                 self._small.drop(small)
@@ -206,7 +210,8 @@ class ChromaStore:
         from memclaw.util.batches import even_chunk
 
         col = self._collection(scope, create=True)
-        batch = even_chunk(len(ids), _max_batch(self._client))  # (equal batches: see memclaw.index._vector_writer)
+        # equal batches: see memclaw.index._vector_writer
+        batch = even_chunk(len(ids), _max_batch(self._client))
         try:
             for start in range(0, len(ids), batch):
                 end = start + batch
@@ -354,7 +359,8 @@ def set_search_breadth(col: Any) -> None:
         return
     try:
         col.modify(configuration={"hnsw": {"ef_search": EF_SEARCH}})
-    except Exception as e:  # e.g. a server that cannot change it: the collection is searched as it is
+    # e.g. a server that cannot change it: the collection is searched as it is
+    except Exception as e:
         log.info("collection %s keeps its HNSW search breadth %d (%s: %s)", col.name, ef, type(e).__name__, e)
         return
     log.info("collection %s: HNSW search breadth %d -> %d", col.name, ef, EF_SEARCH)

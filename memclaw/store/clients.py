@@ -79,7 +79,8 @@ def release_embedded(path: Path) -> None:
         if system is not None:
             try:
                 system.stop()
-            except Exception as e:  # a broken system is what we are discarding
+            # a broken system is what we are discarding
+            except Exception as e:
                 log.debug("stopping the Chroma system at %s: %s", ident, e)
 
 
@@ -120,7 +121,8 @@ def probe_damage(
     probe = None
     opened = store()
     for scope in scopes:
-        if (id(opened), scope) in probed:  # once per opening: later damage fails the write that meets it
+        # once per opening: later damage fails the write that meets it
+        if (id(opened), scope) in probed:
             continue
         if opened.count(scope):
             if probe is None:
@@ -169,7 +171,8 @@ def open_chroma_store(
     assert path is not None
     store_path = path
     key = _release_key(path)
-    connected = [_released.get(key, 0)]  # the release count its client was made at
+    # the release count its client was made at
+    connected = [_released.get(key, 0)]
 
     def connect() -> Any:
         connected[0] = _released.get(key, 0)
@@ -219,7 +222,8 @@ def _persistent_client(path: Path) -> Any:
     """chromadb's PersistentClient for `path` (created if missing), its errors said as memclaw's."""
     import chromadb
 
-    forget_readers(path)  # the client's engine keeps its own copy of the index from now on
+    # the client's engine keeps its own copy of the index from now on
+    forget_readers(path)
     if path.exists() and not path.is_dir():
         from memclaw.util.pathkind import odd_path_error
 
@@ -264,5 +268,6 @@ def _bound_http_timeouts(client: Any, timeout: Any) -> None:
     session = getattr(getattr(client, "_server", None), "_session", None)
     if isinstance(session, httpx.Client):
         session.timeout = timeout
-    else:  # another chromadb version: keep working, just without the bound
+    # another chromadb version: keep working, just without the bound
+    else:
         log.debug("cannot bound the Chroma HTTP client's timeouts (no httpx session found)")
