@@ -128,9 +128,9 @@ def main() -> None:
     from memclaw.runtime import set_offline_env
 
     set_offline_env()
+    from memclaw.embedding._onnx import export_dir_for
+    from memclaw.embedding._registry import find_spec, load_registry
     from memclaw.embedding.load import default_cache_dir
-    from memclaw.embedding.onnx import export_dir_for
-    from memclaw.embedding.registry import find_spec, load_registry
     from memclaw.workspace import build_demo_workspace
     from tests.embedding_server import embedding_server
     from tests.llm_server import Scripted, ScriptedLLMServer

@@ -69,7 +69,7 @@ WARM_IMPORTS = [
     "memclaw.agent.sessions",
     "memclaw.store.chroma",
     "memclaw.store.clients",
-    "memclaw.index.bm25",
+    "memclaw.index._bm25",
     "tests.llm_server",
 ]
 

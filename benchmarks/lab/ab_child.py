@@ -5,7 +5,7 @@ imported from PYTHONPATH, measured on `memclaw bench perf`'s synthetic memories.
 
 Prints one JSON line. `recall`: warm hybrid recall p50/p95 after syncing N memories. `state` adds, in this order:
 `ADDS` facts added one at a time through `MemoryService.add_fact` (each timed), the cost of folding the state's log
-into its snapshot (where the code has one: memclaw.index.scope_state), a cold `memclaw recall` in a fresh process on the
+into its snapshot (where the code has one: the scope state), a cold `memclaw recall` in a fresh process on the
 index left (median of COLD_RUNS) and the index's size on disk.
 
 Document vectors are computed once per A/B run: the first child keeps every one it computes in CACHE_FILE (a numpy
@@ -210,7 +210,7 @@ def main() -> None:
             svc.add_fact(text)
             add_ms.append((time.perf_counter() - t) * 1000)
         fold_ms = None
-        state_module = _module("memclaw.index.scope_state", "memclaw.scope_state")
+        state_module = _module("memclaw.index._scope_state", "memclaw.index.scope_state", "memclaw.scope_state")
         if state_module is not None:  # folding the state's log into its snapshot (once per 500 adds), where it exists
             scope_state = state_module
             sc = svc.scopes.get("owner") if hasattr(svc, "scopes") else svc._get_scope("owner")

@@ -1,9 +1,9 @@
 """Loading an embedder: `load_embedder` (once per process per model, backend and cache dir), the fingerprint a
 config names without loading it, one query's vector, and the default ONNX export cache.
 
-Backends: `OnnxEmbedder` (memclaw.embedding.onnx, the default whenever a valid export exists),
-`SentenceTransformerEmbedder` (memclaw.embedding.sentence, the torch reference), `HashEmbedder` ("hash-test",
-memclaw.embedding.hashing) and `ProviderEmbedder` ("<provider>/<model>", memclaw.embedding.provider: the user's
+Backends: `OnnxEmbedder` (memclaw.embedding._onnx, the default whenever a valid export exists),
+`SentenceTransformerEmbedder` (memclaw.embedding._sentence, the torch reference), `HashEmbedder` ("hash-test",
+memclaw.embedding._hashing) and `ProviderEmbedder` ("<provider>/<model>", memclaw.embedding.provider: the user's
 provider through litellm; memories leave the machine).
 
 Every backend returns float32 rows that are L2-normalized, so a dot product is the cosine similarity. The
@@ -25,11 +25,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from memclaw.embedding.base import Embedder
-from memclaw.embedding.export import export_onnx
-from memclaw.embedding.hashing import HASH_TEST_MODEL, HashEmbedder
-from memclaw.embedding.onnx import OnnxEmbedder, export_dir_for, import_runtime, read_manifest
-from memclaw.embedding.registry import (
+from memclaw.embedding._export import export_onnx
+from memclaw.embedding._hashing import HASH_TEST_MODEL, HashEmbedder
+from memclaw.embedding._onnx import OnnxEmbedder, export_dir_for, import_runtime, read_manifest
+from memclaw.embedding._registry import (
     REPO_EMBEDDINGS,
     ModelSpec,
     find_spec,
@@ -39,7 +38,8 @@ from memclaw.embedding.registry import (
     resolve_unregistered,
     verify_weights,
 )
-from memclaw.embedding.sentence import SentenceTransformerEmbedder
+from memclaw.embedding._sentence import SentenceTransformerEmbedder
+from memclaw.embedding.base import Embedder
 from memclaw.errors import EmbeddingError
 from memclaw.util.background import background_thread
 
@@ -68,14 +68,9 @@ def _torch_available() -> bool:
 
 _LOADED: dict[tuple[Any, ...], Embedder] = {}
 _LOAD_LOCK = threading.Lock()
-_LOADING: dict[tuple[Any, ...], threading.Thread] = {}  # loads under way in the background (load_in_background)
+# loads under way in the background (load_in_background)
+_LOADING: dict[tuple[Any, ...], threading.Thread] = {}
 _LOADING_LOCK = threading.Lock()
-
-
-def clear_embedder_cache() -> None:
-    """Forget the per-process loaded embedders (tests)."""
-    with _LOAD_LOCK:
-        _LOADED.clear()
 
 
 def fingerprint_for(cfg: EmbeddingsConfig, *, registry: Mapping[str, ModelSpec] | None = None) -> str | None:
@@ -110,14 +105,15 @@ class ModelChoice(Protocol):
 
 
 def load_in_background(cfg: ModelChoice) -> bool:
-    """Start loading `cfg`'s embedder in a background thread when that is the quick path: a registry model whose
-    cached ONNX export is valid, neither loaded nor loading in this process. Creating its ONNX Runtime session, the
-    bulk of a cold start's model load (~0.2 s), does not hold the GIL, so it runs beside the caller's own start-up
-    (config, index, vector store) instead of after it; `load_embedder` then waits for it and returns the same
-    embedder, one whose threads do not spin between runs (the caller has other work: OnnxEmbedder's `spin`). Only
-    that path runs in the background: if it fails, nothing is kept and `load_embedder` loads (and says what is
-    wrong) as usual. The thread is memclaw.util.background's: an exit waits for it rather than tearing the session
-    down midway. Whether a load started."""
+    """Start loading `cfg`'s embedder in a background thread, when that is the quick path; whether a load started.
+
+    The quick path is a registry model whose cached ONNX export is valid, neither loaded nor loading in this process.
+    Its ONNX Runtime session, most of a cold model load, does not hold the GIL.
+    So it runs beside the caller's own start-up instead of after it.
+    `load_embedder` then waits for it and returns the same embedder, whose threads do not spin between runs.
+    If the background load fails, nothing is kept, and `load_embedder` loads and says what is wrong as usual.
+    The thread is memclaw.util.background's: an exit waits for it rather than tearing the session down midway.
+    """
     if cfg.model == HASH_TEST_MODEL or cfg.backend == "torch":
         return False
     try:
@@ -134,7 +130,8 @@ def load_in_background(cfg: ModelChoice) -> bool:
             return False
         thread = background_thread(lambda: _load_export(key, target, spec), "memclaw-embedder-load")
         _LOADING[key] = thread
-    import_runtime()  # here, at full speed: in the thread it would share the GIL with the caller's start-up
+    # here, at full speed: in the thread it would share the GIL with the caller's start-up
+    import_runtime()
     thread.start()
     return True
 
@@ -144,7 +141,8 @@ def _load_export(key: tuple[Any, ...], target: Path, spec: ModelSpec) -> None:
         with _LOAD_LOCK:
             if key not in _LOADED:
                 _LOADED[key] = OnnxEmbedder(target, expected_source_sha256=spec.sha256, spin=False)
-    except Exception:  # load_embedder, on the caller's thread, loads again and says why
+    # load_embedder, on the caller's thread, loads again and says why
+    except Exception:
         log.debug("background load of %s failed", spec.name, exc_info=True)
     finally:
         with _LOADING_LOCK:
@@ -168,7 +166,8 @@ def load_embedder(cfg: EmbeddingsConfig | None = None, *, registry: Mapping[str,
     else:
         registry = load_registry() if registry is None else registry
         spec = find_spec(cfg.model, registry)
-        if spec is None and _is_provider_model(cfg.model):  # nothing to load: one per caller, with its settings
+        # nothing to load: one per caller, with its settings
+        if spec is None and _is_provider_model(cfg.model):
             from memclaw.embedding.provider import ProviderEmbedder
 
             return ProviderEmbedder(cfg)
@@ -176,7 +175,8 @@ def load_embedder(cfg: EmbeddingsConfig | None = None, *, registry: Mapping[str,
         key = (cfg.model, cfg.backend, str(cache_dir.resolve()), spec)
     with _LOADING_LOCK:
         loading = _LOADING.get(key)
-    if loading is not None:  # started by load_in_background: its result, or (if it failed) a load of our own
+    # started by load_in_background: its result, or (if it failed) a load of our own
+    if loading is not None:
         loading.join()
     with _LOAD_LOCK:
         if key in _LOADED:

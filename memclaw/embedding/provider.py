@@ -14,7 +14,7 @@ environment variables, which litellm reads itself (`OPENAI_API_KEY`, `OPENAI_API
 - A provider that needs a key and has none (`embeddings.api_key`, else the provider's variable) is known before
   any request and without importing litellm: `EmbeddingKeyMissing` (an `EmbeddingUnavailable`: the vectors stay
   pending), naming the variable, never retried.
-- Query embeddings are cached on disk (memclaw.embedding.query_cache): a repeated recall costs no request and does not
+- Query embeddings are cached on disk (memclaw.embedding._query_cache): a repeated recall costs no request and does not
   import litellm. The dimensions come from the first response and are remembered there too.
 """
 
@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memclaw.embedding._query_cache import QueryCache, default_cache_path
 from memclaw.embedding.base import Progress, normalize_rows
-from memclaw.embedding.query_cache import QueryCache, default_cache_path
 from memclaw.errors import EmbeddingAuthError, EmbeddingKeyMissing, EmbeddingProviderError, EmbeddingUnavailable
 from memclaw.llm import providers
 
@@ -38,8 +38,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_INPUT_TOKENS = 8191  # OpenAI's embedding models; others are read from litellm's model info
-MAX_REQUEST_TOKENS = 300_000  # OpenAI's per-request total
+# OpenAI's embedding models; others are read from litellm's model info
+DEFAULT_MAX_INPUT_TOKENS = 8191
+# OpenAI's per-request total
+MAX_REQUEST_TOKENS = 300_000
 # Inputs per request the providers accept (OpenAI 2048, Gemini's batchEmbedContents 100, Cohere 96, ...).
 MAX_INPUTS = {"openai": 2048, "azure": 2048, "gemini": 100, "vertex_ai": 250, "cohere": 96, "voyage": 128}
 DEFAULT_MAX_INPUTS = 256
@@ -103,11 +105,13 @@ class ProviderEmbedder:
         self.cache = cache or QueryCache(default_cache_path(cfg))
         provider = cfg.model.split("/", 1)[0]
         self.max_inputs = MAX_INPUTS.get(provider, DEFAULT_MAX_INPUTS)
-        self._max_input_tokens = cfg.max_input_tokens  # else litellm's model info, read when a text needs it
+        # else litellm's model info, read when a text needs it
+        self._max_input_tokens = cfg.max_input_tokens
         self._dim: int | None = cfg.dimensions or self.cache.dim(self.fingerprint)
         self._down_until = 0.0
 
-    def __repr__(self) -> str:  # never the key
+    # never the key
+    def __repr__(self) -> str:
         return f"ProviderEmbedder(model={self.name!r}, api_base={self.api_base!r})"
 
     @property
@@ -141,7 +145,8 @@ class ProviderEmbedder:
 
     # ----- Embedder ----------------------------------------------------------------------------------------
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
-        self._check_key()  # before anything that imports litellm
+        # before anything that imports litellm
+        self._check_key()
         texts = [self._cut(str(t)) for t in texts]
         rows: list[np.ndarray] = []
         for batch in self._batches(texts, batch_size):
@@ -169,7 +174,8 @@ class ProviderEmbedder:
     def _cut(self, text: str) -> str:
         """The text cut to the model's input limit (cl100k tokens, as litellm counts them). A token is at least
         one byte, so a text of fewer bytes than the limit needs no tokenizing."""
-        text = text or " "  # providers refuse empty input
+        # providers refuse empty input
+        text = text or " "
         if len(text.encode("utf-8", "surrogatepass")) <= self.max_input_tokens:
             return text
         from memclaw.llm.tokens import encoding as tiktoken_encoding
@@ -188,7 +194,8 @@ class ProviderEmbedder:
         batch: list[str] = []
         tokens = 0
         for t in texts:
-            n = len(t) // 2 + 1  # a cheap upper-bound-ish estimate of tokens (chars/4 is typical)
+            # a cheap upper-bound-ish estimate of tokens (chars/4 is typical)
+            n = len(t) // 2 + 1
             if batch and (len(batch) >= limit or tokens + n > MAX_REQUEST_TOKENS):
                 yield batch
                 batch, tokens = [], 0
@@ -202,7 +209,8 @@ class ProviderEmbedder:
             "model": self.name,
             "input": batch,
             "timeout": self.timeout_s,
-            "max_retries": 0,  # retries are ours (the provider SDK's own would multiply them)
+            # retries are ours (the provider SDK's own would multiply them)
+            "max_retries": 0,
             "encoding_format": "float",
         }
         if self.dimensions:
@@ -229,7 +237,8 @@ class ProviderEmbedder:
                 return self._vectors(resp, len(batch))
             except EmbeddingProviderError:
                 raise
-            except Exception as e:  # litellm maps provider errors to its own exception classes
+            # litellm maps provider errors to its own exception classes
+            except Exception as e:
                 failed = client.describe_failure(e, api_base=self.api_base, timeout_s=self.timeout_s)
                 client.trip_circuit(circuit, failed)
                 if not client.retryable(e) or attempt == attempts or failed.kind == client.CONNECT_FAILED:

@@ -1,23 +1,16 @@
-"""A short archived turn's words with the turns beside it, for BM25 (read side).
+"""A short archived turn's second BM25 score, over its words and those of the turns beside it.
 
-A short turn says little alone: "Melanie: They were stoked!" answers "How did the kids like the dinosaur exhibit?",
-and BM25 can't find it by the words of the question it answers. Its vector is blended with its context's
-(memclaw.index.passages); this does the same for the words. A short archived turn that has a context
-(memclaw.index.passages.context_rows_all) gets a second BM25 score, over a context document: its own words twice and
-those of its short neighbours once (as `turn_context`, where the turn sits between them). The context documents are
-scored as a collection of their own, where every other unit is its own document: the idf counts the documents of
-that collection that hold a term (a word said once is in the context of three turns), lengths are normalised by
-its mean. Recall takes the better of a turn's own score and `recall.bm25_context_weight` times its context score
-(memclaw.recall.search): a turn found by its neighbours' words ranks below one that says them, and no turn's own
-score is lowered.
-
-The context documents are not stored: their term frequencies are sums over the postings the BM25 index already
-has, each posting's document scattered to the turns it is a neighbour of. `TurnContexts` maps the index's slots once
-per synced scope state.
-
-Measured (docs/decisions/0009-bm25-context-as-a-second-score.md): LoCoMo's raw
-sessions gain on both halves at every budget; a context document as the turn's only BM25 document (tried before)
-lost facts and summaries to turns found by their neighbours' words.
+A short turn says little alone: "They were stoked!" answers a question whose words it never says.
+Its vector is blended with its context's (memclaw.index.passages); this does the same for its words.
+A short archived turn with a context gets a second score, over a context document.
+That document holds its own words twice and those of its short neighbours once.
+The context documents are scored as a collection of their own, where every other unit is its own document.
+So the idf counts the context documents that hold a term, and lengths are normalised by their mean.
+Recall takes the better of a turn's own score and `recall.bm25_context_weight` times its context score.
+So a turn found by its neighbours' words ranks below one that says them, and no own score is lowered.
+The context documents are not stored: their term frequencies are sums over the BM25 index's postings.
+`TurnContexts` maps the index's slots once per synced scope state.
+Why: docs/decisions/0009-bm25-context-as-a-second-score.md.
 """
 
 from __future__ import annotations
@@ -29,12 +22,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from memclaw.index.bm25_scoring import lucene_idf, top_k
+from memclaw.index._bm25 import lucene_idf, top_k
 from memclaw.index.passages import context_rows_all
 from memclaw.markdown.archive import speaker_is
 
 if TYPE_CHECKING:
-    from memclaw.index.bm25_inverted import InvertedBM25
+    from memclaw.index._bm25 import InvertedBM25
     from memclaw.index.unittable import UnitTable
 
 _NONE = -1
@@ -47,17 +40,20 @@ def _or_none(slot: int | None) -> int:
 
 
 class TurnContexts:
-    """The context documents of a scope's short archived turns, over one BM25 index's slots: for each slot, whether
-    it is such a turn, the slot of the turn whose context takes it as the turn before (`as_before`) and as the turn
-    after (`as_after`), and each context document's length. Valid while the index's slots don't change
-    (`fits(lexical)`)."""
+    """The context documents of a scope's short archived turns, over one BM25 index's slots.
+
+    For each slot: whether it is such a turn, and each context document's length.
+    `as_before` and `as_after` give the slot of the turn whose context takes it as the turn before or after.
+    Valid while the index's slots do not change (`fits(lexical)`).
+    """
 
     def __init__(self, table: UnitTable, lexical: InvertedBM25, agent: str = "") -> None:
         n = lexical.n_slots
         self.n_slots = n
         self.n_docs = len(lexical)
         ids = table.ids
-        slot = np.fromiter((_or_none(lexical.slot_of(i)) for i in ids), np.int64, len(ids))  # row -> slot
+        # row -> slot
+        slot = np.fromiter((_or_none(lexical.slot_of(i)) for i in ids), np.int64, len(ids))
         before, after = context_rows_all(table)
         # Left out: units the index lacks (between a crash and the next sync), and the agent's own turns, which give
         # no words to the owner's turns beside them and take none (recall weighs them down: their words must not
@@ -75,15 +71,18 @@ class TurnContexts:
         own = lexical.doc_lengths()
         self.lengths = own.copy()
         self.lengths[slot[rows]] = 2 * own[slot[rows]]
-        self.as_before = np.full(n, _NONE, np.int64)  # slot -> the slot whose context takes it as the turn before
+        # slot -> the slot whose context takes it as the turn before
+        self.as_before = np.full(n, _NONE, np.int64)
         self.as_after = np.full(n, _NONE, np.int64)
         for side, as_side in ((before, self.as_before), (after, self.as_after)):
             r = rows[side[rows] >= 0]
             as_side[slot[side[r]]] = slot[r]
             self.lengths[slot[r]] += own[slot[side[r]]]
         self.avgdl = float(self.lengths.sum() / self.n_docs) if self.n_docs else 0.0
-        self._norm: np.ndarray | None = None  # k1 (1 - b + b dl / avgdl), per slot (the index's k1, b)
-        self._tf = self._score = self._pos = np.zeros(0)  # scratch, zero between searches (made with _norm)
+        # k1 (1 - b + b dl / avgdl), per slot (the index's k1, b)
+        self._norm: np.ndarray | None = None
+        # scratch, zero between searches (made with _norm)
+        self._tf = self._score = self._pos = np.zeros(0)
         self._lock = threading.Lock()
         self._terms: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._kept = 0
@@ -130,13 +129,15 @@ class TurnContexts:
             before, after = self.as_before[slots], self.as_after[slots]
             b, a = before != _NONE, after != _NONE
             tf_of = self._tf
-            tf_of[slots] += 2 * tfs  # (within one statement the indices are distinct: a turn is one turn's before)
+            # within one statement the indices are distinct: a turn is one turn's before
+            tf_of[slots] += 2 * tfs
             tf_of[before[b]] += tfs[b]
             tf_of[after[a]] += tfs[a]
             docs = _once(np.concatenate([slots, before[b], after[a]]), self._pos)
             tf = tf_of[docs]
             tf_of[docs] = 0.0
-            idf = lucene_idf(self.n_docs, len(docs))  # the documents of this collection that hold the term
+            # the documents of this collection that hold the term
+            idf = lucene_idf(self.n_docs, len(docs))
             keep = self.has_context[docs]
             docs, tf = docs[keep], tf[keep]
             k1 = lexical.k1
@@ -162,7 +163,8 @@ def _once(slots: np.ndarray, scratch: np.ndarray) -> np.ndarray:
     """Each slot once (first seen order not kept); `scratch` is any int64 array as long as the index's slots."""
     order = np.arange(len(slots))
     scratch[slots] = order
-    return slots[scratch[slots] == order]  # (whichever write won, exactly one position per slot matches it)
+    # whichever write won, exactly one position per slot matches it
+    return slots[scratch[slots] == order]
 
 
 def with_context(own: list[tuple[str, float]], context: list[tuple[str, float]], weight: float,

@@ -43,10 +43,13 @@ class IndexIdentity:
         self.workspace_root = workspace_root
         self.config = config
         self.tokenizer = tokenizer
-        self._embedder = embedder  # loads it if need be
-        self._loaded_embedder = loaded_embedder  # the embedder, if it was given or loaded
+        # loads it if need be
+        self._embedder = embedder
+        # the embedder, if it was given or loaded
+        self._loaded_embedder = loaded_embedder
         self.checked = False
-        self.ok = False  # the manifest was found to serve these settings (no rebuild needed)
+        # the manifest was found to serve these settings (no rebuild needed)
+        self.ok = False
         # The new embedding model cannot embed yet (no key, provider down): the index keeps the old model's identity
         # and vectors, new vectors wait (pending), recall uses BM25 alone. Cleared once it can.
         self.deferred: EmbeddingUnavailable | None = None
@@ -92,7 +95,8 @@ class IndexIdentity:
         reason = ix.rebuild_reason(have, want)
         was = (have or {}).get("workspace")
         if have is not None and was is None and have.get("namespace") not in (None, self.path_namespace()):
-            was = ""  # an older manifest built elsewhere: moved or copied, it cannot tell; keep the copy apart
+            # an older manifest built elsewhere: moved or copied, it cannot tell; keep the copy apart
+            was = ""
         copied = (
             bool(self.chroma_url)
             and isinstance(was, str)
@@ -134,12 +138,14 @@ class IndexIdentity:
             from memclaw.embedding.provider import cannot_embed
 
             self.deferred = cannot_embed(self._embedder())
-            if self.deferred is not None:  # the old index stays as it is until the new model embeds
+            # the old index stays as it is until the new model embeds
+            if self.deferred is not None:
                 log.info("%s, but %s: the index keeps the previous model until then", reason, self.deferred)
                 return
         if copied:
             on_copied()
-            self._namespace = self.path_namespace()  # the original keeps its collections
+            # the original keeps its collections
+            self._namespace = self.path_namespace()
         if have is None or reason:
             if reason:
                 n = count_units()
@@ -158,7 +164,8 @@ class IndexIdentity:
         """Remove every scope's state and the recorded vector size (the vectors themselves: `store.chroma`)."""
         ix.remove_tree(self.layout.root / "scopes")
         manifest = ix.read_manifest(self.layout)
-        if manifest is not None and "dimensions" in manifest:  # the next vectors say it again
+        # the next vectors say it again
+        if manifest is not None and "dimensions" in manifest:
             del manifest["dimensions"]
             ix.write_manifest(self.layout, manifest)
 

@@ -1,20 +1,15 @@
-"""The derived index of one workspace: per scope, a Chroma collection, a BM25 index and a unit table.
+"""The index folder of one workspace: its paths, what may stand at them, its writer lock and its manifest.
 
-Everything here is derived from the Markdown and rebuildable at any time. Sync is incremental: only new,
-edited or deleted units are embedded or removed (content hashes). The index records the embedder and
-tokenizer fingerprints it was built with; a change of either triggers a full rebuild. A missing, corrupted
-or half-written index is detected and rebuilt from the Markdown with a warning, losing nothing.
+The index is derived from the Markdown and can be rebuilt at any time, losing nothing.
+A change of the format, the embedder, the tokenizer or the store means a rebuild (`rebuild_reason`).
+A path of the wrong kind is not memclaw's to replace: `check_layout` refuses it in one line naming the fix.
 
-On-disk layout under the index dir:
-    manifest.json               format version, embedder + tokenizer fingerprints, the store it was built in,
-                                the embedding dimensions, the namespace (the workspace's key in the store, kept
-                                when the workspace is moved) and the workspace path it was last used at
-    chroma/                     the embedded Chroma store (unless memory.chroma_url is set)
-    scopes/<key>/state.sqlite3  the scope's unit table, the file signatures and marks it was built from and its
-                                BM25 index (memclaw.index.scope_state: SQLite + JSON + raw arrays, nothing that runs
-                                code)
-    scopes/<key>/DIRTY          present while a sync is writing; forces a reconcile after a crash
-    sync.lock                   serialises writers across processes
+The file `manifest.json` holds the format, fingerprints, store, dimensions, namespace and last workspace path.
+The namespace is the workspace's key in the store; it is kept when the workspace moves.
+The folder `chroma/` is the embedded Chroma store, unless memory.chroma_url is set.
+Each scope has `scopes/<key>/state.sqlite3`, its state (memclaw.index._scope_state).
+Its `scopes/<key>/DIRTY` is there while a sync writes, and forces a reconcile after a crash.
+The file `sync.lock` serialises writers across processes.
 """
 
 from __future__ import annotations
@@ -27,64 +22,25 @@ import logging
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
-
-from memclaw.errors import IndexError_, MemclawError
-from memclaw.index.unittable import UnitTable
-from memclaw.markdown.incremental import FileMark
+from memclaw.errors import IndexError_
 from memclaw.util.files import replace_atomically
+from memclaw.util.pathkind import odd_path_error
 from memclaw.util.safepath import NotRegularFileError, read_regular
-from memclaw.util.text import counted
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 4  # 2: a long unit also has a head vector (memclaw.index.passages); 3: facts read without their cid;
+# 2: a long unit also has a head vector (memclaw.index.passages); 3: facts read without their cid;
+FORMAT_VERSION = 4
 # 4: a short archived turn embedded with the turns beside it
-STATE_FILE = "state.sqlite3"  # a scope's state (memclaw.index.scope_state)
+# a scope's state (memclaw.index._scope_state)
+STATE_FILE = "state.sqlite3"
 LEGACY_STATE_FILES = ("state.pkl", "lexical.bm25")
-"""What a scope's state was kept in before memclaw.index.scope_state: never read (a pickle can run code), removed
+"""What a scope's state was kept in before memclaw.index._scope_state: never read (a pickle can run code), removed
 once."""
-
-Progress = Callable[[int], None]
-
-
-@dataclass
-class SyncReport:
-    scope: str
-    added: int = 0
-    updated: int = 0
-    removed: int = 0
-    unchanged: int = 0
-    rebuilt: bool = False
-    pending: int = 0  # units whose vectors wait for the embedding provider (keyword search has them already)
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.added or self.updated or self.removed or self.rebuilt)
-
-
-@dataclass
-class ScopeState:
-    """What the index holds for one scope: the units, the file signatures they were parsed from, and per file
-    the mark an append-only parse resumes from (memclaw.markdown.incremental)."""
-
-    scope: str
-    signatures: dict[str, tuple | None]
-    units: UnitTable
-    links: dict[str, list[str]] = field(default_factory=dict)
-    marks: dict[str, FileMark] = field(default_factory=dict)
-    pending: set[str] = field(default_factory=set)  # unit ids without vectors yet (the provider was down)
-    # per file, the keys of the parse notes already said as warnings (memclaw.index.sync: each is said once)
-    warned: dict[str, list[str]] = field(default_factory=dict)
-
-    @property
-    def hashes(self) -> dict[str, str]:
-        return self.units.hashes()
 
 
 def scope_key(scope: str) -> str:
@@ -126,9 +82,11 @@ class IndexLayout:
         try:
             names = os.listdir(self.root)
         except (FileNotFoundError, NotADirectoryError):
-            return  # (made when needed; a file there is said by index.paths.check_layout)
+            # made when needed; a file there is said by check_layout
+            return
         except OSError:
-            return  # (said in one line where it is first read or written)
+            # said in one line where it is first read or written
+            return
         if not names or os.path.lexists(self.manifest):
             return
         foreign = sorted(n for n in names if n not in OWN_NAMES and not _OWN_TEMP.match(n))
@@ -158,7 +116,6 @@ class IndexLayout:
         """Exclusive across processes (fcntl) for the duration of a sync. Yields whether it was acquired: with
         `wait=False` it yields False at once when another process holds it."""
         from memclaw.errors import rebuild_hint
-        from memclaw.index.paths import check_layout
 
         check_layout(self, embedded=False)
         try:
@@ -179,6 +136,47 @@ class IndexLayout:
                 fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
+# ---- what may stand at the index's paths
+
+
+def check_layout(layout: IndexLayout, scope: str | None = None, *, embedded: bool = True) -> None:
+    """Raise IndexError_ if a path of the index (of `scope`'s part too, if given) exists as the wrong kind. A missing
+    path is fine (made when needed); PermissionError passes through (the CLI says it in one line)."""
+    expect: list[tuple[Path, str]] = [(layout.root, "folder"), (layout.manifest, "file"), (layout.lock_file, "file"),
+                                      (layout.root / "scopes", "folder")]  # fmt: skip
+    if embedded:
+        expect.append((layout.chroma_dir, "folder"))
+    if scope is not None:
+        expect += [(layout.scope_dir(scope), "folder"), (layout.state_file(scope), "file"),
+                   (layout.dirty_file(scope), "file")]  # fmt: skip
+    for path, kind in expect:
+        try:
+            st = os.stat(path)
+        # absent (or under a parent reported on its own)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        ok = stat.S_ISDIR(st.st_mode) if kind == "folder" else stat.S_ISREG(st.st_mode)
+        if not ok:
+            raise odd_path_error(path, kind, layout.root)
+
+
+def regular_file(path: Path, root: Path) -> bool:
+    """Whether the file memclaw keeps at `path` (in the index at `root`) is there; False: not yet. Raises IndexError_
+    when something else stands there, or above it; PermissionError passes through."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    except NotADirectoryError as e:
+        for parent in reversed(Path(path).parents):
+            if parent.exists() and not parent.is_dir():
+                raise odd_path_error(parent, "folder", root) from e
+        raise IndexError_(f"cannot use {path}: a folder above it is not a folder") from e
+    if not stat.S_ISREG(st.st_mode):
+        raise odd_path_error(path, "file", root)
+    return True
+
+
 def drop_legacy_state(layout: IndexLayout) -> None:
     """Remove the state files of an older memclaw (a pickle, which can run code: never read); each scope is then
     rebuilt from the Markdown against the vectors the store holds (nothing is embedded again). Said once."""
@@ -197,14 +195,14 @@ def drop_legacy_state(layout: IndexLayout) -> None:
 def read_manifest(layout: IndexLayout) -> dict | None:
     try:
         data = json.loads(read_regular(layout.manifest, follow=True).decode("utf-8"))
-    except (FileNotFoundError, NotADirectoryError):  # (no index folder yet, or a file there: said by check_layout)
+    # no index folder yet, or a file there: said by check_layout
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except (IsADirectoryError, NotRegularFileError) as e:
-        from memclaw.util.pathkind import odd_path_error
-
         raise odd_path_error(layout.manifest, "file", layout.root) from e
     except PermissionError:
-        raise  # not damage: rebuilding would meet it too (said in one line by the CLI)
+        # not damage: rebuilding would meet it too (said in one line by the CLI)
+        raise
     except (OSError, ValueError) as e:
         log.warning("index manifest %s is unreadable (%s); rebuilding the index", layout.manifest, e)
         return None
@@ -248,13 +246,3 @@ def write_manifest(layout: IndexLayout, data: dict) -> None:
 def remove_tree(path: Path) -> None:
     if path.exists():
         shutil.rmtree(path, ignore_errors=True)
-
-
-def embed_texts(embedder, texts: list[str], batch_size: int, progress: Progress | None) -> np.ndarray:
-    """Batch-encode, turning any failure into one EmbeddingError-style message."""
-    try:
-        return embedder.encode(texts, batch_size=batch_size, progress=progress)
-    except MemclawError:
-        raise
-    except Exception as e:
-        raise IndexError_(f"embedding {counted(len(texts), 'memory')} failed: {type(e).__name__}: {e}") from e

@@ -1,19 +1,17 @@
-"""Split long memory units into passages for embedding (pure).
+"""Long memory units split into passages for embedding, and the context a short archived turn is embedded with.
 
-MiniLM truncates at 256 word pieces, and one vector for a long session summary blurs it: a long history entry
-is embedded as several passages of at most `max_words` words, cut at line or sentence boundaries (measured on
-LoCoMo raw sessions: recall@5 0.52 -> 0.74). A long unit also gets one vector of its own head (the whole text,
-which the model truncates at its token limit): the unit as a whole, as a plain one-vector-per-unit index sees it.
-A short unit's only passage is its whole text, so it is its own head. Which of these vectors make a unit's
-similarity is the recall setting `recall.vector_signal`.
+A long unit is embedded as passages of at most `max_words` words, cut at line or sentence boundaries.
+MiniLM truncates at 256 word pieces, and one vector would blur a long session summary.
+On LoCoMo's raw sessions, passages raised recall@5 from 0.52 to 0.74.
+A long unit also gets one vector of its head: the whole text, which the model truncates.
+A short unit's only passage is its whole text, so it is its own head.
+Which of these vectors make a unit's similarity is the setting `recall.vector_signal`.
 
-A short archived turn means little alone ("Yes, last Friday!", "How'd the kids like it?"), so its one vector is
-blended with its context's (memclaw.index.vector_writer): `turn_context`, the end of the turn before it, itself and
-the start of the turn after it (short neighbours only). Measured
-(docs/decisions/0007-a-turn-embedded-with-its-neighbours.md): on LoCoMo's raw sessions the evidence among the
-vector signal's top 40 turns 0.692 -> 0.730 (equal
-weights), recall within 1,024 tokens 0.836 -> 0.842 (the context at half weight, memclaw.index.vector_writer). A
-long turn's passages carry their own context and are embedded as before.
+A short archived turn means little alone ("Yes, last Friday!"), so its vector is blended with its context's.
+The context is `turn_context`: the end of the turn before it, itself, and the start of the turn after it.
+Why: docs/decisions/0007-a-turn-embedded-with-its-neighbours.md.
+A long turn's passages carry their own context.
+All of it is pure: no I/O.
 """
 
 from __future__ import annotations
@@ -79,10 +77,11 @@ def unit_vectors(unit_id: str, text: str) -> list[tuple[str, str]]:
 
 
 def turn_context(before: str | None, text: str, after: str | None, words: int = CONTEXT_WORDS) -> str | None:
-    """What a short archived turn is embedded with besides itself: the last `words` words of the turn before it, the
-    turn, the first `words` of the turn after it, separated as in an excerpt; a long neighbour (an essay of a reply)
-    is left out, it would drown the turn (measured on LongMemEval); None for a long turn or one with no short
-    neighbour."""
+    """What a short archived turn is embedded with besides itself, or None for a long turn or one without context.
+
+    The context is the last `words` words of the turn before it, the turn, and the first `words` of the turn after.
+    A long neighbour is left out: it would drown the turn, as measured on LongMemEval.
+    """
     before = None if before is None or is_long(before) else before
     after = None if after is None or is_long(after) else after
     if is_long(text) or (before is None and after is None):
@@ -95,18 +94,19 @@ def turn_context(before: str | None, text: str, after: str | None, words: int = 
 
 
 def context_rows_all(table: UnitTable, rows: Sequence[int] | np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The rows of the turns each short archived turn is read with, as two arrays: the turn before it and the turn
-    after it in its chunk, each only if short (-1 where there is none or it is long); both -1 for a row without
-    context: a long turn, a turn with no short neighbour, a unit that is no archived turn. The one rule for the
-    vector's context (`turn_context`, memclaw.index.sync) and the words' (memclaw.index.bm25_context).
+    """The rows of the turns each short archived turn is read with: the turn before it and the turn after it.
 
-    For every row of the table, or for `rows` only (the arrays then follow `rows`: an append sync reads its new
-    turns and the rows beside them, not the scope). Vectorised: one pass over the rows read (a scope of 100k turns
-    in ~0.1 s, 20 appended turns in well under a millisecond)."""
+    Each array holds -1 where that neighbour is missing or long.
+    Both are -1 for a long turn, a turn with no short neighbour, or a unit that is no archived turn.
+    This is the one rule for the vector's context (`turn_context`) and the words' (memclaw.index.bm25_context).
+    With `rows`, only those rows are read and the arrays follow `rows`, so an append sync does not read the scope.
+    One vectorised pass reads 100k turns in about 0.1 s.
+    """
     c = table.columns
     n = len(c["ids"])
     if rows is None:
-        read = at = np.arange(n)  # the rows whose columns are read; where each asked row is among them
+        # the rows whose columns are read; where each asked row is among them
+        read = at = np.arange(n)
     else:
         asked = np.asarray(rows, np.int64)
         read = np.unique(np.clip(np.concatenate([asked - 1, asked, asked + 1]), 0, max(n - 1, 0)))
@@ -123,7 +123,8 @@ def context_rows_all(table: UnitTable, rows: Sequence[int] | np.ndarray | None =
         if key is not None:
             chunk[i] = keys.setdefault(key, len(keys))
     short = (words <= MAX_WORDS) & (chunk >= 0)
-    same = np.zeros(m, np.bool_)  # read[i] and read[i + 1] are consecutive turns of one chunk
+    # read[i] and read[i + 1] are consecutive turns of one chunk
+    same = np.zeros(m, np.bool_)
     same[:-1] = (chunk[:-1] == chunk[1:]) & (chunk[:-1] >= 0) & (np.diff(read) == 1)
     before = short & np.r_[False, same[:-1]] & np.r_[False, short[:-1]]
     after = short & same & np.r_[short[1:], False]

@@ -21,8 +21,9 @@ from memclaw.util.text import counted
 
 if TYPE_CHECKING:
     from memclaw.config import Config
+    from memclaw.index._bm25 import LexicalIndex
+    from memclaw.index._scope_state import ScopeState
     from memclaw.index.bm25_context import TurnContexts
-    from memclaw.index.bm25_scoring import LexicalIndex
     from memclaw.index.tokenizer import Tokenizer
     from memclaw.util.dirwatch import DirWatch
     from memclaw.util.progress import ProgressFactory
@@ -53,21 +54,23 @@ def index_text(u: MemoryUnit) -> str:
 class Scope:
     """Runtime state of one scope: the unit table, the BM25 index and the state file it came from."""
 
-    def __init__(self, state: ix.ScopeState, lexical: LexicalIndex, state_sig: tuple | None) -> None:
+    def __init__(self, state: ScopeState, lexical: LexicalIndex, state_sig: tuple | None) -> None:
         self.state = state
         self.lexical = lexical
         self.state_sig = state_sig
-        self.lexical_unsaved = False  # rebuilt from the unit table on load (the saved one was damaged)
+        # rebuilt from the unit table on load (the saved one was damaged)
+        self.lexical_unsaved = False
         self._dated: tuple[list[datetime], list[str], list[tuple[datetime, datetime, str]]] | None = None
         self._entries_by_cid: dict[str, list[str]] | None = None
-        self._contexts: tuple[str, TurnContexts] | None = None  # (the agent's name, its turns left out)
+        # the agent's name, its turns left out
+        self._contexts: tuple[str, TurnContexts] | None = None
 
     def turn_contexts(self, agent: str) -> TurnContexts | None:
         """The context documents of the scope's short archived turns for BM25, the turns of the agent named `agent`
         left out (memclaw.index.bm25_context; built on first use, again when the index's slots changed); None for
         an index that can't score them."""
+        from memclaw.index._bm25 import InvertedBM25
         from memclaw.index.bm25_context import TurnContexts
-        from memclaw.index.bm25_inverted import InvertedBM25
 
         lex = self.lexical
         if not isinstance(lex, InvertedBM25):
@@ -77,17 +80,19 @@ class Scope:
         return self._contexts[1]
 
     def entries_by_cid(self) -> dict[str, list[str]]:
-        """Consolidation id -> the history entries that carry it (memclaw.index.links; built on first use)."""
+        """Consolidation id -> the history entries that carry it (memclaw.index._links; built on first use)."""
         if self._entries_by_cid is None:
-            from memclaw.index.links import entries_by_cid
+            from memclaw.index._links import entries_by_cid
 
             self._entries_by_cid = entries_by_cid(self.state.units)
         return self._entries_by_cid
 
     def dated_in(self, ranges: Sequence[Span], limit: int) -> list[str]:
-        """Up to `limit` ids of units stamped inside any of the ranges, newest first, then of facts and summaries whose
-        text names a day inside one (memclaw.recall.ranking.stamp_in; a sorted date index and a list of named days,
-        built on first use)."""
+        """Up to `limit` ids of units dated inside any of the ranges (memclaw.recall.ranking.stamp_in).
+
+        First the units stamped inside one, newest first; then the facts and summaries whose text names such a day.
+        The sorted date index and the list of named days are built on first use.
+        """
         if self._dated is None:
             self._dated = self._date_index()
         stamps, ids, named = self._dated
@@ -129,10 +134,12 @@ class ScopeCache:
         self.layout = layout
         self.tokenizer = tokenizer
         self.config = config
-        self.progress: ProgressFactory | None = None  # shows long work (the CLI: memclaw.util.progress)
+        # shows long work (the CLI: memclaw.util.progress)
+        self.progress: ProgressFactory | None = None
         self.lock = threading.RLock()
         self._scopes: OrderedDict[str, Scope] = OrderedDict()
-        self._watches: dict[str, tuple[DirWatch, dict[str, tuple]]] = {}  # the archive folders' (memclaw.util.dirwatch)
+        # the archive folders' (memclaw.util.dirwatch)
+        self._watches: dict[str, tuple[DirWatch, dict[str, tuple]]] = {}
 
     @property
     def embedded(self) -> bool:
@@ -164,7 +171,8 @@ class ScopeCache:
         """Each memory file's signature (memclaw.markdown.files.file_signature), None for a missing one. The
         archive's day files are looked at again only when their folder's watch says something changed there
         (memclaw.util.dirwatch; every time where it cannot be watched, and with `watched=False`)."""
-        from memclaw.markdown.files import file_signature  # MemoryFileError, not a traceback, for an unreadable file
+        # MemoryFileError, not a traceback, for an unreadable file
+        from memclaw.markdown.files import file_signature
 
         ws = self.workspace
         out = {ws.source_of(p): file_signature(p) for p in (ws.memory_file(scope), ws.history_file(scope))}
@@ -179,7 +187,8 @@ class ScopeCache:
             if known is not None and not known[0].changed():
                 return known[1]
             watch = known[0] if known is not None else DirWatch(self.workspace.archive_dir(scope))
-            watch.begin()  # (before the scan: a change made during it is seen next time)
+            # before the scan: a change made during it is seen next time
+            watch.begin()
             sigs = _day_signatures(self.workspace, scope)
             self._watches[scope] = (watch, sigs)
             self._evict_watches()
@@ -210,7 +219,8 @@ class ScopeCache:
             if self.layout.state_file(scope).exists():
                 return False
         except OSError:
-            return False  # the index cannot be looked into: the usual path reports it
+            # the index cannot be looked into: the usual path reports it
+            return False
         return not any(sig is not None for sig in self.signatures(scope).values())
 
     def is_synced(self, scope: str) -> bool:
@@ -230,7 +240,7 @@ class ScopeCache:
 
     def known_scopes_on_disk(self) -> list[str]:
         """The workspace's scopes and those the index holds a state for."""
-        from memclaw.index.scope_state import read_scope_name
+        from memclaw.index._scope_state import read_scope_name
 
         out = set(self.workspace.scopes())
         root = self.layout.root / "scopes"
@@ -251,8 +261,7 @@ class ScopeCache:
     def get(self, scope: str) -> Scope | None:
         """The scope's synced state, reloaded if another process synced since; None if it has none (or a damaged
         one: the next sync rebuilds it)."""
-        from memclaw.index.paths import check_layout
-        from memclaw.index.scope_state import file_sig
+        from memclaw.index._scope_state import file_sig
 
         with self.lock:
             sc = self._scopes.get(scope)
@@ -260,8 +269,9 @@ class ScopeCache:
                 self._scopes.move_to_end(scope)
         if sc is not None and sc.state_sig == file_sig(self.layout.state_file(scope)):
             return sc
-        check_layout(self.layout, scope, embedded=self.embedded)
-        sc = self._load(scope)  # absent, or another process synced since
+        ix.check_layout(self.layout, scope, embedded=self.embedded)
+        # absent, or another process synced since
+        sc = self._load(scope)
         if sc is not None:
             self.put(scope, sc)
         else:
@@ -310,7 +320,7 @@ class ScopeCache:
 
     def _load(self, scope: str) -> Scope | None:
         """Load a scope's saved state and BM25 index; None if absent or corrupted (caller rebuilds)."""
-        from memclaw.index import scope_state
+        import memclaw.index._scope_state as scope_state
 
         sf = self.layout.state_file(scope)
         sig = scope_state.file_sig(sf)
@@ -318,7 +328,8 @@ class ScopeCache:
             loaded = scope_state.load(sf)
         except IndexError_ as e:
             if not sf.is_file():
-                raise  # not memclaw's file to replace (a directory...): said in one line, with the fix
+                # not memclaw's file to replace (a directory...): said in one line, with the fix
+                raise
             log.warning("%s; rebuilding this scope from the Markdown", e)
             return None
         if loaded is None or self.layout.dirty_file(scope).exists():
@@ -331,17 +342,18 @@ class ScopeCache:
             log.warning("BM25 index of scope %s is unusable (%s); rebuilding it from the unit table", scope,
                         loaded.lexical_error)  # fmt: skip
             sc = Scope(state, self.build_lexical(state.units.values()), sig)
-            sc.lexical_unsaved = True  # the next sync saves it (it holds the writer lock)
+            # the next sync saves it (it holds the writer lock)
+            sc.lexical_unsaved = True
             return sc
         return Scope(state, lexical, sig)
 
     def build_lexical(self, units: Iterable[MemoryUnit]) -> LexicalIndex:
         """A BM25 index of these units (progress shown for a big one)."""
-        from memclaw.index.bm25 import make_lexical_index
+        from memclaw.index._bm25 import InvertedBM25
         from memclaw.util.progress import progress_for
 
         units = list(units)
-        lex = make_lexical_index("inverted")
+        lex = InvertedBM25()
         last = 0
         what = f"indexing the words of {counted(len(units), 'memory')}"
         with progress_for(self.progress, None, len(units), what) as done:
@@ -357,4 +369,5 @@ def _day_signatures(ws: Workspace, scope: str) -> dict[str, tuple]:
     """The signatures of the scope's archive day files, from one scan of their folder."""
     d, found = ws.archive_stats(scope, ordered=False)
     prefix = ws.source_of(d) + "/" if found else ""
-    return {prefix + name: (st.st_mtime_ns, st.st_size, st.st_ino) for name, st in found}  # (as file_signature's)
+    # as file_signature's
+    return {prefix + name: (st.st_mtime_ns, st.st_size, st.st_ino) for name, st in found}

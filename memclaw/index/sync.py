@@ -1,5 +1,5 @@
 """Syncing one scope: read its Markdown (as little as possible), diff it against the synced state, embed and upsert
-what is new or changed (memclaw.index.vector_writer), delete what went, update BM25 and save the new state."""
+what is new or changed (memclaw.index._vector_writer), delete what went, update BM25 and save the new state."""
 
 from __future__ import annotations
 
@@ -7,18 +7,18 @@ import contextlib
 import hashlib
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memclaw.errors import EmbeddingUnavailable, IndexError_, VectorStoreCorrupted
-from memclaw.index import layout as ix
-from memclaw.index.links import changes_links, session_links
+from memclaw.index._links import changes_links, session_links
 from memclaw.index.passages import context_rows_all, turn_context, unit_of, unit_vectors
 from memclaw.index.scopes import Scope, ScopeCache, index_text
 from memclaw.markdown.units import MemoryUnit
 from memclaw.util.text import counted
 
 if TYPE_CHECKING:
-    from memclaw.embedding.base import Embedder
+    from memclaw.embedding.base import Embedder, Progress
     from memclaw.index.identity import IndexIdentity
     from memclaw.index.unittable import UnitTable
     from memclaw.markdown.formats import ParseNote
@@ -28,11 +28,54 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+@dataclass
+class SyncReport:
+    scope: str
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    rebuilt: bool = False
+    # units whose vectors wait for the embedding provider (keyword search has them already)
+    pending: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.removed or self.rebuilt)
+
+
+class _FewLookups:
+    """Membership in a list of ids, for a caller that asks about a few.
+
+    The first lookups scan the list; later ones use a set.
+    An append of one fact asks about one or two ids, where hashing 100k ids would cost more than the append.
+    """
+
+    __slots__ = ("_ids", "_set", "_scans")
+
+    def __init__(self, ids: list[str]) -> None:
+        self._ids = ids
+        self._set: set[str] | None = None
+        self._scans = 0
+
+    def __contains__(self, uid: object) -> bool:
+        if self._set is None:
+            self._scans += 1
+            if self._scans <= 8:
+                return uid in self._ids
+            self._set = set(self._ids)
+        return uid in self._set
+
+
 class ScopeRead:
-    """What a sync read of a scope's files: the new unit table in parts (kept rows and freshly parsed ones),
-    the parsed units, the old ids of files parsed in full (candidates for removal), the files' marks, the rows
-    appended to each file when nothing else changed (what the state's log records, memclaw.index.scope_state), and
-    the parse notes said as warnings per file (`_note_keys`)."""
+    """What a sync read of a scope's files.
+
+    Its `parts` are the new unit table in parts, kept rows and freshly parsed ones; `parsed` holds the parsed units.
+    Its `reread_old` holds the old ids of files parsed in full, the candidates for removal.
+    Its `appended` holds the rows appended to each file when nothing else changed: what the state's log records.
+    Its `warned` holds, per file, the keys of the parse notes said as warnings (`_note_keys`).
+    """
 
     def __init__(self) -> None:
         self.parts: list[UnitTable] = []
@@ -42,8 +85,10 @@ class ScopeRead:
         self.marks: dict[str, FileMark] = {}
         self.appended: list[tuple[str, UnitTable]] = []
         self.full_diff = False
-        self.full_parse = False  # else every parsed unit was appended: new ids by construction (incremental)
-        self.warned: dict[str, list[str]] = {}  # per file, the keys of its parse notes said so far
+        # else every parsed unit was appended: new ids by construction (incremental)
+        self.full_parse = False
+        # per file, the keys of its parse notes said so far
+        self.warned: dict[str, list[str]] = {}
 
     def add(self, kept: UnitTable | None, units: list[MemoryUnit], hashes: list[str] | None, source: str = "") -> None:
         from memclaw.index.unittable import UnitTable
@@ -59,10 +104,12 @@ class ScopeRead:
 
 
 def read_scope(cache: ScopeCache, scope: str, old: Scope | None, signatures: dict[str, tuple | None]) -> ScopeRead:
-    """The scope's units as the Markdown holds them now, reading as little as possible: a file whose
-    signature is unchanged keeps its rows; a file that was only appended to has just its tail parsed
-    (memclaw.markdown.incremental, exact); any other file is parsed in full."""
-    from memclaw.index.few_lookups import FewLookups
+    """The scope's units as the Markdown holds them now, reading as little as possible.
+
+    A file whose signature is unchanged keeps its rows.
+    A file that was only appended to has just its tail parsed, exactly (memclaw.markdown.incremental).
+    Any other file is parsed in full.
+    """
     from memclaw.markdown.files import read_bytes
     from memclaw.markdown.incremental import parse_appended, parse_file
     from memclaw.markdown.memory_md import describe_notes
@@ -70,13 +117,15 @@ def read_scope(cache: ScopeCache, scope: str, old: Scope | None, signatures: dic
 
     out = ScopeRead()
     for src, (path, kind) in cache.files(scope).items():
-        if src not in signatures:  # (a day file that came after the signatures: the next sync reads it)
+        # a day file that came after the signatures: the next sync reads it
+        if src not in signatures:
             continue
         seg = mark = None
         if old is not None:
             seg = old.state.units.segment(src)
             mark = old.state.marks.get(src)
-            if seg is None:  # rows not in file order (never written so): diff the whole table
+            # rows not in file order (never written so): diff the whole table
+            if seg is None:
                 out.full_diff = True
         sig = signatures[src]
         if seg is not None and mark is not None and sig is not None and old.state.signatures.get(src) == sig:
@@ -93,7 +142,7 @@ def read_scope(cache: ScopeCache, scope: str, old: Scope | None, signatures: dic
         tail = None
         notes: list[ParseNote] = []
         if seg is not None and mark is not None:
-            tail = parse_appended(data, mark, kind=kind, scope=scope, source=src, known=FewLookups(seg.ids),
+            tail = parse_appended(data, mark, kind=kind, scope=scope, source=src, known=_FewLookups(seg.ids),
                                   notes=notes)  # fmt: skip
         if tail is not None:
             units, out.marks[src] = tail
@@ -101,7 +150,8 @@ def read_scope(cache: ScopeCache, scope: str, old: Scope | None, signatures: dic
         else:
             with progress_for(cache.progress, None, 0, f"reading {src} ({len(data) / 1e6:.0f} MB)"):
                 units, out.marks[src] = parse_file(data, kind=kind, scope=scope, source=src, notes=notes)
-            if seg is None or len(seg):  # (a file that had no units: each of its ids is new, as when appended)
+            # a file that had no units: each of its ids is new, as when appended
+            if seg is None or len(seg):
                 out.full_parse = True
             if seg is not None:
                 out.reread_old.update(seg.ids)
@@ -116,7 +166,8 @@ def read_scope(cache: ScopeCache, scope: str, old: Scope | None, signatures: dic
             out.warned[src] = sorted(warned)
         if units:
             out.add(None, units, [u.content_hash for u in units], src)
-    if old is not None:  # files that are gone from the folder (an archive day deleted): their units go
+    # files that are gone from the folder (an archive day deleted): their units go
+    if old is not None:
         for src in old.state.units.sources():
             if src not in signatures:
                 seg = old.state.units.segment(src)
@@ -150,18 +201,19 @@ class ScopeSync:
         self._wrote = wrote
         self._embed_failed = embed_failed
 
-    def sync_scope(self, scope: str, progress: ix.Progress | None, *, vectors: bool = True) -> ix.SyncReport:
+    def sync_scope(self, scope: str, progress: Progress | None, *, vectors: bool = True) -> SyncReport:
         """Without `vectors`: units, links and BM25 as the Markdown says, every vector to write left pending (the
         next sync with vectors embeds them); a BM25 recall waits for no embedding."""
-        from memclaw.index import scope_state
-        from memclaw.index.paths import check_layout
+        import memclaw.index._scope_state as scope_state
+        from memclaw.index._vector_writer import Passage, write_vectors
+        from memclaw.index.layout import check_layout
         from memclaw.index.unittable import UnitTable
-        from memclaw.index.vector_writer import Passage, write_vectors
         from memclaw.util.progress import progress_for
 
         cache, layout = self.cache, self.cache.layout
-        report = ix.SyncReport(scope)
-        signatures = cache.signatures(scope, watched=False)  # (a sync looks at every file)
+        report = SyncReport(scope)
+        # a sync looks at every file
+        signatures = cache.signatures(scope, watched=False)
         old = cache.get(scope)
         check_layout(layout, scope, embedded=cache.embedded)
         dirty = layout.dirty_file(scope)
@@ -172,7 +224,8 @@ class ScopeSync:
             return report
         read = read_scope(cache, scope, old, signatures)
         table = UnitTable.concat(read.parts) if read.parts else UnitTable.from_units([])
-        units = read.parsed  # the only units that can be new or changed
+        # the only units that can be new or changed
+        units = read.parsed
         hashes = dict(zip((u.id for u in units), read.parsed_hashes, strict=True))
         if old is None:
             desired = {u.id: u for u in units}
@@ -181,7 +234,8 @@ class ScopeSync:
             try:
                 in_store_passages = self._store().ids(scope)
             except VectorStoreCorrupted:
-                raise  # the whole store is damaged: sync rebuilds every scope
+                # the whole store is damaged: sync rebuilds every scope
+                raise
             except IndexError_ as e:
                 report.warnings.append(f"{e}; dropping the scope's vectors")
                 self._store().drop(scope)
@@ -202,7 +256,8 @@ class ScopeSync:
         report.updated = len(to_embed) - report.added
         report.removed = len(stale_in_store)
         report.unchanged = len(table) - len(to_embed)
-        if old is not None and old.state.pending:  # catch up: vectors the provider could not give last time
+        # catch up: vectors the provider could not give last time
+        if old is not None and old.state.pending:
             queued = {u.id for u in to_embed}
             to_embed += [table[i] for i in sorted(old.state.pending) if i in table and i not in queued]
 
@@ -216,17 +271,20 @@ class ScopeSync:
         new_pids = {p.id for p in passages}
         stale_passages: set[str] = set()
         if old is None:
-            if in_store_passages:  # (an empty store, e.g. after a wipe, has nothing stale)
+            # an empty store, e.g. after a wipe, has nothing stale
+            if in_store_passages:
                 stale_passages = in_store_passages - {pid for u in units for pid in _passages_of(u)}
         else:
             old_units = old.state.units
             for uid in stale_in_store:
                 stale_passages.update(_passages_of(old_units[uid]))
-            for u in to_embed:  # (only a unit parsed again in full, or pending, can be an old one)
+            # only a unit parsed again in full, or pending, can be an old one
+            for u in to_embed:
                 if (u.id in old_hashes or u.id in old.state.pending) and u.id in old_units:
                     stale_passages.update(set(_passages_of(old_units[u.id])) - new_pids)
 
-        def mark_dirty() -> None:  # before the first write: a crash from here on makes the next sync reconcile
+        # before the first write: a crash from here on makes the next sync reconcile
+        def mark_dirty() -> None:
             dirty.parent.mkdir(parents=True, exist_ok=True)
             dirty.touch()
             self._wrote()
@@ -235,10 +293,12 @@ class ScopeSync:
         if passages:
             if not vectors:
                 pending, err = {p.unit for p in passages}, None
-            elif self.identity.deferred is not None:  # not the index's model: its vectors cannot join this index
+            # not the index's model: its vectors cannot join this index
+            elif self.identity.deferred is not None:
                 pending, err = {p.unit for p in passages}, self.identity.deferred
             else:
-                embedder, store = self._embedder(), self._store()  # (loaded before the progress clock starts)
+                # loaded before the progress clock starts
+                embedder, store = self._embedder(), self._store()
                 what = f"embedding {counted(len(to_embed), 'memory')}"
                 shown = progress_for(cache.progress, progress, len(passages), what)
                 with shown as advance:
@@ -253,7 +313,8 @@ class ScopeSync:
                     # (a unit pending already has no vector: a keyword-only sync need not open the store for it)
                     if uid in old_units and (vectors or uid not in old.state.pending):
                         stale_passages.update(_passages_of(old_units[uid]))
-            if err is not None:  # keyword search gets the units now, the vectors come later
+            # keyword search gets the units now, the vectors come later
+            if err is not None:
                 self._embed_failed(err)
                 msg = (
                     f"{err}; {counted(len(pending), 'memory')} {'is' if len(pending) == 1 else 'are'} searchable by "
@@ -267,15 +328,18 @@ class ScopeSync:
             self._store().delete(scope, sorted(stale_passages))
 
         append_only = old is not None and not (read.full_parse or read.full_diff or stale_in_store)
-        order = list(dict.fromkeys(p.source_at(0) for p in read.parts)) if append_only else []  # (each part: one file)
+        # each part: one file
+        order = list(dict.fromkeys(p.source_at(0) for p in read.parts)) if append_only else []
         changes = scope_state.Changes(order=order) if old is not None and not old.lexical_unsaved else None
         if old is None:
             lexical = cache.build_lexical(units)
         else:
             lexical = old.lexical
             removed, added = sorted(stale_in_store), []
-            with cache.lock:  # in-place update; recall holds the same lock while searching
-                present = {u.id for u in to_embed if u.id in lexical}  # (not a copy of every id: O(changes))
+            # in-place update; recall holds the same lock while searching
+            with cache.lock:
+                # (not a copy of every id: O(changes))
+                present = {u.id for u in to_embed if u.id in lexical}
                 for i in removed:
                     lexical.remove(i)
                 for u in to_embed:
@@ -294,21 +358,24 @@ class ScopeSync:
             old_links = old.state.links
             changes.links = {k: v for k, v in links.items() if old_links.get(k) != v}
             changes.links.update({k: None for k in old_links if k not in links})
-        state = ix.ScopeState(scope, signatures, table, links, read.marks, pending, read.warned)
+        state = scope_state.ScopeState(scope, signatures, table, links, read.marks, pending, read.warned)
         sf = layout.state_file(scope)
 
         def lexical_bytes() -> bytes:
-            with cache.lock:  # (compacts the live index)
+            # compacts the live index
+            with cache.lock:
                 return lexical.to_bytes()
 
-        big = changes is None and len(table) > 50_000  # (seconds of JSON: say so)
+        # seconds of JSON: say so
+        big = changes is None and len(table) > 50_000
         with progress_for(cache.progress, None, 0, "saving the index") if big else contextlib.nullcontext():
             scope_state.save(sf, state, lexical_bytes, changes)
         dirty.unlink(missing_ok=True)
         synced = Scope(state, lexical, scope_state.file_sig(sf))
         cache.put(scope, synced)
         if self.config.recall.bm25_context_weight > 0 and table.rows_of("archive"):
-            with cache.lock:  # built here, not by the next recall (memclaw.index.bm25_context; 0.3 s at 100k turns)
+            # built here, not by the next recall (memclaw.index.bm25_context; 0.3 s at 100k turns)
+            with cache.lock:
                 synced.turn_contexts(self.config.agent.name)
         if report.changed:
             log.info("synced %s: +%d ~%d -%d", scope, report.added, report.updated, report.removed)
@@ -332,9 +399,11 @@ def _note_keys(data: bytes, notes: list[ParseNote]) -> list[str]:
 
 
 def _contexts(table: UnitTable, units: list[MemoryUnit]) -> dict[str, str]:
-    """Unit id -> context of each short archived turn among `units` that has one (memclaw.index.passages.turn_context):
-    the turns beside it in its chunk, as the table holds them (context_rows_all for these rows only: an append reads
-    its own turns, not the scope)."""
+    """Unit id -> context of each short archived turn among `units` that has one.
+
+    The context is the turns beside it in its chunk, as the table holds them (memclaw.index.passages.turn_context).
+    Only these rows are read, so an append reads its own turns, not the scope.
+    """
     turns = [(u, row) for u in units if u.kind == "archive" and (row := table.row_of(u.id)) is not None]
     if not turns:
         return {}

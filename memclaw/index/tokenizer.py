@@ -129,9 +129,6 @@ class Tokenizer:
         digest = hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
         return f"tok{TOKENIZER_VERSION}-{digest[:16]}"
 
-    def is_stopword(self, word: str) -> bool:
-        return _normalise_word(word.translate(_APOSTROPHES).casefold()) in self._stop
-
     def _token(self, raw: str) -> str:
         """One matched word -> its token ('' when dropped). Cached."""
         tok = self._cache.get(raw)
@@ -170,6 +167,3 @@ class Tokenizer:
             if t:
                 out.append(t)
         return out
-
-    def tokenize_many(self, texts: list[str]) -> list[list[str]]:
-        return [self.tokenize(t) for t in texts]

@@ -1,25 +1,93 @@
-"""The unit table of one scope: its memory units stored as columns, a MemoryUnit built only when asked for.
+"""The unit table of one scope: its memory units stored as columns, and the table's forms in the index state.
 
-A scope's state holds every unit of its Markdown. Unpickling 100k MemoryUnit dataclasses takes about a second,
-which a cold `memclaw recall` pays before answering; the same table as a few lists and packed arrays loads in
-a few tens of milliseconds. Recall builds units only for the ids it returns; sync needs only ids and hashes.
-
-The table is a read-only Mapping id -> MemoryUnit in file order. memclaw.index.unittable_codec converts it for the
-index state; memclaw.index.unit_columns describes its columns.
+The table is a read-only Mapping id -> MemoryUnit in file order; a MemoryUnit is built only when asked for.
+Recall builds units only for the ids it returns; sync needs only ids and hashes.
+As a few lists and packed arrays, 100k units load in tens of milliseconds; 100k unpickled units took a second.
+The state keeps a whole table as `table_to_bytes` writes it, and its log's rows as `table_json_rows` writes them.
+Everything read back is checked on the way in, so a hostile state file can be refused but never run code.
+A table's distinct extras are written by column: docs/decisions/0014-the-unit-table-by-column.md says why.
+Tables written with the extras as JSON pairs are still read.
 """
 
 from __future__ import annotations
 
+import json
+import struct
+import sys
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
+from itertools import chain, islice
 from typing import Any
 
 import numpy as np
 
-from memclaw.index.unit_columns import ROW_COLUMNS, Interner, least, most
 from memclaw.markdown.archive_units import chunk_of
 from memclaw.markdown.units import KINDS, Kind, MemoryUnit
+
+# ---- the columns
+
+COLUMNS = ("ids", "texts", "hashes", "lines", "kinds", "timestamps", "sections", "scope_ix", "scopes",
+           "source_ix", "sources", "extra_ix", "extras")  # fmt: skip
+ROW_COLUMNS = ("ids", "texts", "hashes", "lines", "kinds", "timestamps", "sections", "scope_ix", "source_ix",
+                "extra_ix")  # fmt: skip
+STR_COLUMNS = ("ids", "texts", "hashes", "timestamps", "sections", "scopes", "sources")
+# int64 (kinds: int8)
+INT_COLUMNS = ("lines", "scope_ix", "source_ix", "extra_ix")
+JOINED_COLUMNS = ("ids", "texts", "hashes")
+
+
+def least(a: array) -> int:
+    # (C speed: min() over 100k rows costs ms)
+    return int(np.frombuffer(a, dtype=a.typecode).min())
+
+
+def most(a: array) -> int:
+    return int(np.frombuffer(a, dtype=a.typecode).max())
+
+
+def little(a: array) -> bytes:
+    if sys.byteorder == "little":
+        return a.tobytes()
+    b = array(a.typecode, a)
+    b.byteswap()
+    return b.tobytes()
+
+
+def from_little(code: str, data: bytes) -> array:
+    a = array(code)
+    a.frombytes(data)
+    if sys.byteorder != "little":
+        a.byteswap()
+    return a
+
+
+class Interner:
+    """Small table of distinct values (sources, scopes, extras) and the row -> value index."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+        self._pos: dict[Any, int] = {}
+
+    def seed(self, values: list[Any]) -> bool:
+        """Start an empty table as `values` (distinct), each at its own index; False (and nothing done) otherwise."""
+        if self.values:
+            return False
+        pos = dict(zip(values, range(len(values)), strict=True))
+        if len(pos) != len(values):
+            return False
+        self.values, self._pos = list(values), pos
+        return True
+
+    def __call__(self, value: Any) -> int:
+        i = self._pos.get(value)
+        if i is None:
+            i = self._pos[value] = len(self.values)
+            self.values.append(value)
+        return i
+
+
+# ---- the table
 
 
 class UnitTable(Mapping[str, MemoryUnit]):
@@ -73,11 +141,13 @@ class UnitTable(Mapping[str, MemoryUnit]):
             for ix, table, vals in (("scope_ix", scopes, "scopes"), ("source_ix", sources, "sources"),
                                     ("extra_ix", extras, "extras")):  # fmt: skip
                 key = id(c[vals])
-                if key not in remaps and table.seed(c[vals]):  # (the first: as it is, at C speed)
+                # the first: as it is, at C speed
+                if key not in remaps and table.seed(c[vals]):
                     remaps[key] = (c[vals], [], True)
                 elif key not in remaps:
                     remap = [table(v) for v in c[vals]]
-                    remaps[key] = (c[vals], remap, remap == list(range(len(remap))))  # (the list kept: ids stay unique)
+                    # the list kept: ids stay unique
+                    remaps[key] = (c[vals], remap, remap == list(range(len(remap))))
                 _vals, remap, identity = remaps[key]
                 if identity:
                     cols[ix].extend(c[ix])
@@ -159,7 +229,7 @@ class UnitTable(Mapping[str, MemoryUnit]):
 
     @property
     def columns(self) -> dict[str, Any]:
-        """The raw columns (read-only; for memclaw.index.unittable_codec)."""
+        """The raw columns (read-only; for the state's forms below)."""
         return self._c
 
     # ----- Mapping ---------------------------------------------------------------------------------------
@@ -240,7 +310,8 @@ class UnitTable(Mapping[str, MemoryUnit]):
         c = self._c
         k = KINDS.index(kind)
         texts, kinds = c["texts"], c["kinds"]
-        backwards = texts[::-1]  # list.index compares in C: ~1 ms at 100k rows, where a Python loop took 16
+        # list.index compares in C: ~1 ms at 100k rows, where a Python loop took 16
+        backwards = texts[::-1]
         start = 0
         while True:
             try:
@@ -330,3 +401,161 @@ def _drop_unused_extras(cols: dict[str, Any]) -> None:
             kept.append(cols["extras"][i])
     cols["extra_ix"] = array("q", (remap[i] for i in ix))
     cols["extras"] = kept
+
+
+# ---- the table in the index state
+
+EXTRA_VALUES = "extra_values"
+"""The blob of every extra's values, in order (see the module docstring)."""
+
+
+def table_to_bytes(table: UnitTable) -> bytes:
+    """The table for the index state, in three parts.
+
+    First a JSON header: the optional string columns, the small value tables, the extras' key lists, the layout.
+    Then ids, texts, hashes and the extras' values, each one NUL-separated UTF-8 string, or JSON if a value has a NUL.
+    Then the integer columns as raw little-endian arrays: int64, and int8 for kinds.
+    """
+    c = table.columns
+    head: dict[str, Any] = {k: c[k] for k in ("timestamps", "sections", "scopes", "sources")}
+    head["n"] = len(table)
+    shapes: dict[tuple[str, ...], int] = {}
+    head["extra_shapes"] = [shapes.setdefault(tuple(k for k, _v in e), len(shapes)) for e in c["extras"]]
+    head["extra_keys"] = [list(keys) for keys in shapes]
+    values = [v for e in c["extras"] for _k, v in e]
+    blobs = []
+    for k, col in (*((k, c[k]) for k in JOINED_COLUMNS), (EXTRA_VALUES, values)):
+        joined = "\x00".join(col)
+        plain = joined.count("\x00") == max(len(col) - 1, 0)
+        blobs.append((joined if plain else json.dumps(col, ensure_ascii=False)).encode("utf-8", "surrogatepass"))
+        head[f"{k}_as"] = "joined" if plain else "json"
+    head["sizes"] = [len(b) for b in blobs]
+    text = json.dumps(head, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    ints = [little(c[k]) for k in INT_COLUMNS] + [little(c["kinds"])]
+    return b"".join([struct.pack("<Q", len(text)), text, *blobs, *ints])
+
+
+def table_from_bytes(data: bytes, *, check_ids: bool = True) -> UnitTable:
+    """The table `table_to_bytes` wrote. Raises ValueError if it is not exactly such a table."""
+    (n_text,) = struct.unpack_from("<Q", data, 0)
+    head = json.loads(data[8 : 8 + n_text])
+    if not isinstance(head, dict) or type(head.get("n")) is not int or not isinstance(head.get("sizes"), list):
+        raise ValueError("unexpected columns")
+    n, off = head.pop("n"), 8 + n_text
+    # else: the extras as JSON pairs, as tables were written before
+    by_column = "extras" not in head
+    blobs = (*JOINED_COLUMNS, EXTRA_VALUES) if by_column else JOINED_COLUMNS
+    modes = {k: head.pop(f"{k}_as", None) for k in blobs}
+    for k, size in zip(blobs, head.pop("sizes"), strict=True):
+        if type(size) is not int or size < 0:
+            raise ValueError("unexpected sizes")
+        text = data[off : off + size].decode("utf-8", "surrogatepass")
+        off += size
+        rows = n if k != EXTRA_VALUES else _n_values(head)
+        head[k] = json.loads(text) if modes[k] == "json" else (text.split("\x00") if rows else [])
+        if not isinstance(head[k], list) or len(head[k]) != rows:
+            raise ValueError(f"column {k} does not have {rows} rows")
+    if by_column:
+        head["extras"] = _extras(head.pop("extra_keys"), head.pop("extra_shapes"), head.pop(EXTRA_VALUES),
+                                 modes[EXTRA_VALUES] == "json")  # fmt: skip
+    if len(data) != off + n * (8 * len(INT_COLUMNS) + 1):
+        raise ValueError("the integer columns do not match the rows")
+    for k in INT_COLUMNS:
+        head[k] = from_little("q", data[off : off + 8 * n])
+        off += 8 * n
+    head["kinds"] = from_little("b", data[off:])
+    joined = tuple(k for k in JOINED_COLUMNS if modes[k] != "json")
+    return _checked(head, check_ids=check_ids, known_str=joined, extras_checked=by_column)
+
+
+def _n_values(head: dict[str, Any]) -> int:
+    """How many values the extras' key lists call for (ValueError if they are not lists of key lists and indexes)."""
+    keys, shapes = head.get("extra_keys"), head.get("extra_shapes")
+    if not (type(keys) is list and type(shapes) is list and set(map(type, keys)) <= {list}):
+        raise ValueError("column extras is not a list of string pairs")
+    if not set(map(type, shapes)) <= {int} or (shapes and not 0 <= min(shapes) <= max(shapes) < len(keys)):
+        raise ValueError("column extras is not a list of string pairs")
+    if not set(map(type, chain.from_iterable(keys))) <= {str}:
+        raise ValueError("column extras is not a list of string pairs")
+    sizes = [len(k) for k in keys]
+    return sum(sizes[i] for i in shapes)
+
+
+def _extras(keys: list[list[str]], shapes: list[int], values: list[Any], check: bool) -> list[tuple]:
+    """The distinct extras from their columns (`_n_values` checked the keys and the count); `check`: the values
+    came from JSON, and must be strings."""
+    if check and not set(map(type, values)) <= {str}:
+        raise ValueError("column extras is not a list of string pairs")
+    key_tuples = [tuple(k) for k in keys]
+    lengths = [len(k) for k in key_tuples]
+    # one object per distinct pair: most repeat (a chunk's id, a speaker, a position), and the table stays loaded
+    one: dict[tuple[str, str], tuple[str, str]] = {}
+    pairs = zip(chain.from_iterable(key_tuples[i] for i in shapes), values, strict=True)
+    it = iter([one.setdefault(p, p) for p in pairs])
+    return [tuple(islice(it, lengths[i])) for i in shapes]
+
+
+def table_json_rows(table: UnitTable) -> list[list[Any]]:
+    """The rows as JSON values, one list each: id, text, hash, line, kind, timestamp, section, scope, source,
+    extra (a list of [key, value] pairs). For a few rows (the state's log); `table_to_bytes` for a table."""
+    c = table.columns
+    return [
+        [c["ids"][r], c["texts"][r], c["hashes"][r], c["lines"][r], c["kinds"][r], c["timestamps"][r],
+         c["sections"][r], c["scopes"][c["scope_ix"][r]], c["sources"][c["source_ix"][r]],
+         [list(kv) for kv in c["extras"][c["extra_ix"][r]]]]
+        for r in range(len(table))
+    ]  # fmt: skip
+
+
+def rows_from_json(rows: Any) -> list[tuple]:
+    """The rows `table_json_rows` wrote, checked (ValueError otherwise), as tuples for `UnitTable.from_row_tuples`."""
+    if not isinstance(rows, list):
+        raise ValueError("rows are not a list")
+    out = []
+    for row in rows:
+        if not (isinstance(row, list) and len(row) == 10):
+            raise ValueError("a row is not a list of 10 values")
+        uid, text, h, line, kind, ts, section, scope, source, extra = row
+        if not (type(uid) is str and type(text) is str and type(h) is str and type(scope) is str
+                and type(source) is str and type(line) is int and type(kind) is int and 0 <= kind < len(KINDS)
+                and (ts is None or type(ts) is str) and (section is None or type(section) is str)
+                and isinstance(extra, list)):  # fmt: skip
+            raise ValueError("a row has a value of the wrong type")
+        if ts is not None:
+            datetime.fromisoformat(ts)
+        pairs = tuple((kv[0], kv[1]) for kv in extra if isinstance(kv, list) and len(kv) == 2)
+        if len(pairs) != len(extra) or not all(type(k) is str and type(v) is str for k, v in pairs):
+            raise ValueError("a row's extra is not a list of string pairs")
+        out.append((uid, text, h, line, kind, ts, section, scope, source, pairs))
+    return out
+
+
+def _checked(
+    cols: dict[str, Any], *, check_ids: bool, known_str: tuple[str, ...] = (), extras_checked: bool = False
+) -> UnitTable:
+    """Check what JSON gave for the string columns (`known_str`: made by str.split, strings already) and the
+    extras (at C speed: a 100k-row table loads on every cold recall; `extras_checked`: built from checked columns
+    already), then the columns' consistency."""
+    if set(cols) != set(COLUMNS) or not all(type(cols[k]) is list for k in (*STR_COLUMNS, "extras")):
+        raise ValueError("unexpected columns")
+    for k in (k for k in STR_COLUMNS if k not in known_str):
+        allowed = {str, type(None)} if k in ("timestamps", "sections") else {str}
+        if not set(map(type, cols[k])) <= allowed:
+            raise ValueError(f"column {k} is not a list of strings")
+    if not extras_checked:
+        _check_json_extras(cols)
+    for ts in filter(None, cols["timestamps"]):
+        datetime.fromisoformat(ts)
+    return UnitTable.from_columns(cols, check_ids=check_ids)
+
+
+def _check_json_extras(cols: dict[str, Any]) -> None:
+    """The extras as JSON pairs (tables written before the extras were by column): checked, as tuples."""
+    # checked a level at a time at C speed: an archived turn's extras are its own, 100k of them
+    raw = cols["extras"]
+    pairs = list(chain.from_iterable(raw)) if set(map(type, raw)) <= {list} else None
+    if pairs is None or not set(map(type, pairs)) <= {list} or not set(map(len, pairs)) <= {2}:
+        raise ValueError("column extras is not a list of string pairs")
+    if not set(map(type, chain.from_iterable(pairs))) <= {str}:
+        raise ValueError("column extras is not a list of string pairs")
+    cols["extras"] = [tuple(map(tuple, e)) for e in raw]

@@ -72,7 +72,8 @@ def litellm_module() -> Any:
 
             litellm.disable_hf_tokenizer_download = True
             litellm.suppress_debug_info = True
-            litellm.drop_params = True  # e.g. temperature on models that do not take it
+            # e.g. temperature on models that do not take it
+            litellm.drop_params = True
             litellm.telemetry = False
             _litellm = litellm
     return _litellm
@@ -100,7 +101,8 @@ def _import_quietly() -> None:
 class ToolCall:
     id: str
     name: str
-    arguments: str  # raw JSON text as the model produced it (may be invalid: the tool layer reports that)
+    # raw JSON text as the model produced it (may be invalid: the tool layer reports that)
+    arguments: str
 
     def to_message(self) -> dict[str, Any]:
         return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
@@ -110,7 +112,8 @@ class ToolCall:
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost: float | None = None  # USD, when litellm knows the model's price
+    # USD, when litellm knows the model's price
+    cost: float | None = None
 
     def __add__(self, other: Usage) -> Usage:
         cost = None if self.cost is None and other.cost is None else (self.cost or 0.0) + (other.cost or 0.0)
@@ -181,7 +184,8 @@ class LLMClient:
         self.backoff_base_s = backoff_base_s
         self.max_backoff_s = max_backoff_s
 
-    def __repr__(self) -> str:  # never the key
+    # never the key
+    def __repr__(self) -> str:
         return f"LLMClient(model={self.model!r}, api_base={self.api_base!r})"
 
     def missing_key(self) -> str | None:
@@ -210,7 +214,8 @@ class LLMClient:
             "model": self.model,
             "messages": messages,
             "timeout": self.timeout_s,
-            "max_retries": 0,  # retries are ours (the provider SDK's own retries would multiply them)
+            # retries are ours (the provider SDK's own retries would multiply them)
+            "max_retries": 0,
             "max_tokens": over.pop("max_tokens", None) or self.max_tokens,
             **self.params,
         }
@@ -249,7 +254,8 @@ class LLMClient:
         )
         circuit = circuit_key(self.model, self.api_base)
         down = circuit_open(circuit)
-        if down is not None:  # refused earlier in this command: not asked again
+        # refused earlier in this command: not asked again
+        if down is not None:
             raise LLMError(f"the model {self.model} is unavailable: {down}; {_CONNECT_FIX}")
         attempts = 1 + self.max_retries
         last: BaseException | None = None
@@ -263,7 +269,8 @@ class LLMClient:
                 return resp
             except asyncio.CancelledError:
                 raise
-            except Exception as e:  # litellm maps provider errors to its own exception classes
+            # litellm maps provider errors to its own exception classes
+            except Exception as e:
                 last, attempts = e, attempt
                 failed = describe_failure(e, api_base=self.api_base, timeout_s=self.timeout_s)
                 trip_circuit(circuit, failed)
@@ -281,12 +288,6 @@ class LLMClient:
                 await asyncio.sleep(wait)
         assert last is not None
         raise self._error(last, attempts) from None
-
-    def chat_sync(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, **kw: Any
-    ) -> LLMResponse:
-        """`chat` for synchronous callers (no running event loop)."""
-        return asyncio.run(self.chat(messages, tools, **kw))
 
     # ----- helpers ---------------------------------------------------------------------------------------
     async def _direct(self, kw: dict[str, Any]) -> dict[str, Any]:
@@ -475,10 +476,12 @@ def describe_failure(e: BaseException, *, api_base: str | None, timeout_s: float
 
 def _url_of(chain: list[BaseException]) -> str | None:
     """The address of the request that failed, without its path (an httpx or openai error carries it)."""
-    for x in reversed(chain):  # (the innermost: litellm's own wrappers carry a placeholder request)
+    # the innermost: litellm's own wrappers carry a placeholder request
+    for x in reversed(chain):
         try:
             url = getattr(getattr(x, "request", None), "url", None)
-        except RuntimeError:  # (httpx: an error raised without a request)
+        # httpx: an error raised without a request
+        except RuntimeError:
             url = None
         if url is not None and getattr(url, "host", None):
             port = f":{url.port}" if url.port else ""
@@ -531,7 +534,8 @@ def model_info(model: str) -> dict[str, Any]:
     Imports litellm."""
     try:
         info = litellm_module().get_model_info(model)
-    except Exception:  # an unknown model
+    # an unknown model
+    except Exception:
         return {}
     return dict(info) if info else {}
 

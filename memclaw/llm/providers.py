@@ -44,9 +44,12 @@ PROVIDERS = frozenset(
 
 @dataclass(frozen=True)
 class KeySpec:
-    names: tuple[str, ...]  # what a message names (litellm's missing_keys, keys and tokens only)
-    accepted: tuple[str, ...] = ()  # other variables litellm accepts instead
-    required: bool = True  # False: the provider has other ways to authenticate (IAM roles, Azure AD tokens)
+    # what a message names (litellm's missing_keys, keys and tokens only)
+    names: tuple[str, ...]
+    # other variables litellm accepts instead
+    accepted: tuple[str, ...] = ()
+    # False: the provider has other ways to authenticate (IAM roles, Azure AD tokens)
+    required: bool = True
 
 
 def _k(*names: str, accepted: tuple[str, ...] = (), required: bool = True) -> KeySpec:
@@ -128,7 +131,8 @@ def _litellm_dotenv() -> frozenset[str]:
                 from dotenv import dotenv_values
 
                 return frozenset(k for k, v in dotenv_values(env).items() if v)
-            except Exception:  # unreadable: litellm would not get a key from it either
+            # unreadable: litellm would not get a key from it either
+            except Exception:
                 return frozenset()
     return frozenset()
 
@@ -162,7 +166,8 @@ def key_vars(model: str) -> tuple[list[str], bool]:
     if key is None:
         return [f"{provider.upper()}_API_KEY"], False
     missing = not any(_is_set(n) for n in key.names + key.accepted)
-    if provider in ("sagemaker", "bedrock"):  # a pair, or one of the role-based credentials
+    # a pair, or one of the role-based credentials
+    if provider in ("sagemaker", "bedrock"):
         pair = all(_is_set(n) for n in key.names)
         roles = ("AWS_ROLE_ARN", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
         missing = not pair and not any(_is_set(n) for n in (*roles, "AWS_CONTAINER_CREDENTIALS_FULL_URI"))

@@ -52,7 +52,8 @@ def token_family(model: str | None) -> str:
             name = name[len(prefix) :]
             break
     else:
-        if "/" in name:  # another provider's model: counted with the OpenAI cl100k encoding
+        # another provider's model: counted with the OpenAI cl100k encoding
+        if "/" in name:
             return "cl100k"
     return "o200k" if name.startswith(_O200K_PREFIXES) else "cl100k"
 
@@ -90,10 +91,12 @@ def _load_encoding(name: str) -> Any:
     except ImportError:  # pragma: no cover - a dependency of litellm
         return None
     before = os.environ.get("TIKTOKEN_CACHE_DIR")
-    os.environ["TIKTOKEN_CACHE_DIR"] = bpe  # tiktoken reads its files from here (never the network)
+    # tiktoken reads its files from here (never the network)
+    os.environ["TIKTOKEN_CACHE_DIR"] = bpe
     try:
         return tiktoken.get_encoding(name)
-    except Exception as e:  # a file missing or damaged: litellm's own counter
+    # a file missing or damaged: litellm's own counter
+    except Exception as e:
         log.info("tiktoken %s unavailable from %s (%s)", name, bpe, e)
         return None
     finally:

@@ -22,7 +22,7 @@ from memclaw.errors import EmbeddingUnavailable, VectorStoreCorrupted
 from memclaw.index import layout as ix
 from memclaw.index.identity import IndexIdentity, what_broke
 from memclaw.index.scopes import ScopeCache
-from memclaw.index.sync import ScopeSync
+from memclaw.index.sync import ScopeSync, SyncReport
 from memclaw.markdown.units import OWNER_SCOPE, MemoryUnit
 from memclaw.recall.results import RecallHit, RecallOptions, RecallResult
 from memclaw.recall.search import Recall
@@ -226,14 +226,14 @@ class MemoryService:
     # ----- sync ------------------------------------------------------------------------------------------
     def sync(
         self, scopes: Sequence[str] | None = None, *, full: bool = False, progress: ix.Progress | None = None
-    ) -> list[ix.SyncReport]:
+    ) -> list[SyncReport]:
         """Bring the index in line with the Markdown. `full` rebuilds everything from scratch. Interrupted (Ctrl-C)
         after it changed the index, it tells `on_interrupt` what that left (INTERRUPTED_SYNC: the next sync finishes
         it) and lets the KeyboardInterrupt go on."""
         with self._write_lock, self.layout.writer_lock(), self._interruptible():
             return self._sync_locked(scopes, full, progress)
 
-    def try_sync(self, scopes: Sequence[str], *, vectors: bool = True) -> list[ix.SyncReport] | None:
+    def try_sync(self, scopes: Sequence[str], *, vectors: bool = True) -> list[SyncReport] | None:
         """Like `sync`, but None at once when a sync is already running in this process or another. Without
         `vectors`, the units and the BM25 index are synced and every new vector is left pending (nothing embedded)."""
         if not self._write_lock.acquire(blocking=False):
@@ -262,7 +262,7 @@ class MemoryService:
 
     def _sync_locked(
         self, scopes: Sequence[str] | None, full: bool, progress: ix.Progress | None, *, vectors: bool = True
-    ) -> list[ix.SyncReport]:
+    ) -> list[SyncReport]:
         """The body of a sync; the caller holds both writer locks."""
         from memclaw.store.clients import probe_damage
 

@@ -19,7 +19,8 @@ Metadata = Mapping[str, Any]
 @dataclass(frozen=True)
 class VectorHit:
     id: str
-    similarity: float  # cosine similarity in [-1, 1]
+    # cosine similarity in [-1, 1]
+    similarity: float
 
 
 class VectorStore(Protocol):

@@ -3,7 +3,7 @@
 memclaw always supplies its own embeddings: collections are created with `embedding_function=None`, so Chroma
 never loads (or downloads) its default ONNX model. One collection per scope keeps scopes structurally apart
 (a metadata `where` filter costs ~177 ms at 100k vectors against ~4 ms unfiltered). Until the client is needed,
-`query` and `warm` go through a read-only `Reader` (memclaw.store.readers).
+`query` and `warm` go through a read-only `Reader` (memclaw.store._readers).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any, TypeVar
 import numpy as np
 
 from memclaw.errors import VectorStoreUnavailable
+from memclaw.store._failures import is_not_found, translate
+from memclaw.store._readers import Reader, warm_through
 from memclaw.store.base import SPACE, VectorHit, collection_name, first_hits
-from memclaw.store.failures import is_not_found, translate
-from memclaw.store.readers import Reader, warm_through
 from memclaw.store.small import SmallVectors
 
 log = logging.getLogger(__name__)
@@ -27,13 +27,11 @@ _T = TypeVar("_T")
 _GET_PAGE = 5000
 
 EF_SEARCH = 200
-"""The HNSW search breadth of memclaw's collections (Chroma's default is 100). Chroma searches at least as wide as
-the number of vectors asked for: the memory section's auto-recall asks for 240 (`context.recall_k` 40 x 3 x 2) and
-was searched that wide already, but `memclaw recall` and the agent's `/recall` (`recall.k` 8) ask for 100
-(`recall.candidates` x 2), where a breadth of 100 returns 93.6 % of the true 100 nearest and 98.9 % of the true 10
-on 150k vectors of real conversation, and 200 returns 97.7 % and 99.8 % for about 0.5 ms more per query
-(docs/decisions/0015-the-search-breadth.md). Collections made with another breadth take this
-one the next time this process writes to them (`_collection`)."""
+"""The HNSW search breadth of memclaw's collections; Chroma's default is 100.
+
+Why 200: docs/decisions/0015-the-search-breadth.md.
+A collection made with another breadth takes this one the next time this process writes to it (`_collection`).
+"""
 
 
 class ChromaStore:
@@ -52,11 +50,13 @@ class ChromaStore:
         small_limit: int = 0,
         small_ok: Callable[[str], bool] | None = None,
     ) -> None:
-        """`client`: a chromadb client, or None with `connect` to make one at first need. `reader`: makes the
-        read-only `Reader` that serves `query` and `warm` until the client is needed. `stale`: true once the client
-        no longer works because its store was released under it (an embedded store wiped by another service of this
-        process, `memclaw.store.clients.release_embedded`): the next use connects again. `small`: where a scope for
-        which `small_ok` holds keeps up to `small_limit` vectors instead of a collection (memclaw.store.small)."""
+        """Open over `client`, or with `client` None, over the one `connect` makes at first need.
+
+        The `reader` makes the read-only `Reader` that serves `query` and `warm` until the client is needed.
+        The `stale` check turns true once another service of this process released the store under the client.
+        The next use then connects again; `memclaw.store.clients.release_embedded` is that release.
+        The `small` store keeps up to `small_limit` vectors of a scope for which `small_ok` holds.
+        """
         self._client_obj = client
         self._stale = stale
         self._connect = connect
@@ -99,7 +99,8 @@ class ChromaStore:
             with self._connect_lock:
                 if self._client_obj is None:
                     assert self._connect is not None
-                    self._make_reader = None  # from now on this process reads through the client
+                    # from now on this process reads through the client
+                    self._make_reader = None
                     self._reader = None
                     self._client_obj = self._connect()
         return self._client_obj
@@ -113,9 +114,12 @@ class ChromaStore:
                 self._collections.clear()
 
     def _live_reader(self) -> Reader | None:
-        """The reader while it may serve reads: never after this store opened the chromadb client, nor (an
-        engine reader) after another store of this process opened it on the same files, since the client's
-        engine keeps its own copy of the index."""
+        """The reader while it may serve reads.
+
+        It stops serving once this store opened the chromadb client.
+        An engine reader also stops once another store of this process opened a client on the same files.
+        The client's engine keeps its own copy of the index, which the reader would no longer match.
+        """
         r = self._reader
         if r is None and self._make_reader is not None and self._client_obj is None:
             with self._connect_lock:
@@ -136,7 +140,8 @@ class ChromaStore:
         try:
             return op(r, collection_name(self._namespace, scope))
         except VectorStoreUnavailable:
-            raise  # a server that does not answer would not answer the client either: one timeout, not two
+            # a server that does not answer would not answer the client either: one timeout, not two
+            raise
         except Exception as e:
             log.debug(
                 "read-only reader for %s gave up (%s: %s); using the chromadb client", self._where, type(e).__name__, e
@@ -165,7 +170,8 @@ class ChromaStore:
                 set_search_breadth(col)
             else:
                 col = self._client.get_collection(name, embedding_function=None)
-        except Exception as e:  # chromadb raises NotFoundError / ValueError variants across versions
+        # chromadb raises NotFoundError / ValueError variants across versions
+        except Exception as e:
             if not create and is_not_found(e):
                 return None
             raise translate(e, self._where) from e
@@ -185,7 +191,8 @@ class ChromaStore:
         small = self._small_for_write(scope)
         if small is not None and self._small is not None:
             n = self._small.upsert(small, ids, embeddings, metadatas, documents)
-            if n > self._small_limit:  # outgrown: the scope moves into a collection of its own
+            # outgrown: the scope moves into a collection of its own
+            if n > self._small_limit:
                 all_ids, embs, metas, docs = self._small.entries(small)
                 self._chroma_upsert(scope, all_ids, embs, [m or {} for m in metas], [d or "" for d in docs])
                 self._small.drop(small)
@@ -203,7 +210,8 @@ class ChromaStore:
         from memclaw.util.batches import even_chunk
 
         col = self._collection(scope, create=True)
-        batch = even_chunk(len(ids), _max_batch(self._client))  # (equal batches: see memclaw.index.vector_writer)
+        # equal batches: see memclaw.index._vector_writer
+        batch = even_chunk(len(ids), _max_batch(self._client))
         try:
             for start in range(0, len(ids), batch):
                 end = start + batch
@@ -351,7 +359,8 @@ def set_search_breadth(col: Any) -> None:
         return
     try:
         col.modify(configuration={"hnsw": {"ef_search": EF_SEARCH}})
-    except Exception as e:  # e.g. a server that cannot change it: the collection is searched as it is
+    # e.g. a server that cannot change it: the collection is searched as it is
+    except Exception as e:
         log.info("collection %s keeps its HNSW search breadth %d (%s: %s)", col.name, ef, type(e).__name__, e)
         return
     log.info("collection %s: HNSW search breadth %d -> %d", col.name, ef, EF_SEARCH)

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from memclaw.errors import IndexError_, UsageError, VectorStoreCorrupted
+from memclaw.store._failures import is_corruption, is_permission, permission_error, translate
+from memclaw.store._readers import HttpReader, client_running, engine_reader, forget_readers, reader_keys, system_idents
 from memclaw.store.base import VectorStore
 from memclaw.store.chroma import ChromaStore
-from memclaw.store.failures import is_corruption, is_permission, permission_error, translate
-from memclaw.store.readers import HttpReader, client_running, engine_reader, forget_readers, reader_keys, system_idents
 from memclaw.store.small import FOLDER as SMALL_FOLDER
 from memclaw.store.small import SmallVectors
 
@@ -61,10 +61,11 @@ def release_embedded_below(root: Path) -> None:
 def release_embedded(path: Path) -> None:
     """Stop and forget chromadb's process-wide system for the embedded store at `path`.
 
-    chromadb keeps one system per persist directory for the whole process; removing the directory under a live
-    system leaves it writing to deleted files or failing with "no such table". Call this before removing or
-    replacing the directory, so the next PersistentClient starts from what is on disk. Engine readers of `path`
-    are retired too."""
+    chromadb keeps one system per persist directory for the whole process.
+    A live system whose directory was removed writes to deleted files or fails with "no such table".
+    Call this before removing or replacing the directory, so the next PersistentClient reads what is on disk.
+    Engine readers of `path` are retired too.
+    """
     forget_readers(path)
     key = _release_key(path)
     _released[key] = _released.get(key, 0) + 1
@@ -78,7 +79,8 @@ def release_embedded(path: Path) -> None:
         if system is not None:
             try:
                 system.stop()
-            except Exception as e:  # a broken system is what we are discarding
+            # a broken system is what we are discarding
+            except Exception as e:
                 log.debug("stopping the Chroma system at %s: %s", ident, e)
 
 
@@ -119,7 +121,8 @@ def probe_damage(
     probe = None
     opened = store()
     for scope in scopes:
-        if (id(opened), scope) in probed:  # once per opening: later damage fails the write that meets it
+        # once per opening: later damage fails the write that meets it
+        if (id(opened), scope) in probed:
             continue
         if opened.count(scope):
             if probe is None:
@@ -168,7 +171,8 @@ def open_chroma_store(
     assert path is not None
     store_path = path
     key = _release_key(path)
-    connected = [_released.get(key, 0)]  # the release count its client was made at
+    # the release count its client was made at
+    connected = [_released.get(key, 0)]
 
     def connect() -> Any:
         connected[0] = _released.get(key, 0)
@@ -218,7 +222,8 @@ def _persistent_client(path: Path) -> Any:
     """chromadb's PersistentClient for `path` (created if missing), its errors said as memclaw's."""
     import chromadb
 
-    forget_readers(path)  # the client's engine keeps its own copy of the index from now on
+    # the client's engine keeps its own copy of the index from now on
+    forget_readers(path)
     if path.exists() and not path.is_dir():
         from memclaw.util.pathkind import odd_path_error
 
@@ -263,5 +268,6 @@ def _bound_http_timeouts(client: Any, timeout: Any) -> None:
     session = getattr(getattr(client, "_server", None), "_session", None)
     if isinstance(session, httpx.Client):
         session.timeout = timeout
-    else:  # another chromadb version: keep working, just without the bound
+    # another chromadb version: keep working, just without the bound
+    else:
         log.debug("cannot bound the Chroma HTTP client's timeouts (no httpx session found)")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from memclaw.bench.embedcache import CachedEmbedder
-from memclaw.embedding.hashing import HashEmbedder
+from memclaw.embedding._hashing import HashEmbedder
 from memclaw.errors import UsageError
 
 

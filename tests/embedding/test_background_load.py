@@ -15,8 +15,8 @@ import pytest
 
 from memclaw.config import EmbeddingsConfig
 from memclaw.embedding import load
+from memclaw.embedding._onnx import OnnxEmbedder
 from memclaw.embedding.load import load_embedder, load_in_background
-from memclaw.embedding.onnx import OnnxEmbedder
 from memclaw.errors import EmbeddingError
 
 pytestmark = pytest.mark.slow

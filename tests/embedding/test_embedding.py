@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 
 from memclaw.config import EmbeddingsConfig
+from memclaw.embedding._export import MAX_EXPORT_DIFF, ONNX_OPSET
+from memclaw.embedding._hashing import HashEmbedder
+from memclaw.embedding._onnx import OnnxEmbedder, read_manifest
+from memclaw.embedding._registry import find_spec, load_registry, registry_path, resolve_model_dir, verify_weights
+from memclaw.embedding._sentence import SentenceTransformerEmbedder
 from memclaw.embedding.base import Embedder
-from memclaw.embedding.export import MAX_EXPORT_DIFF, ONNX_OPSET
-from memclaw.embedding.hashing import HashEmbedder
 from memclaw.embedding.load import load_embedder
-from memclaw.embedding.onnx import OnnxEmbedder, read_manifest
-from memclaw.embedding.registry import find_spec, load_registry, registry_path, resolve_model_dir, verify_weights
-from memclaw.embedding.sentence import SentenceTransformerEmbedder
 from memclaw.errors import EmbeddingError
 from memclaw.util.files import file_lock
 
@@ -377,7 +377,7 @@ def test_hash_embedder_is_registered_deterministic_and_lexical():
     assert a @ b > a @ c
     assert np.array_equal(emb.encode(["I love green tea"])[0], a)
     code = (
-        "from memclaw.embedding.hashing import HashEmbedder; print(HashEmbedder().encode(['abc def'])[0][:4].tolist())"
+        "from memclaw.embedding._hashing import HashEmbedder; print(HashEmbedder().encode(['abc def'])[0][:4].tolist())"
     )
     assert _run_py(code) == str(emb.encode(["abc def"])[0][:4].tolist())
     assert np.allclose(_norms(emb.encode(["", "!!!"])), 1.0)

@@ -1,4 +1,4 @@
-"""The provider embeddings' query cache (memclaw.embedding.query_cache): vectors by (model fingerprint, text), raw
+"""The provider embeddings' query cache (memclaw.embedding._query_cache): vectors by (model fingerprint, text), raw
 float32
 in SQLite, nothing unpickled; a damaged or unwritable cache is a miss, never an error."""
 
@@ -11,7 +11,7 @@ import threading
 import numpy as np
 import pytest
 
-from memclaw.embedding.query_cache import QueryCache
+from memclaw.embedding._query_cache import QueryCache
 
 
 def test_vectors_round_trip_exactly_per_model_and_text(tmp_path):
@@ -38,7 +38,7 @@ def test_a_damaged_cache_is_a_miss(tmp_path):
     cache.close()
     db = sqlite3.connect(tmp_path / "odd.sqlite3")
     db.execute("CREATE TABLE vectors (model TEXT, digest BLOB, vector BLOB, PRIMARY KEY (model, digest))")
-    from memclaw.embedding.query_cache import digest
+    from memclaw.embedding._query_cache import digest
 
     db.execute("INSERT INTO vectors VALUES ('m', ?, ?)", (digest("q"), b"\x00\x01\x02"))  # not float32s
     db.commit()

@@ -11,11 +11,9 @@ from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
 from memclaw.errors import IndexError_, UsageError
-from memclaw.index.bm25 import load_lexical_index, make_lexical_index
-from memclaw.index.bm25_inverted import InvertedBM25
-from memclaw.index.bm25_rank import RankBM25Index
-from memclaw.index.bm25_scoring import DEFAULT_B, DEFAULT_K1, LexicalIndex, lucene_idf
+from memclaw.index._bm25 import DEFAULT_B, DEFAULT_K1, InvertedBM25, LexicalIndex, lucene_idf
 from memclaw.index.tokenizer import Tokenizer
+from tests.index.bm25_reference import RankBM25Index
 
 BACKENDS = [InvertedBM25, RankBM25Index]
 
@@ -234,7 +232,6 @@ def test_save_load_round_trip(cls: type[LexicalIndex], tmp_path: Path) -> None:
     assert type(loaded) is cls and (loaded.k1, loaded.b) == (1.4, 0.6)
     assert loaded.ids() == {"a", "c"} and loaded.fingerprint == ix.fingerprint
     assert loaded.search(["ünïcode", "tea"], 5) == ix.search(["ünïcode", "tea"], 5)
-    assert type(load_lexical_index(path)) is cls
 
 
 @pytest.mark.parametrize("cls", BACKENDS)
@@ -257,8 +254,6 @@ def test_damaged_files_raise_index_error(cls: type[LexicalIndex], tmp_path: Path
         bad.write_bytes(data)
         with pytest.raises(IndexError_, match="reindex"):
             cls.load(bad)
-        with pytest.raises(IndexError_):
-            load_lexical_index(bad)
         assert why
     with pytest.raises(IndexError_, match="missing"):
         cls.load(tmp_path / "nope.bm25")
@@ -277,15 +272,11 @@ def test_loading_the_other_kind_is_refused(tmp_path: Path) -> None:
         RankBM25Index.load(p)
 
 
-def test_fingerprint_and_factory() -> None:
+def test_fingerprint_and_parameters() -> None:
     assert InvertedBM25().fingerprint != RankBM25Index().fingerprint
     assert InvertedBM25(1.5).fingerprint != InvertedBM25(1.2).fingerprint
     assert InvertedBM25(b=0.5).fingerprint != InvertedBM25().fingerprint
-    assert isinstance(make_lexical_index(), InvertedBM25)
-    assert isinstance(make_lexical_index("rank-bm25"), RankBM25Index)
-    assert isinstance(make_lexical_index("inverted"), LexicalIndex)
-    with pytest.raises(UsageError, match="unknown BM25 backend"):
-        make_lexical_index("lucene")
+    assert isinstance(InvertedBM25(), LexicalIndex) and isinstance(RankBM25Index(), LexicalIndex)
     with pytest.raises(UsageError, match="invalid BM25 parameters"):
         InvertedBM25(k1=-1)
 
@@ -298,7 +289,7 @@ def test_with_the_real_tokenizer_recall_finds_the_memory() -> None:
         "f3": "Caroline is researching adoption agencies.",
         "h1": "[2023-05-08 13:56] Melanie and Caroline talked about running and pottery classes.",
     }
-    ix = make_lexical_index()
+    ix = InvertedBM25()
     for i, text in memories.items():
         ix.add(i, tok.tokenize(text))
     assert ix.search(tok.tokenize("When did Caroline go to the support groups?"), 3)[0][0] == "f1"

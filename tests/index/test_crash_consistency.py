@@ -46,9 +46,9 @@ from typing import Any
 
 import pytest
 
+import memclaw.index._scope_state as scope_state
 from memclaw.agent.sessions import SessionStore
 from memclaw.config import Config
-from memclaw.index import scope_state
 from memclaw.index.passages import unit_vectors
 from memclaw.index.scopes import index_text
 from memclaw.markdown.archive import parse_day

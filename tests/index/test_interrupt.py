@@ -27,7 +27,7 @@ from memclaw.workspace import Workspace
 
 pytestmark = pytest.mark.slow
 
-N_FACTS = 5000  # two chunks of vectors (memclaw.index.vector_writer): the interrupt comes between them
+N_FACTS = 5000  # two chunks of vectors (memclaw.index._vector_writer): the interrupt comes between them
 
 
 def _env(home: Path) -> dict[str, str]:

@@ -22,7 +22,7 @@ from tests.llm_server import Scripted
 
 pytestmark = pytest.mark.slow
 
-N_FACTS = 600  # one chunk of vectors (memclaw.index.vector_writer.CHUNK_PASSAGES): the interrupt falls inside it
+N_FACTS = 600  # one chunk of vectors (memclaw.index._vector_writer.CHUNK_PASSAGES): the interrupt falls inside it
 BATCH = 50
 KEPT_BATCHES = 4
 

@@ -1,4 +1,4 @@
-"""The scope state file (memclaw.index.scope_state): a snapshot plus a log of appends reads back exactly as written,
+"""The scope state file (memclaw.index._scope_state): a snapshot plus a log of appends reads back exactly as written,
 folds
 its log into the snapshot past the limit, and refuses anything that is not its own layout as damage."""
 
@@ -9,10 +9,9 @@ from datetime import datetime
 
 import pytest
 
+import memclaw.index._scope_state as scope_state
 from memclaw.errors import IndexError_
-from memclaw.index import scope_state
-from memclaw.index.bm25 import make_lexical_index
-from memclaw.index.layout import ScopeState
+from memclaw.index._bm25 import InvertedBM25
 from memclaw.index.unittable import UnitTable
 from memclaw.markdown.incremental import parse_file
 from memclaw.markdown.units import MemoryUnit
@@ -38,13 +37,14 @@ def _units(start: int, n: int, source: str = SRC_M) -> list[MemoryUnit]:
     ]
 
 
-def _state(table: UnitTable) -> ScopeState:
+def _state(table: UnitTable) -> scope_state.ScopeState:
     _, mark = parse_file(b"- x\n", kind="fact", scope="owner", source=SRC_M)
-    return ScopeState("owner", {SRC_M: (1, 2, 3), SRC_H: None}, table, {"f1": ["h1"]}, {SRC_M: mark}, {"f0"})
+    sigs = {SRC_M: (1, 2, 3), SRC_H: None}
+    return scope_state.ScopeState("owner", sigs, table, {"f1": ["h1"]}, {SRC_M: mark}, {"f0"})
 
 
 def _lexical(units: list[MemoryUnit]):
-    lex = make_lexical_index("inverted")
+    lex = InvertedBM25()
     for u in units:
         lex.add(u.id, u.text.split())
     return lex

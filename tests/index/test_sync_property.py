@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
+import memclaw.index._scope_state as scope_state
 from memclaw.config import Config
-from memclaw.index import scope_state
-from memclaw.index.bm25 import make_lexical_index
+from memclaw.index._bm25 import InvertedBM25
 from memclaw.index.passages import split_passages, unit_of, unit_vectors
 from memclaw.index.scopes import index_text
 from memclaw.markdown.archive import ArchiveChunk, ArchiveDay, ArchivedTurn, append_chunk, render_day
@@ -350,7 +350,7 @@ class SyncMachine(RuleBasedStateMachine):
                 continue
             assert set(sc.state.units) == set(want)
             assert {i: u.text for i, u in sc.state.units.items()} == want
-            # The saved state (snapshot + log, memclaw.index.scope_state) reads back as exactly the live one.
+            # The saved state (snapshot + log, memclaw.index._scope_state) reads back as exactly the live one.
             loaded = scope_state.load(self.svc.layout.state_file(scope))
             assert loaded is not None and loaded.lexical is not None
             st = loaded.state
@@ -365,7 +365,7 @@ class SyncMachine(RuleBasedStateMachine):
                 sc.state.pending,
             )
             saved = loaded.lexical
-            ref = make_lexical_index("inverted")
+            ref = InvertedBM25()
             for u in units:
                 ref.add(u.id, self.svc.tokenizer.tokenize(u.text))
             for lex in (sc.lexical, saved):

@@ -1,5 +1,5 @@
 """A short archived turn is embedded with the turns beside it (memclaw.index.passages.turn_context,
-memclaw.index.vector_writer.blend): what the context is, that the vector Chroma holds is the blend of the turn's and
+memclaw.index._vector_writer.blend): what the context is, that the vector Chroma holds is the blend of the turn's and
 its context's, that an answer is found by what it answers, and that a hand edit re-embeds the turns whose context it
 changes. Real files, the real model, a real embedded Chroma."""
 
@@ -10,8 +10,8 @@ from datetime import datetime
 import numpy as np
 import pytest
 
+from memclaw.index._vector_writer import CONTEXT_WEIGHT, blend
 from memclaw.index.passages import CONTEXT_WORDS, MAX_WORDS, turn_context
-from memclaw.index.vector_writer import CONTEXT_WEIGHT, blend
 from tests.archive_days import MUSEUM, append_day, archive_service, chunk
 
 OTHER = chunk(

@@ -30,7 +30,7 @@ def test_last_match_is_the_last_row_of_that_kind_with_exactly_that_text():
 
 
 def test_last_match_reads_the_table_as_saved_and_loaded():
-    from memclaw.index.unittable_codec import table_from_bytes, table_to_bytes
+    from memclaw.index.unittable import table_from_bytes, table_to_bytes
 
     units = [_unit(f"f{i}", "fact", f"fact {i % 7}", i) for i in range(50)]
     table = table_from_bytes(table_to_bytes(UnitTable.from_units(units)))

@@ -1,4 +1,4 @@
-"""The unit table's saved form (memclaw.index.unittable_codec): every column reads back exactly, the extras written
+"""The unit table's saved form (memclaw.index.unittable): every column reads back exactly, the extras written
 by column (the distinct key lists, each extra's, the values as one string) whatever their keys and values, a table
 written before (the extras as JSON pairs) is still read, and a header that lies about the extras is refused."""
 
@@ -10,9 +10,7 @@ from datetime import datetime
 
 import pytest
 
-from memclaw.index.unit_columns import INT_COLUMNS, JOINED_COLUMNS, little
-from memclaw.index.unittable import UnitTable
-from memclaw.index.unittable_codec import table_from_bytes, table_to_bytes
+from memclaw.index.unittable import INT_COLUMNS, JOINED_COLUMNS, UnitTable, little, table_from_bytes, table_to_bytes
 from memclaw.markdown.units import MemoryUnit
 
 DAY = "memory/archive/2026-11-25.md"

@@ -6,6 +6,7 @@ answers 500, and a server that hangs up after reading the request."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -18,14 +19,19 @@ from pathlib import Path
 import pytest
 
 from memclaw.config import Config, EmbeddingsConfig
+from memclaw.embedding._query_cache import QueryCache
 from memclaw.embedding.provider import ProviderEmbedder
-from memclaw.embedding.query_cache import QueryCache
 from memclaw.errors import EmbeddingUnavailable, LLMError
 from memclaw.llm import client as llm_client
 from memclaw.llm.client import LLMClient
 from tests.llm_server import Scripted, ScriptedLLMServer
 
 HELLO = [{"role": "user", "content": "hello"}]
+
+
+def _chat(client: LLMClient, messages: list[dict]) -> object:
+    """One `chat` call from this synchronous test (no running event loop)."""
+    return asyncio.run(client.chat(messages))
 
 
 @pytest.fixture(autouse=True)
@@ -97,7 +103,7 @@ def test_a_refused_connection_is_said_so_and_not_asked_again(caplog):
     with refusing_port() as s:
         base = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
         with pytest.raises(LLMError) as first:
-            _client(base).chat_sync(HELLO)
+            _chat(_client(base), HELLO)
         msg = str(first.value)
         assert f"could not connect to {base}" in msg and "connection refused" in msg
         assert "500" not in msg and "Connection error" not in msg and "check agent.api_base" in msg
@@ -105,7 +111,7 @@ def test_a_refused_connection_is_said_so_and_not_asked_again(caplog):
 
         s.listen(1)  # from now on a connection would be accepted: none may come
         with pytest.raises(LLMError) as second:
-            _client(base).chat_sync(HELLO)
+            _chat(_client(base), HELLO)
         assert "could not connect" in str(second.value)
         assert _no_connection_pending(s)
 
@@ -115,13 +121,13 @@ def test_a_server_that_answers_500_is_said_so_and_retried(caplog):
     try:
         server.default = Scripted(status=500)
         with pytest.raises(LLMError) as e:
-            _client(server.url, retries=1).chat_sync(HELLO)
+            _chat(_client(server.url, retries=1), HELLO)
         msg = str(e.value)
         assert f"{server.url} answered HTTP 500: scripted status 500" in msg, msg
         assert "after 2 attempt(s)" in msg and "could not connect" not in msg
         assert len(server.requests) == 2
         with pytest.raises(LLMError):  # (an answer, even 500, does not open the circuit)
-            _client(server.url, retries=0).chat_sync(HELLO)
+            _chat(_client(server.url, retries=0), HELLO)
         assert len(server.requests) == 3
     finally:
         server.stop()
@@ -129,7 +135,7 @@ def test_a_server_that_answers_500_is_said_so_and_retried(caplog):
 
 def test_a_server_that_hangs_up_is_said_so():
     with hanging_up() as base, pytest.raises(LLMError) as e:
-        _client(base, retries=1).chat_sync(HELLO)
+        _chat(_client(base, retries=1), HELLO)
     msg = str(e.value)
     assert f"{base} closed the connection without answering" in msg, msg
     assert "500" not in msg and "Connection error" not in msg

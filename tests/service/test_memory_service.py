@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memclaw.config import Config
-from memclaw.index.links import session_links
+from memclaw.index._links import session_links
 from memclaw.index.unittable import UnitTable
 from memclaw.markdown.units import sender_scope
 from memclaw.service.facade import MemoryService
@@ -215,7 +215,7 @@ def test_corrupted_state_is_rebuilt(service):
 
 
 def _damage_bm25(lay, data_sql: str) -> None:
-    """Damage the BM25 index held in the scope's state file (memclaw.index.scope_state), nothing else."""
+    """Damage the BM25 index held in the scope's state file (memclaw.index._scope_state), nothing else."""
     import sqlite3
 
     con = sqlite3.connect(lay.state_file("owner"))

@@ -153,7 +153,8 @@ def hf_snapshot(repo: str, revision: str | None) -> Path | None:
     snaps = base / "snapshots"
     if rev and (snaps / rev).is_dir():
         return snaps / rev
-    if rev and snaps.is_dir():  # an abbreviated revision
+    # an abbreviated revision
+    if rev and snaps.is_dir():
         hits = [p for p in snaps.iterdir() if p.name.startswith(rev)]
         if len(hits) == 1:
             return hits[0]

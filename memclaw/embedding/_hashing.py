@@ -37,7 +37,8 @@ class HashEmbedder:
             idx = int.from_bytes(d[:4], "little") % self.dim
             v[idx] += weight if d[4] & 1 else -weight
         if not v.any():
-            v[0] = 1.0  # empty or symbol-only text: a fixed unit vector
+            # empty or symbol-only text: a fixed unit vector
+            v[0] = 1.0
         return v
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:

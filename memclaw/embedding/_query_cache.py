@@ -50,7 +50,8 @@ class QueryCache:
         with self._lock:
             try:
                 return self._connect().execute(sql, args).fetchone()
-            except (sqlite3.Error, OSError) as e:  # a cache: never fatal
+            # a cache: never fatal
+            except (sqlite3.Error, OSError) as e:
                 log.info("query embedding cache %s unusable (%s)", self.path, e)
                 return None
 

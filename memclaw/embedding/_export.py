@@ -1,6 +1,6 @@
 """Exporting a registry model to ONNX: once, atomically, under a file lock, checked against sentence-transformers
 on probe texts and refused when they differ by more than MAX_EXPORT_DIFF. Needs torch, sentence-transformers and
-the `onnx` package; the export's manifest is what `memclaw.embedding.onnx.read_manifest` checks."""
+the `onnx` package; the export's manifest is what `memclaw.embedding._onnx.read_manifest` checks."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from memclaw.embedding.onnx import EXPORT_FORMAT, OnnxEmbedder, export_dir_for, read_manifest
-from memclaw.embedding.registry import ModelSpec, file_sha256, resolve_model_dir, verify_weights
-from memclaw.embedding.sentence import import_sentence_transformers, st_dimension, st_pooling
+from memclaw.embedding._onnx import EXPORT_FORMAT, OnnxEmbedder, export_dir_for, read_manifest
+from memclaw.embedding._registry import ModelSpec, file_sha256, resolve_model_dir, verify_weights
+from memclaw.embedding._sentence import import_sentence_transformers, st_dimension, st_pooling
 from memclaw.errors import EmbeddingError
 from memclaw.util.files import file_lock
 
@@ -43,7 +43,8 @@ def export_onnx(spec: ModelSpec, cache_dir: Path, *, model_dir: Path | None = No
     cache_dir.mkdir(parents=True, exist_ok=True)
     with file_lock(cache_dir / f".{target.name}.lock"):
         if read_manifest(target, spec) is not None:
-            return target  # another process finished it while we waited
+            # another process finished it while we waited
+            return target
         model_dir = model_dir or resolve_model_dir(spec)
         source_sha = verify_weights(model_dir, spec)
         tmp = cache_dir / f".{target.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -97,13 +98,14 @@ def _export_into(spec: ModelSpec, model_dir: Path, source_sha: str, out: Path) -
 
     transformer = model[0]
     auto_model = transformer.auto_model
-    with contextlib.suppress(Exception):  # eager attention traces to plain ops; sdpa also works
+    # eager attention traces to plain ops; sdpa also works
+    with contextlib.suppress(Exception):
         auto_model.set_attn_implementation("eager")
     preprocess = getattr(model, "preprocess", None) or model.tokenize
     sample = preprocess(["a short one", "a somewhat longer sample sentence to force padding"])
     input_names = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in sample]
     if sample["attention_mask"].min() != 0:
-        raise EmbeddingError("export sample must contain padding; this is a bug in memclaw.embedding.export")
+        raise EmbeddingError("export sample must contain padding; this is a bug in memclaw.embedding._export")
 
     class _Wrapper(torch.nn.Module):
         def __init__(self, m: Any) -> None:

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from memclaw.embedding._registry import ModelSpec
 from memclaw.embedding.base import Progress, batches, normalize_rows
-from memclaw.embedding.registry import ModelSpec
 from memclaw.errors import EmbeddingError
 from memclaw.markdown.formats import clean_text
 from memclaw.util.files import replace_atomically
@@ -54,7 +54,8 @@ def _record_verified(path: Path, sha256: str) -> None:
     try:
         data = json.dumps({"sha256": sha256, "file": _file_identity(path)}).encode()
         replace_atomically(_stamp_path(path), data)
-    except OSError:  # a read-only cache: verify on every load, as before
+    # a read-only cache: verify on every load, as before
+    except OSError:
         log.debug("cannot record the verification of %s", path, exc_info=True)
 
 
@@ -111,7 +112,8 @@ class OnnxEmbedder:
             pad_id=int(pad.get("pad_id", manifest.get("pad_id", 0))),
             pad_token=str(pad.get("pad_token", manifest.get("pad_token", "[PAD]"))),
             pad_type_id=int(pad.get("pad_type_id", 0)),
-        )  # no length: pad each batch to its longest text
+            # no length: pad each batch to its longest text
+        )
         self._tokenizer = tok
         self._inputs = [i.name for i in self._session.get_inputs()]
         self._pooling: str = manifest["pooling"]
@@ -139,7 +141,8 @@ class OnnxEmbedder:
         return normalize_rows(pooled)
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
-        texts = [clean_text(str(t)) for t in texts]  # lone surrogates (undecodable argv bytes) break the tokenizer
+        # lone surrogates (undecodable argv bytes) break the tokenizer
+        texts = [clean_text(str(t)) for t in texts]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         for start, end in batches(len(texts), batch_size):

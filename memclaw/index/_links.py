@@ -1,13 +1,11 @@
-"""Links between the units of one scope, built at sync time and kept in the scope state: each fact linked to the
-history entry of the consolidation that wrote it, so that a matching fact lifts its summary and the memory section
-skips a fact whose summary is in (memclaw.recall.search, memclaw.context.memory_section).
+"""Links between the units of one scope: each fact to the history entry of the consolidation that wrote it.
 
-A fact written by a consolidation carries its consolidation id (`extra["cid"]`, from its learned-mark
-`(2026-11-25 #c7f3a9b21)`), and so does the history entry of that consolidation (`[2026-11-25 14:02 #c7f3a9b21]`):
-they are linked by that id alone, so several consolidations on one day never lift each other's summaries. A fact
-without an id (dated by hand, or written before ids) keeps the older link by day: to every history entry of its
-date. Archive turns are never linked here: recall ties them to their chunk's summary and facts by id at query time
-(memclaw.recall.archive), which costs nothing per archived turn in the state.
+Sync builds them and the scope state keeps them.
+A matching fact lifts its summary, and the memory section skips a fact whose summary is in.
+A fact and its history entry carry the same consolidation id, `extra["cid"]`, and are linked by that id alone.
+So several consolidations on one day never lift each other's summaries.
+A fact without an id, dated by hand or written before ids, is linked to every history entry of its date.
+Archive turns are never linked here: recall ties them by id at query time (memclaw.recall.archive).
 """
 
 from __future__ import annotations

@@ -1,30 +1,169 @@
-"""`InvertedBM25`, the default lexical index: an inverted index of numpy postings (term -> doc slots, term
-frequencies). `add` is O(document length), `remove` is O(1) (a tombstone; the index compacts itself when more than a
-quarter of its slots are dead), a query touches only the postings of its own terms, vectorised.
+"""The BM25 index of one scope: the score, the inverted index that computes it, and its on-disk form.
 
-Not thread-safe for writers: serialise `add`/`remove`/`save` against `search` (MemoryService holds a lock)."""
+A document's score sums one term per query token t, repeats included:
+`idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl))`, where `idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))`.
+This idf is Lucene's: it is positive for every df <= N, so BM25 ranks sensibly from the first memory.
+N, df and avgdl count live documents only, so removals are exact.
+
+`InvertedBM25` keeps numpy postings per term: `add` costs the document's length, `remove` is a tombstone.
+The index compacts itself when more than a quarter of its slots are dead; a query reads only its own terms' postings.
+The on-disk form is `MAGIC | sha256(body) | body`, the body a JSON header and raw little-endian int32 arrays.
+Nothing read back can run code; missing, damaged or foreign bytes raise `IndexError_`, and the caller rebuilds.
+Writers are not thread-safe: `add`, `remove` and `save` must be serialised against `search`.
+The reference the tests compare it with is `tests/index/bm25_reference.py`.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
+import struct
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from memclaw.errors import UsageError
-from memclaw.index.bm25_format import (
-    FORMAT_VERSION,
-    I4,
-    check_params,
-    corrupt,
-    decode_index,
-    encode_index,
-    read_index_file,
-)
-from memclaw.index.bm25_scoring import DEFAULT_B, DEFAULT_K1, lucene_idf, top_k
+from memclaw.errors import IndexError_, UsageError
 from memclaw.util.files import replace_atomically
+from memclaw.util.safepath import read_regular
+
+# ---- the on-disk form
+
+FORMAT_VERSION = 1
+I4 = np.dtype("<i4")
+"""The dtype of every array in the file (little-endian int32)."""
+
+_MAGIC = b"MEMCLAW-BM25\n"
+_DIGEST = 32
+
+
+def encode_index(meta: dict[str, Any], arrays: Sequence[np.ndarray] = ()) -> bytes:
+    head = json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    parts = [struct.pack("<Q", len(head)), head]
+    parts += [np.ascontiguousarray(a, dtype=I4).tobytes() for a in arrays]
+    body = b"".join(parts)
+    return _MAGIC + hashlib.sha256(body).digest() + body
+
+
+def corrupt(where: str | Path, why: str) -> IndexError_:
+    return IndexError_(f"BM25 index {where} is unusable ({why}); rebuild it with `memclaw memory reindex`")
+
+
+def read_index_file(path: Path) -> bytes:
+    path = Path(path)
+    try:
+        return read_regular(path, follow=True)
+    except FileNotFoundError as e:
+        raise corrupt(path, "missing") from e
+    except OSError as e:
+        raise corrupt(path, f"cannot read: {e.strerror}") from e
+
+
+def decode_index(raw: bytes, where: str | Path) -> tuple[dict[str, Any], memoryview]:
+    """The JSON header and the raw array bytes after it. Raises IndexError_ on any damage."""
+    n = len(_MAGIC)
+    if not raw.startswith(_MAGIC):
+        raise corrupt(where, "not a memclaw BM25 index")
+    if len(raw) < n + _DIGEST + 8:
+        raise corrupt(where, "truncated")
+    body = memoryview(raw)[n + _DIGEST :]
+    if hashlib.sha256(body).digest() != raw[n : n + _DIGEST]:
+        raise corrupt(where, "checksum mismatch: truncated or corrupted")
+    (hlen,) = struct.unpack_from("<Q", body, 0)
+    try:
+        meta = json.loads(bytes(body[8 : 8 + hlen]).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise corrupt(where, "bad header") from e
+    if not isinstance(meta, dict):
+        raise corrupt(where, "bad header")
+    if meta.get("format") != FORMAT_VERSION:
+        raise corrupt(where, f"format {meta.get('format')!r}, this memclaw reads {FORMAT_VERSION}")
+    return meta, body[8 + hlen :]
+
+
+def check_params(where: str | Path, meta: dict[str, Any], kind: str) -> tuple[float, float]:
+    if meta.get("kind") != kind:
+        raise corrupt(where, f"holds a {meta.get('kind')!r} index, expected {kind!r}")
+    k1, b = meta.get("k1"), meta.get("b")
+    if not isinstance(k1, int | float) or not isinstance(b, int | float) or k1 < 0 or not 0 <= b <= 1:
+        raise corrupt(where, "bad parameters")
+    return float(k1), float(b)
+
+
+# ---- the score
+
+DEFAULT_K1 = 1.2
+DEFAULT_B = 0.75
+
+
+def lucene_idf(n_docs: int, df: int) -> float:
+    """Lucene's BM25 idf: positive for every 0 < df <= n_docs."""
+    return math.log1p((n_docs - df + 0.5) / (df + 0.5))
+
+
+@runtime_checkable
+class LexicalIndex(Protocol):
+    """A BM25 index of one scope. Tokens come from memclaw.index.tokenizer.Tokenizer (same for docs and queries)."""
+
+    kind: ClassVar[str]
+    k1: float
+    b: float
+
+    @property
+    def fingerprint(self) -> str:
+        """Implementation, on-disk format version and parameters; a change means a rebuild."""
+        ...
+
+    def add(self, doc_id: str, tokens: Sequence[str]) -> None:
+        """Index a document; an existing `doc_id` is replaced. Empty token lists are kept (they match nothing)."""
+        ...
+
+    def remove(self, doc_id: str) -> bool:
+        """Forget a document; False if it was not there."""
+        ...
+
+    def search(self, query_tokens: Sequence[str], k: int) -> list[tuple[str, float]]:
+        """Up to k (doc_id, score), best first (ties by id), only score > 0."""
+        ...
+
+    def max_score(self, query_tokens: Sequence[str]) -> float:
+        """Upper bound of `search` scores for this query (every term matched with saturated tf)."""
+        ...
+
+    def doc_freq(self, term: str) -> int:
+        """How many documents hold `term`."""
+        ...
+
+    def __len__(self) -> int: ...
+
+    def __contains__(self, doc_id: object) -> bool: ...
+
+    def ids(self) -> set[str]: ...
+
+    def to_bytes(self) -> bytes: ...
+
+    def save(self, path: Path) -> None: ...
+
+    @classmethod
+    def load(cls, path: Path) -> LexicalIndex: ...
+
+
+def top_k(ids: Sequence[str | None], scores: np.ndarray, k: int) -> list[tuple[str, float]]:
+    """Best k of the positive scores, ties broken by id (deterministic across implementations)."""
+    cand = np.flatnonzero(scores > 0)
+    if len(cand) > k:
+        kth = -np.partition(-scores[cand], k - 1)[k - 1]
+        # keep every tie at the boundary, then order by id
+        cand = cand[scores[cand] >= kth]
+    hits = [(ids[i], float(scores[i])) for i in cand.tolist()]
+    hits.sort(key=lambda h: (-h[1], h[0]))
+    return hits[:k]  # type: ignore[return-value]
+
+
+# ---- the index
 
 _COMPACT_DEAD_SHARE = 0.25
 
@@ -54,11 +193,11 @@ class _Postings:
 
 
 class InvertedBM25:
-    """Incremental BM25 over numpy postings. See the module docstring for the formula and costs.
+    """Incremental BM25 over numpy postings; the module docstring has the formula and the costs.
 
-    Postings live in two places: terms touched since the last load/compaction in `_postings` (growable
-    per-term arrays), all others in one read-mostly CSR block (`_frozen` term -> row of `_f_off`), so loading
-    a 100k-memory scope costs a few array reads instead of one Python object per term.
+    A term touched since the last load or compaction keeps its postings in `_postings`, as growable arrays.
+    All other terms share one read-mostly CSR block: `_frozen` maps a term to its row of `_f_off`.
+    So loading a 100k-memory scope costs a few array reads instead of one Python object per term.
     """
 
     kind: ClassVar[str] = "inverted"
@@ -73,9 +212,11 @@ class InvertedBM25:
         self._f_off = np.zeros(1, np.int64)
         self._f_slots = np.zeros(0, I4)
         self._f_tfs = np.zeros(0, I4)
-        self._ids: list[str | None] = []  # slot -> id, None when removed
+        # slot -> id, None when removed
+        self._ids: list[str | None] = []
         self._slot: dict[str, int] = {}
-        self._lens = np.zeros(16, np.float64)  # slot -> document length (0 for removed slots)
+        # slot -> document length (0 for removed slots)
+        self._lens = np.zeros(16, np.float64)
         self._alive = np.zeros(16, np.bool_)
         self._total_len = 0
         self._n_dead = 0
@@ -155,7 +296,8 @@ class InvertedBM25:
         terms = list(self._frozen)
         rows = np.fromiter(self._frozen.values(), np.int64, len(terms))
         all_counts = np.diff(self._f_off)
-        if len(rows) == len(all_counts):  # no frozen row was taken over by _postings
+        # no frozen row was taken over by _postings
+        if len(rows) == len(all_counts):
             counts, slots, tfs = all_counts.astype(I4), self._f_slots, self._f_tfs
         else:
             keep_row = np.zeros(len(all_counts), np.bool_)
@@ -268,7 +410,8 @@ class InvertedBM25:
                 contrib *= qtf
             if scores is None:
                 scores = np.zeros(len(self._ids), np.float64)
-            scores[slots] += contrib  # a term's slots are distinct, so plain fancy-index add is exact
+            # a term's slots are distinct, so plain fancy-index add is exact
+            scores[slots] += contrib
         if scores is None:
             return []
         return top_k(self._ids, scores, k)
@@ -315,7 +458,8 @@ class InvertedBM25:
             raise corrupt(where, "array sizes do not match the header")
         arrays, off = [], 0
         for size in sizes:
-            arrays.append(np.frombuffer(rest, I4, size, off).astype(I4))  # native, writable copies
+            # native, writable copies
+            arrays.append(np.frombuffer(rest, I4, size, off).astype(I4))
             off += 4 * size
         lens, counts, slots, tfs = arrays
         if (

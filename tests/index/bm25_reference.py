@@ -1,6 +1,9 @@
-"""`RankBM25Index`: the `LexicalIndex` interface on rank-bm25 (`BM25Okapi` with the Lucene idf), rebuilt lazily on
-the first search after a change and scoring every document in a Python loop. The reference the tests compare
-`InvertedBM25` against; too slow for large scopes (see benchmarks/results/bm25.md)."""
+"""`RankBM25Index`, the reference `InvertedBM25` is compared with: the `LexicalIndex` interface on rank-bm25.
+
+It is `BM25Okapi` with the Lucene idf, rebuilt on the first search after a change, scoring every document in Python.
+Tests and `benchmarks/bench_bm25.py` use it; it is too slow for a large scope (benchmarks/results/bm25.md).
+rank-bm25's own idf is zero or negative for a term in half the documents or more, hence the Lucene idf.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +14,18 @@ from typing import Any, ClassVar
 import numpy as np
 
 from memclaw.errors import UsageError
-from memclaw.index.bm25_format import FORMAT_VERSION, check_params, corrupt, decode_index, encode_index, read_index_file
-from memclaw.index.bm25_scoring import DEFAULT_B, DEFAULT_K1, lucene_idf, top_k
+from memclaw.index._bm25 import (
+    DEFAULT_B,
+    DEFAULT_K1,
+    FORMAT_VERSION,
+    check_params,
+    corrupt,
+    decode_index,
+    encode_index,
+    lucene_idf,
+    read_index_file,
+    top_k,
+)
 from memclaw.util.files import replace_atomically
 
 

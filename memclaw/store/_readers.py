@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from memclaw.store._failures import is_not_found, translate
 from memclaw.store.base import SPACE, VectorHit, first_hits
-from memclaw.store.failures import is_not_found, translate
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,8 @@ class EngineReader:
         import chromadb_rust_bindings as rb
 
         cfg = rb.SqliteDBConfig(
-            hash_type=rb.MigrationHash.MD5,  # chromadb's default migrations_hash_algorithm
+            # chromadb's default migrations_hash_algorithm
+            hash_type=rb.MigrationHash.MD5,
             migration_mode=rb.MigrationMode.Validate,
             url=str(path / "chroma.sqlite3"),
         )
@@ -156,7 +157,8 @@ class HttpReader:
             "include": ["distances"],
         }
         res = self._request("POST", f"/{col['id']}/query", json=body)
-        if res is None:  # the collection was dropped since: the client finds out for itself
+        # the collection was dropped since: the client finds out for itself
+        if res is None:
             raise LookupError(f"collection {name} vanished")
         return first_hits(res["ids"], res["distances"], space)
 

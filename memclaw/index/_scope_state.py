@@ -1,19 +1,20 @@
-"""One scope's index state in one SQLite file, `scopes/<key>/state.sqlite3`: its unit table, session links, file
-marks and signatures, the units whose vectors are pending, and its BM25 index.
+"""One scope's index state in one SQLite file, `scopes/<key>/state.sqlite3`, and `ScopeState`, what it holds.
 
-Nothing read from it can run code: SQLite rows of JSON and raw little-endian arrays, each checked on the way in
-(the pickle it replaces ran whatever a crafted file held: issue 18).
+The file keeps the scope's unit table, session links, file marks and signatures, the units whose vectors are
+pending, and its BM25 index.
+Nothing read from it can run code: SQLite rows of JSON and raw little-endian arrays, each checked on the way in.
 
-The tables and the file's checks: memclaw.index.scope_state_db.
-
-Why a log: adding one fact used to rewrite the whole state and BM25 file (0.44 s at 100k memories); now it inserts
-a row or two. A part is folded into its snapshot when its log holds more than `compact_after(n)` rows (a cold load
-replays at most that many), or whenever a sync rewrites it anyway.
-
-Every save is one SQLite transaction (rollback journal, synchronous=FULL): a reader, or a crash, sees the state
-before it or after it; readers take one read transaction; the sync lock (memclaw.index.layout) keeps writers apart.
-A file that is not a database of this layout is damage: IndexError_ (the caller rebuilds the scope from the Markdown,
-replacing the file). A folder or other non-file at the path is not memclaw's to replace: IndexError_ with the fix.
+Its table `meta(key, value)` holds JSON values: format, scope, signatures, marks, pending, warned.
+Its table `snapshot(name, data)` holds the parts "units", "links" and "bm25", the last as memclaw.index._bm25 writes it.
+Its table `log(seq, part, n, data)` holds what changed since each part's snapshot, in order, `n` rows per entry.
+The "units" log holds rows appended to one memory file and the files' order after it.
+The "links" log holds session links set or dropped; the "bm25" log, documents removed and added with their tokens.
+Adding one fact inserts a row or two instead of rewriting the whole state.
+A part is folded into its snapshot when its log holds more than `compact_after(n)` rows, or when a sync rewrites it.
+Every save is one SQLite transaction, so a reader or a crash sees the state before it or after it.
+The sync lock (memclaw.index.layout) keeps writers apart.
+A file that is not a database of this layout is damage: IndexError_, and the caller rebuilds the scope.
+A folder or other non-file at the path is not memclaw's to replace: IndexError_ with the fix.
 """
 
 from __future__ import annotations
@@ -23,29 +24,146 @@ import json
 import os
 import sqlite3
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from memclaw.errors import IndexError_, MemclawError
-from memclaw.index.bm25_inverted import InvertedBM25
-from memclaw.index.layout import ScopeState
-from memclaw.index.scope_state_db import (
-    HEADER,
-    check_path,
-    connect,
-    damaged,
-    permission_denied,
-    read_header,
-    schema_ok,
-    writable,
-    write_error,
-)
-from memclaw.index.unittable import UnitTable
-from memclaw.index.unittable_codec import rows_from_json, table_from_bytes, table_json_rows, table_to_bytes
+from memclaw.index._bm25 import InvertedBM25
+from memclaw.index.unittable import UnitTable, rows_from_json, table_from_bytes, table_json_rows, table_to_bytes
 from memclaw.markdown.incremental import FileMark
 from memclaw.markdown.units import OWNER_SCOPE
+from memclaw.util.safepath import read_regular
+
+
+@dataclass
+class ScopeState:
+    """What the index holds for one scope: the units, the file signatures they were parsed from, and per file
+    the mark an append-only parse resumes from (memclaw.markdown.incremental)."""
+
+    scope: str
+    signatures: dict[str, tuple | None]
+    units: UnitTable
+    links: dict[str, list[str]] = field(default_factory=dict)
+    marks: dict[str, FileMark] = field(default_factory=dict)
+    # unit ids without vectors yet (the provider was down)
+    pending: set[str] = field(default_factory=set)
+    # per file, the keys of the parse notes already said as warnings (memclaw.index.sync: each is said once)
+    warned: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def hashes(self) -> dict[str, str]:
+        return self.units.hashes()
+
+
+# ---- the SQLite file: schema, connections, and the checks that tell it from damage
+
+HEADER = b"SQLite format 3\x00"
+SCHEMA = (
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE snapshot(name TEXT PRIMARY KEY, data BLOB NOT NULL)",
+    "CREATE TABLE log(seq INTEGER PRIMARY KEY, part TEXT NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL)",
+)
+OBJECTS = {("table", "meta"), ("table", "snapshot"), ("table", "log"), ("index", "sqlite_autoindex_meta_1"),
+            ("index", "sqlite_autoindex_snapshot_1")}  # fmt: skip
+BUSY_TIMEOUT_S = 60.0
+
+
+def check_path(path: Path) -> bool:
+    """Whether a state file is there (False: none yet); IndexError_ if something else stands there."""
+    from memclaw.index.layout import regular_file
+
+    return regular_file(path, path.parent.parent.parent)
+
+
+def read_header(path: Path) -> bytes:
+    """The file's first bytes, as many as SQLite's header."""
+    return read_regular(path, len(HEADER), follow=True)
+
+
+def connect(path: Path, *, create: bool) -> sqlite3.Connection:
+    """A connection in autocommit mode (callers open their own transactions); `create` makes the file if absent."""
+    # (urllib.request.pathname2url on POSIX, without importing urllib.request: http, ssl, email, ~15 ms of a start)
+    uri = f"file:{quote(str(path))}?mode={'rwc' if create else 'rw'}"
+    con = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+    try:
+        # nothing in the file's schema may call a function
+        con.execute("PRAGMA trusted_schema = OFF")
+        con.execute("PRAGMA synchronous = FULL")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def schema_ok(con: sqlite3.Connection) -> bool:
+    """Whether the file holds exactly this layout's tables and indexes."""
+    return set(con.execute("SELECT type, name FROM sqlite_master")) == OBJECTS
+
+
+def damaged(path: Path, why: str) -> IndexError_:
+    """The error for a state file that is not of this layout (the caller rebuilds the scope)."""
+    return IndexError_(f"index state {path} is corrupted ({why})")
+
+
+def permission_denied(e: sqlite3.DatabaseError) -> bool:
+    """Whether SQLite's error means the file or its folder may not be read or written."""
+    text = str(e).lower()
+    return "readonly" in text or "permission" in text or "unable to open" in text
+
+
+def write_error(path: Path, e: sqlite3.DatabaseError) -> IndexError_:
+    """The error for a failed save, naming the fix."""
+    if permission_denied(e):
+        return IndexError_(f"cannot write the index state {path} ({e}): fix the permissions of {path.parent}")
+    return IndexError_(f"cannot write the index state {path} ({type(e).__name__}: {e}); check the disk")
+
+
+@contextlib.contextmanager
+def writable(path: Path, *, page_size: int = 16384) -> Iterator[sqlite3.Connection]:
+    """A connection to a state file of this layout: created if absent (with pages of `page_size` bytes); a damaged
+    file (not SQLite, or another schema) is replaced, since it is memclaw's own derived data."""
+    exists = check_path(path)
+    if not exists:
+        # check_path said every parent is a folder or absent
+        path.parent.mkdir(parents=True, exist_ok=True)
+    elif not _usable(path):
+        _discard(path)
+    con = connect(path, create=True)
+    try:
+        if not schema_ok(con):
+            con.execute(f"PRAGMA page_size = {int(page_size)}")
+            con.execute("BEGIN IMMEDIATE")
+            for sql in SCHEMA:
+                con.execute(sql)
+            con.execute("COMMIT")
+        yield con
+    finally:
+        con.close()
+
+
+def _usable(path: Path) -> bool:
+    try:
+        if read_header(path) != HEADER:
+            return False
+        with contextlib.closing(connect(path, create=False)) as con:
+            return schema_ok(con)
+    except sqlite3.DatabaseError as e:
+        if permission_denied(e):
+            raise write_error(path, e) from e
+        return False
+
+
+def _discard(path: Path) -> None:
+    """Remove a damaged state file and its journal (a hot journal would be rolled back into the new file)."""
+    for p in (path, path.with_name(path.name + "-journal")):
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+
+
+# ---- loading and saving a scope's state
 
 FORMAT = "memclaw-scope-state-3"
 COMPACT_MAX = 500
@@ -62,17 +180,22 @@ def compact_after(n_units: int) -> int:
 class Changes:
     """What one sync changed, so that a save can append it to the log. A part left None is written whole."""
 
-    appended: list[tuple[str, UnitTable]] | None = None  # (source, rows appended to it), in table order
-    order: list[str] = field(default_factory=list)  # the sources in table order after the append
-    links: dict[str, list[str] | None] | None = None  # session links set (a list) or dropped (None)
+    # (source, rows appended to it), in table order
+    appended: list[tuple[str, UnitTable]] | None = None
+    # the sources in table order after the append
+    order: list[str] = field(default_factory=list)
+    # session links set (a list) or dropped (None)
+    links: dict[str, list[str] | None] | None = None
     bm25_removed: list[str] = field(default_factory=list)
-    bm25_added: list[tuple[str, list[str]]] | None = None  # (id, tokens); None: write the BM25 index whole
+    # (id, tokens); None: write the BM25 index whole
+    bm25_added: list[tuple[str, list[str]]] | None = None
 
 
 @dataclass
 class Loaded:
     state: ScopeState
-    lexical: InvertedBM25 | None  # None when the BM25 part is damaged (`lexical_error` says how)
+    # None when the BM25 part is damaged (`lexical_error` says how)
+    lexical: InvertedBM25 | None
     lexical_error: str | None = None
 
 
@@ -109,7 +232,8 @@ def load(path: Path) -> Loaded | None:
         raise damaged(path, "not a memclaw index state")
     try:
         with contextlib.closing(connect(path, create=False)) as con:
-            con.execute("BEGIN")  # one read transaction: a consistent snapshot while a writer waits
+            # one read transaction: a consistent snapshot while a writer waits
+            con.execute("BEGIN")
             if not schema_ok(con):
                 raise damaged(path, "unexpected tables")
             meta = {k: v for k, v in con.execute("SELECT key, value FROM meta")}
@@ -126,7 +250,8 @@ def load(path: Path) -> Loaded | None:
         state = _state_from(meta, snaps, log)
     except MemclawError:
         raise
-    except Exception as e:  # anything unexpected in the content is damage, never a traceback
+    # anything unexpected in the content is damage, never a traceback
+    except Exception as e:
         raise damaged(path, f"{type(e).__name__}: {e}") from e
     try:
         lexical = _lexical_from(snaps, log, path)
@@ -237,8 +362,11 @@ def read_scope_name(path: Path) -> str | None:
 
 
 def page_size(scope: str) -> int:
-    """The page size of a new state file: 16 KiB for the owner's (big blobs read 30 % faster than with 4 KiB
-    pages), 4 KiB for an outsider's (one page per table and index: 24 KiB for a few facts, not 96)."""
+    """The page size of a new state file: 16 KiB for the owner's, 4 KiB for an outsider's.
+
+    The owner's big blobs read 30 % faster than with 4 KiB pages.
+    An outsider's file holds one page per table and index: 24 KiB for a few facts, not 96.
+    """
     return 16384 if scope == OWNER_SCOPE else 4096
 
 

@@ -48,9 +48,11 @@ def translate(e: Exception, where: str) -> Exception:
     from memclaw.util.redact import redact_text
 
     name = type(e).__name__
-    text, where = redact_text(str(e)), redact_text(where)  # a server's URL may carry credentials
+    # a server's URL may carry credentials
+    text, where = redact_text(str(e)), redact_text(where)
     if isinstance(e, MemclawError):
-        return e  # already said in memclaw's words
+        # already said in memclaw's words
+        return e
     if is_permission(e):
         return permission_error(e, where)
     if is_corruption(e):

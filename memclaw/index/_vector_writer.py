@@ -1,20 +1,14 @@
 """Embed a sync's passages and write them to the vector store chunk by chunk.
 
-A rebuild of 5,000 memories used to embed everything, then write it: interrupted at 90 %, it kept nothing, and the
-next command started again from zero. Written a chunk at a time, what was stored stays stored. Interrupted (Ctrl-C)
-or cut off by the provider inside a chunk, the batches embedded so far are written before it stops: the next sync
-(which reconciles with the store after an interruption, memclaw.index.sync) embeds only the rest.
+What was stored stays stored: an interrupted rebuild keeps every chunk written, and the next sync embeds the rest.
+Interrupted or cut off by the provider inside a chunk, the batches embedded so far are written before it stops.
 
-A passage with a context (a short archived turn, memclaw.index.passages.turn_context) is stored as the normalised sum
-of its own vector and CONTEXT_WEIGHT of its context's: one vector per turn, which matches what the turn says first and
-what it answers too.
-
-The passages are embedded longest first, in chunks that are whole batches: exactly the batches one call over all
-of them makes (memclaw.embedding.onnx sorts by length too), so the vectors do not depend on the chunking. A short
-turn's context is embedded with its batch. The chunks are of equal size (at most CHUNK_PASSAGES, at least half that
-when there are more): a last write of a few hundred vectors after thousands leaves Chroma work it does on the next
-write instead (20 s on the next `memory add` after a 10k rebuild, measured), while a big last chunk keeps that work
-inside the rebuild.
+A passage with a context, a short archived turn, is stored as one normalised blend of two vectors.
+They are its own vector and CONTEXT_WEIGHT times its context's (memclaw.index.passages.turn_context).
+The passages are embedded longest first, in chunks of whole batches, so the vectors do not depend on the chunking.
+A short turn's context is embedded with its batch.
+The chunks are of equal size, at most CHUNK_PASSAGES.
+A small last chunk would leave Chroma work for the next write: 20 s on the next `memory add` after a 10k rebuild.
 """
 
 from __future__ import annotations
@@ -25,10 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from memclaw.errors import EmbeddingUnavailable
-from memclaw.index.layout import Progress, embed_texts
+from memclaw.embedding.base import Progress
+from memclaw.errors import EmbeddingUnavailable, IndexError_, MemclawError
 from memclaw.markdown.formats import clean_text
 from memclaw.util.batches import even_chunk
+from memclaw.util.text import counted
 
 CHUNK_PASSAGES = 4096
 CONTEXT_WEIGHT = 0.5
@@ -39,11 +34,14 @@ docs/decisions/0007-a-turn-embedded-with-its-neighbours.md)."""
 
 @dataclass(frozen=True)
 class Passage:
-    id: str  # the vector's id in the store (memclaw.index.passages)
+    # the vector's id in the store (memclaw.index.passages)
+    id: str
     text: str
     meta: dict[str, Any]
-    unit: str  # the id of the unit it belongs to
-    context: str | None = None  # embedded too, the stored vector blends both (see the module docstring)
+    # the id of the unit it belongs to
+    unit: str
+    # embedded too, the stored vector blends both (see the module docstring)
+    context: str | None = None
 
 
 def write_vectors(
@@ -63,7 +61,8 @@ def write_vectors(
     order = sorted(range(len(passages)), key=lambda i: -len(clean_text(passages[i].text)))
     chunk = even_chunk(len(order), CHUNK_PASSAGES, batch_size)
     step = max(1, batch_size)
-    held: list[tuple[list[int], np.ndarray]] = []  # batches embedded, not yet written: (positions, vectors)
+    # batches embedded, not yet written: (positions, vectors)
+    held: list[tuple[list[int], np.ndarray]] = []
     stored = 0
 
     def write() -> None:
@@ -86,7 +85,8 @@ def write_vectors(
                 held.append((rows, _embed(embedder, [passages[i] for i in rows], batch_size, progress)))
             write()
     except KeyboardInterrupt:
-        write()  # what was embedded is kept: the next sync embeds only the rest
+        # what was embedded is kept: the next sync embeds only the rest
+        write()
         raise
     except EmbeddingUnavailable as e:
         write()
@@ -96,10 +96,10 @@ def write_vectors(
 
 def _embed(embedder: Any, batch: list[Passage], batch_size: int, progress: Progress | None) -> np.ndarray:
     """One batch's vectors, a short turn's blended with its context's."""
-    vectors = embed_texts(embedder, [p.text for p in batch], batch_size, progress)
+    vectors = _embed_texts(embedder, [p.text for p in batch], batch_size, progress)
     rows = [n for n, p in enumerate(batch) if p.context]
     if rows:
-        vectors = blend(vectors, rows, embed_texts(embedder, [batch[n].context or "" for n in rows], batch_size, None))
+        vectors = blend(vectors, rows, _embed_texts(embedder, [batch[n].context or "" for n in rows], batch_size, None))
     return vectors
 
 
@@ -115,3 +115,13 @@ def blend(vectors: np.ndarray, rows: list[int], context: np.ndarray) -> np.ndarr
 def _unit(v: np.ndarray) -> np.ndarray:
     n = np.linalg.norm(v, axis=1, keepdims=True)
     return v / np.where(n == 0, 1.0, n)
+
+
+def _embed_texts(embedder, texts: list[str], batch_size: int, progress: Progress | None) -> np.ndarray:
+    """Batch-encode, turning any failure into one EmbeddingError-style message."""
+    try:
+        return embedder.encode(texts, batch_size=batch_size, progress=progress)
+    except MemclawError:
+        raise
+    except Exception as e:
+        raise IndexError_(f"embedding {counted(len(texts), 'memory')} failed: {type(e).__name__}: {e}") from e

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from memclaw.embedding._registry import file_sha256
 from memclaw.embedding.base import Progress, batches, normalize_rows
-from memclaw.embedding.registry import file_sha256
 from memclaw.errors import EmbeddingError
 from memclaw.markdown.formats import clean_text
 
@@ -24,7 +24,8 @@ def _force_offline() -> None:
     from memclaw.runtime import set_offline_env
 
     os.environ.update(_OFFLINE_ENV)
-    set_offline_env()  # also: no third-party progress bars
+    # also: no third-party progress bars
+    set_offline_env()
 
 
 def import_sentence_transformers() -> Any:
@@ -64,7 +65,8 @@ class SentenceTransformerEmbedder:
         st = import_sentence_transformers()
         try:
             self._model = st.SentenceTransformer(str(model_dir), device="cpu", local_files_only=True)
-        except Exception as e:  # any load failure is one clear error
+        # any load failure is one clear error
+        except Exception as e:
             raise EmbeddingError(
                 f"cannot load embedding model {name} from {model_dir}: {type(e).__name__}: {e}; "
                 "check the model directory"
