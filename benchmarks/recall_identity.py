@@ -28,7 +28,9 @@ from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+# The shared data folder beside the checkout, or beside any folder above it (a worktree under another folder).
+DATA = next((p / "shared" / "data" for p in ROOT.parents if (p / "shared" / "data").is_dir()), ROOT.parent)
+DATA = DATA / "locomo" / "locomo-dev.json"
 MODES = ("hybrid", "bm25", "vector")
 
 
