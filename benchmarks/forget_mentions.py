@@ -1,4 +1,4 @@
-"""Which facts and history entries restate a forgotten fact (memclaw.service.forgotten_recall) on LoCoMo dev: the 5
+"""Which facts and history entries restate a forgotten fact (memclaw.service.forgotten) on LoCoMo dev: the 5
 conversations written by the benchmark converter (corpus `full`: observations as facts, session summaries as
 history entries), each observation forgotten in turn. For each, the other facts recall then hides, and the history
 entries it masks in part, hides whole, or leaves as they are; with a sample of the masked sentences.
@@ -22,8 +22,7 @@ from memclaw.config import Config
 from memclaw.index.tokenizer import Tokenizer
 from memclaw.markdown.units import OWNER_SCOPE
 from memclaw.service.facade import MemoryService
-from memclaw.service.forgotten import MASKED, ForgottenMemory, key_of, sentences
-from memclaw.service.forgotten_recall import ForgottenFilter
+from memclaw.service.forgotten import MASKED, ForgottenFilter, ForgottenMemory, key_of, sentences
 from memclaw.workspace import Workspace
 
 DATA = Path("/work/shared/data/locomo/locomo-dev.json")

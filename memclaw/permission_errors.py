@@ -11,8 +11,9 @@ from memclaw.workspace import INDEX_DIRNAME
 
 
 def from_permission_error(e: PermissionError) -> MemclawError:
-    """The CLI's last resort for a PermissionError that no code path said in its own words: one line naming the path
-    and the fix; an IndexError_ (exit 3) inside the index folder, a MemoryFileError (3) inside memory/, else a
+    """The CLI's last resort for a PermissionError that no code path said in its own words: one line, path and fix.
+
+    It is an IndexError_ (exit 3) inside the index folder, a MemoryFileError (3) inside memory/, else a
     WorkspaceError (2)."""
     path = e.filename or "a file"
     parts = Path(str(path)).parts

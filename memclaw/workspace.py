@@ -1,17 +1,13 @@
 """The workspace: one folder holding the assistant's bootstrap files, its Markdown memory, skills and sessions.
 
-Layout (paths relative to the workspace root):
-
-    AGENTS.md SOUL.md USER.md TOOLS.md IDENTITY.md   bootstrap files, read into every prompt
-    memory/MEMORY.md, memory/HISTORY.md              the owner's facts and conversation history
-    memory/people/<sender>/MEMORY.md, HISTORY.md     one outside sender's own memory; <sender> is the
-                                                     percent-encoded sender id (memclaw.markdown.units.scope_dirname),
-                                                     so an id like "../x" or "a/b" cannot leave the folder
-    memory/archive/YYYY-MM-DD.md (and under people/)  the verbatim conversation, one file per day
-                                                     (memclaw.markdown.archive)
-    skills/                                          the workspace's own skills (<name>/SKILL.md)
-    sessions/                                        conversation logs
-    .memclaw-index/                                  the derived index (rebuildable; default location)
+- AGENTS.md, SOUL.md, USER.md, TOOLS.md and IDENTITY.md are the bootstrap files, read into every prompt.
+- The owner's facts and history are `memory/MEMORY.md` and `memory/HISTORY.md`.
+- An outside sender's own memory is under `memory/people/<sender>/`. The folder name is the percent-encoded sender
+  id (memclaw.markdown.units.scope_dirname), so an id like "../x" cannot leave the folder.
+- The verbatim conversation is `memory/archive/YYYY-MM-DD.md`, one file per day, and likewise under a sender's
+  folder (memclaw.markdown.archive).
+- Skills are `skills/<name>/SKILL.md`, conversation logs are in `sessions/`, and the rebuildable index is in
+  `.memclaw-index/` by default.
 
 `MEMCLAW_HOME` (default ~/.memclaw) holds config.toml and, by default, the workspace (`workspace/`).
 """
@@ -69,6 +65,8 @@ def note_model_skill(root: Path, name: str) -> None:
     with file_lock(path.with_name(".model-skills.lock")):
         names = sorted(model_written_skills(root) | {name})
         replace_atomically(path, ("\n".join(names) + "\n").encode("utf-8"), mode=0o600)
+
+
 _WORKSPACE_PLACEHOLDER = "@WORKSPACE@"
 
 
@@ -98,7 +96,8 @@ class Workspace:
                     f"invalid scope {scope!r}: expected 'owner' or 'people/<sender id>' with a printable sender id"
                 )
         d = self.root / scope_dirname(scope)
-        refuse_symlinks(d, self.memory_root)  # `people/` or the scope folder as a link could reach another scope
+        # `people/` or the scope folder as a link could reach another scope
+        refuse_symlinks(d, self.memory_root)
         return d
 
     def memory_file(self, scope: str = OWNER_SCOPE) -> Path:
@@ -135,9 +134,10 @@ class Workspace:
     def archive_stats(
         self, scope: str = OWNER_SCOPE, *, ordered: bool = True
     ) -> tuple[Path, list[tuple[str, os.stat_result]]]:
-        """The scope's archive folder, and the name and lstat of each of `archive_files` (in the folder's order when
-        not `ordered`), from one scan of the folder (recall checks every day file for changes before each search:
-        a thousand days cost a thousand lstat calls, no path walk)."""
+        """The scope's archive folder, and the name and lstat of each of `archive_files`, from one scan of it.
+
+        Recall checks every day file for changes before each search, so a thousand days cost a thousand lstat calls
+        and no path walk. The order is the folder's when not `ordered`."""
         from memclaw.markdown.files import day_files
 
         d = self.archive_dir(scope)
@@ -201,29 +201,8 @@ class Workspace:
         return self.root / "sessions"
 
     @property
-    def agents_file(self) -> Path:
-        return self.root / "AGENTS.md"
-
-    @property
-    def soul_file(self) -> Path:
-        return self.root / "SOUL.md"
-
-    @property
     def user_file(self) -> Path:
         return self.root / "USER.md"
-
-    @property
-    def tools_file(self) -> Path:
-        return self.root / "TOOLS.md"
-
-    @property
-    def identity_file(self) -> Path:
-        return self.root / "IDENTITY.md"
-
-    @property
-    def bootstrap_files(self) -> dict[str, Path]:
-        """AGENTS.md, SOUL.md, USER.md, TOOLS.md, IDENTITY.md by name (whether or not they exist)."""
-        return {name: self.root / name for name in BOOTSTRAP_FILES}
 
     def source_of(self, path: Path) -> str:
         """A workspace file's path relative to the root, with POSIX separators (a unit's `source`)."""
@@ -236,9 +215,6 @@ class Workspace:
             return path.resolve().relative_to(self.root.resolve()).as_posix()
         except (ValueError, OSError) as e:
             raise WorkspaceError(f"{path} is not inside the workspace {self.root}") from e
-
-    def is_workspace(self) -> bool:
-        return self.memory_root.is_dir()
 
 
 # ----- finding the workspace -----------------------------------------------------------------------------
@@ -270,9 +246,11 @@ def resolve_workspace(cfg: Config, override: Path | None = None) -> Workspace:
 
 
 def onboard_command(root: Path) -> str:
-    """The command that creates the workspace at `root`: plain `memclaw onboard` only for the default one (onboard
-    without -w creates $MEMCLAW_HOME/workspace, whatever the config names); `memclaw demo` for the demo's place
-    under $MEMCLAW_HOME or under ~/.memclaw, saying where the demo is when MEMCLAW_HOME moved it."""
+    """The command that creates the workspace at `root`.
+
+    Plain `memclaw onboard` is only for the default one: without -w it creates $MEMCLAW_HOME/workspace, whatever the
+    config names. The demo's place, under $MEMCLAW_HOME or ~/.memclaw, gets `memclaw demo`, saying where the demo is
+    when MEMCLAW_HOME moved it."""
     import shlex
 
     from memclaw.config import memclaw_home
@@ -323,7 +301,8 @@ def _create_new(path: Path, text: str) -> bool:
                 os.link(tmp, path)
             except FileExistsError:
                 return False
-            except OSError:  # no hard links here: fall back to exclusive create
+            # no hard links here: fall back to exclusive create
+            except OSError:
                 try:
                     with open(path, "x", encoding="utf-8", newline="\n") as f:
                         f.write(text)

@@ -34,9 +34,7 @@ def test_paths(tmp_path):
     assert ws.memory_file(sender_scope("discord:1234")) == tmp_path / "memory/people/discord%3A1234/MEMORY.md"
     assert ws.index_dir == tmp_path / ".memclaw-index"
     assert ws.skills_dir == tmp_path / "skills" and ws.sessions_dir == tmp_path / "sessions"
-    assert list(ws.bootstrap_files) == list(BOOTSTRAP_FILES)
-    assert ws.user_file == tmp_path / "USER.md" and ws.identity_file == tmp_path / "IDENTITY.md"
-    assert ws.agents_file.name == "AGENTS.md" and ws.soul_file.name == "SOUL.md" and ws.tools_file.name == "TOOLS.md"
+    assert ws.user_file == tmp_path / "USER.md"
     assert ws.source_of(ws.memory_file(sender_scope("a/b"))) == "memory/people/a%2Fb/MEMORY.md"
     assert Workspace(str(tmp_path)).root == tmp_path
 

@@ -59,7 +59,7 @@ def excerpt_item(turns: Sequence[MemoryUnit]) -> str:
 
 
 def turn_position(turn: MemoryUnit) -> int:
-    """An archived turn's 0-based position in its chunk (memclaw.markdown.archive_units); -1 when it has none."""
+    """An archived turn's 0-based position in its chunk (memclaw.markdown.archive); -1 when it has none."""
     pos = turn.extra.get("turn", "")
     return int(pos) if pos.isdigit() else -1
 

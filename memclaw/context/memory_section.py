@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memclaw.context.excerpts import escape, excerpt_item, fit_excerpt
-from memclaw.markdown.archive_units import chunk_of
+from memclaw.markdown.archive import chunk_of
 from memclaw.markdown.formats import split_trailing_date
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.archive import ELIDED

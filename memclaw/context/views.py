@@ -193,7 +193,7 @@ RESTATES = {
     "masked": "restates a forgotten memory in part: recall masks that part",
 }
 """`memory list`'s note on a fact or history entry that restates a forgotten memory (memclaw.service.
-forgotten_recall), by what recall does with it."""
+forgotten), by what recall does with it."""
 
 
 def memory_table(units: list[MemoryUnit], scope: str, *, width: int = 140,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from memclaw.markdown.archive_units import chunk_of
+from memclaw.markdown.archive import chunk_of
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

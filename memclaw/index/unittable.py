@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from memclaw.markdown.archive_units import chunk_of
+from memclaw.markdown.archive import chunk_of
 from memclaw.markdown.units import KINDS, Kind, MemoryUnit
 
 # ---- the columns
@@ -363,7 +363,7 @@ class UnitTable(Mapping[str, MemoryUnit]):
         return self._rows().get(uid)
 
     def chunk_span(self, row: int, before: int, after: int) -> range:
-        """The rows of the archive chunk `row` is a turn of (memclaw.markdown.archive_units.chunk_of), from `before`
+        """The rows of the archive chunk `row` is a turn of (memclaw.markdown.archive.chunk_of), from `before`
         turns before it to `after` after it, fewer at the chunk's edges; the row alone when it is no chunk's turn."""
         key = self._chunk_at(row)
         first = last = row

@@ -1,4 +1,4 @@
-"""The archive's Markdown format (pure: no I/O): one file per day, one chunk per consolidation, one bullet per turn.
+"""The archive's day files as text (pure: no I/O): their Markdown format, and their turns as memory units.
 
     # 2026-11-25
 
@@ -7,33 +7,47 @@
     - 14:03 **memclaw**: She said Taberna da Ribeira, on Rua dos Douradores.
       A second line of the same turn is indented by two spaces.
 
-A chunk header is `## HH:MM #c<id>`: the chunk's first time and its consolidation id, the id that the HISTORY
-entry (`[2026-11-25 14:02 #c7f3a9b21]`) and the facts (`... (2026-11-25 #c7f3a9b21)`) of the same consolidation
-carry. A turn is `- HH:MM **speaker**: text`; its further lines are indented by two spaces.
+One file holds one day, one chunk per consolidation, one bullet per turn. A chunk header `## HH:MM #c<id>` gives
+the chunk's first time and its consolidation id. The HISTORY entry `[2026-11-25 14:02 #c7f3a9b21]` and the facts
+`... (2026-11-25 #c7f3a9b21)` of the same consolidation carry the same id.
 
-Reading is tolerant of hand edits: a missing time or missing bold (`- Maya: text`), other list markers (`*`, `+`),
-unindented continuation lines, blank lines, an edited or missing `# day` title, and text before the first chunk
-(kept as the day's preamble, never a turn) all parse. A header that no longer parses makes its lines part of the
-chunk above (nothing is lost, the id is). Parsing never raises. Rendering a parsed file gives back the same text
-when it was written by `render_day` (round trip, checked by a hypothesis property).
+Reading tolerates hand edits and never raises. A missing time or bold, other list markers, unindented continuation
+lines, blank lines and a missing `# day` title all parse. Text before the first chunk is the day's preamble, never a
+turn. A header that no longer parses joins its lines to the chunk above: the id is lost, the text is not. Rendering
+a file that `render_day` wrote gives back the same text, a round trip a hypothesis property checks.
+
+Each turn is one unit of kind `archive`, the passage recall ranks (docs/decisions/0012-the-excerpt-window.md). Its
+text is `speaker: text`, which BM25 and the embedding model read. Its `extra` ties it to its chunk: `cid`, `turn`
+(its 0-based position), `turns`, `chunk_line`, `speaker` and `near`. `near` is a digest of the turns before and
+after it, which the index embeds a short turn with. A unit's id hashes scope, file, consolidation id and position,
+not the text, so a hand edit keeps the id and re-embeds the turn and its neighbours.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
+from pathlib import PurePosixPath
+
+from memclaw.markdown.formats import clean_text
+from memclaw.markdown.units import NEAR, MemoryUnit
 
 CID = re.compile(r"c[0-9a-f]{8,16}")
-CID_LEN = 9  # "c" + 8 hex digits
+# "c" + 8 hex digits
+CID_LEN = 9
 _CHUNK_HEADER = re.compile(r"##[ \t]+([0-9]{1,2}):([0-9]{2})(?::[0-9]{2})?[ \t]+#(c[0-9a-f]{8,16})[ \t]*\Z")
 _DAY_TITLE = re.compile(r"#[ \t]+([0-9]{4}-[0-9]{2}-[0-9]{2})[ \t]*\Z")
 _TURN = re.compile(
-    r"[-*+][ \t]+(?:([0-9]{1,2}):([0-9]{2})[ \t]+)?"  # marker, optional time
-    r"(?:\*\*(.+?)\*\*|([^\s:*][^:\n]{0,80}?)):(?:[ \t](.*)|\Z)"  # **speaker** or speaker, then text
+    # marker, optional time
+    r"[-*+][ \t]+(?:([0-9]{1,2}):([0-9]{2})[ \t]+)?"
+    # **speaker** or speaker, then text
+    r"(?:\*\*(.+?)\*\*|([^\s:*][^:\n]{0,80}?)):(?:[ \t](.*)|\Z)"
 )
 _INDENT = "  "
+SPEAKER_SEP = ": "
 
 
 def is_chunk_header(line: str) -> bool:
@@ -54,8 +68,10 @@ def consolidation_id(fingerprint: str) -> str:
 class ArchivedTurn:
     speaker: str
     text: str
-    at: time | None = None  # HH:MM of the message, when known
-    line: int = field(default=0, compare=False)  # 1-based line of the turn in its file (0: not from a file)
+    # HH:MM of the message, when known
+    at: time | None = None
+    # 1-based line of the turn in its file (0: not from a file)
+    line: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)
@@ -63,14 +79,16 @@ class ArchiveChunk:
     cid: str
     when: datetime
     turns: tuple[ArchivedTurn, ...]
-    line: int = 0  # 1-based line of the header in its file (0: not from a file)
+    # 1-based line of the header in its file (0: not from a file)
+    line: int = 0
 
 
 @dataclass
 class ArchiveDay:
     day: date | None
     chunks: list[ArchiveChunk] = field(default_factory=list)
-    preamble: str = ""  # text before the first chunk that is not the day's title
+    # text before the first chunk that is not the day's title
+    preamble: str = ""
 
 
 def clean_speaker(name: str) -> str:
@@ -134,7 +152,8 @@ def parse_day(text: str, day: date | None = None) -> ArchiveDay:
     out = ArchiveDay(day)
     pre: list[str] = []
     cur: dict | None = None
-    turns: list[list] = []  # [speaker, lines, at, line]
+    # [speaker, lines, at, line]
+    turns: list[list] = []
 
     def close() -> None:
         if cur is None:
@@ -183,3 +202,89 @@ def _date(s: str) -> date | None:
         return date.fromisoformat(s)
     except ValueError:
         return None
+
+
+# ----- a day file as memory units: one unit per archived turn -----------------------------------------
+def day_of_source(source: str) -> date | None:
+    """The day an archive file holds, from its name (`memory/archive/2026-11-25.md`)."""
+    try:
+        return date.fromisoformat(PurePosixPath(source).stem)
+    except ValueError:
+        return None
+
+
+def chunk_of(source: str, extra: Mapping[str, str]) -> tuple[str, str, str] | None:
+    """Which chunk an archived turn belongs to, from its source and `extra` (see the module docstring): its file,
+    consolidation id and the chunk header's line; None for a unit that is not an archived turn."""
+    cid, line = extra.get("cid"), extra.get("chunk_line")
+    return (source, cid, line) if cid and line and extra.get("turn", "").isdigit() else None
+
+
+def archive_turn_id(scope: str, source: str, cid: str, occurrence: int, turn: int) -> str:
+    """`a` + 11 hex digits: the id of a chunk's turn (`occurrence` counts chunks of the same id in the file)."""
+    h = hashlib.sha256(f"{scope}\x00{source}\x00archive\x00{cid}\x00{occurrence}\x00{turn}".encode())
+    return "a" + h.hexdigest()[:11]
+
+
+@dataclass
+class ArchiveScan:
+    """A parse of an archive day file, or of what was appended to one: its units and its chunk counts.
+
+    `seen` counts the chunks of each id so far. A parse of a later append carries it over for the occurrence
+    numbers in ids (memclaw.markdown.incremental)."""
+
+    units: list[MemoryUnit]
+    seen: dict[str, int]
+
+
+def archive_units(text: str, *, scope: str, source: str) -> list[MemoryUnit]:
+    """The turns of an archive day file, in file order (see the module docstring)."""
+    return scan_archive(text, scope=scope, source=source).units
+
+
+def scan_archive(
+    text: str,
+    *,
+    scope: str,
+    source: str,
+    line_offset: int = 0,
+    seen: dict[str, int] | None = None,
+) -> ArchiveScan:
+    """`archive_units` of `text`, which may be what was appended to a file whose earlier text was parsed already:
+    then `line_offset` is the earlier text's line count minus one and `seen` its chunk ids' counts (an
+    ArchiveScan's). The turns are dated with the day the file's name says (its title, if the name says none)."""
+    day = day_of_source(source)
+    doc = parse_day(text, day)
+    base = doc.day or day or date(1970, 1, 1)
+    seen = dict(seen or {})
+    out: list[MemoryUnit] = []
+    for chunk in doc.chunks:
+        occ = seen.get(chunk.cid, 0)
+        seen[chunk.cid] = occ + 1
+        when = datetime.combine(base, chunk.when.time())
+        n = len(chunk.turns)
+        chunk_line = chunk.line + line_offset
+        said = [(i, t, clean_text(t.text.strip())) for i, t in enumerate(chunk.turns)]
+        said = [(i, t, f"{clean_text(t.speaker)}{SPEAKER_SEP}{body}") for i, t, body in said if body]
+        for j, (i, t, text) in enumerate(said):
+            ts = datetime.combine(base, t.at) if t.at is not None else when
+            near = _digest(said[j - 1][2] if j else "", said[j + 1][2] if j + 1 < len(said) else "")
+            extra = {"cid": chunk.cid, "turn": str(i), "turns": str(n), "chunk_line": str(chunk_line),
+                     "speaker": t.speaker, NEAR: near}  # fmt: skip
+            out.append(
+                MemoryUnit(
+                    id=archive_turn_id(scope, source, chunk.cid, occ, i),
+                    kind="archive",
+                    scope=scope,
+                    source=source,
+                    line=(t.line + line_offset) if t.line else chunk_line,
+                    text=text,
+                    timestamp=ts,
+                    extra=extra,
+                )
+            )
+    return ArchiveScan(out, seen)
+
+
+def _digest(before: str, after: str) -> str:
+    return hashlib.sha256(f"{before}\x00{after}".encode()).hexdigest()[:12]

@@ -1,11 +1,13 @@
-"""Forgetting in an archive day file: whole chunks (by consolidation id) or single turns removed with one locked,
-verified, atomic rewrite (memclaw.markdown.files), every other byte kept; and a chunk as one row of
-`memory list` (its id, time, speakers, turns and first words).
+"""An archive day file on disk (`memory/archive/YYYY-MM-DD.md`): appending a chunk, forgetting chunks or turns,
+and a chunk as one row of `memory list`.
 
-A chunk spans from its header line up to the next chunk's header (its turns and the blank lines after them); a
-turn from its bullet up to the next bullet or header, less the blank lines that end its chunk. The rewrite is
-checked before it lands: parsed again, the file must hold exactly the turns it held less those removed, else
-nothing is written (MemoryFileError).
+An append follows HISTORY.md's discipline (memclaw.markdown.files.append_block): a true append under the file's
+lock, fsynced, never through a symlink. It is idempotent by consolidation id.
+
+Forgetting rewrites the file once, locked, verified and atomic, and keeps every other byte. A chunk spans from its
+header to the next header. A turn spans from its bullet to the next bullet or header, less the blank lines that end
+its chunk. Parsed again, the new text must hold exactly the old turns less those removed; else nothing is written
+(MemoryFileError).
 """
 
 from __future__ import annotations
@@ -17,12 +19,24 @@ from datetime import datetime
 from pathlib import Path
 
 from memclaw.errors import MemoryFileError
-from memclaw.markdown.archive import ArchiveChunk, parse_day
-from memclaw.markdown.archive_units import day_of_source, scan_archive
-from memclaw.markdown.files import atomic_write, encode_text, locked, read_text
+from memclaw.markdown.archive import ArchiveChunk, append_chunk, day_of_source, parse_day, scan_archive
+from memclaw.markdown.files import append_block, atomic_write, encode_text, locked, read_text
 from memclaw.markdown.units import MemoryUnit
 
 FIRST_WORDS = 12
+
+
+def append_archive_chunk(path: Path, chunk: ArchiveChunk) -> bool:
+    """Append `chunk` to the day file at `path`, created with the chunk's `# YYYY-MM-DD` title when missing. A chunk
+    whose consolidation id the file holds already is not written again: False, nothing changed."""
+
+    def make(current: str) -> str | None:
+        new = append_chunk(current, chunk)
+        if new == current:
+            return None
+        return new[len(current) :].lstrip("\n") if new.startswith(current) else new
+
+    return append_block(Path(path), make)
 
 
 @dataclass
@@ -66,14 +80,17 @@ def remove_from_day(
     with locked(path):
         text = read_text(path) or ""
         lines = text.split("\n")
-        pieces = [ln + "\n" for ln in lines[:-1]] + [lines[-1]]  # each line with its own line end
+        # each line with its own line end
+        pieces = [ln + "\n" for ln in lines[:-1]] + [lines[-1]]
         doc = parse_day(text, day_of_source(source))
         units = scan_archive(text, scope=scope, source=source).units
         heads = sorted(c.line for c in doc.chunks)
         out = Removed()
-        drop: set[int] = set()  # 0-based line numbers
+        # 0-based line numbers
+        drop: set[int] = set()
         for chunk in doc.chunks:
-            end = next((h for h in heads if h > chunk.line), len(lines) + 1)  # 1-based, exclusive
+            # 1-based, exclusive
+            end = next((h for h in heads if h > chunk.line), len(lines) + 1)
             if chunk.cid in cids:
                 drop.update(range(chunk.line - 1, end - 1))
                 out.chunks.append(chunk_row(chunk, scope=scope, source=source))
@@ -84,7 +101,8 @@ def remove_from_day(
                 if unit is None or unit.id not in turn_ids:
                     continue
                 stop = starts[i + 1] if i + 1 < len(starts) else end
-                if i + 1 == len(starts):  # the blank lines that end the chunk stay
+                # the blank lines that end the chunk stay
+                if i + 1 == len(starts):
                     while stop - 1 > t.line and not lines[stop - 2].strip():
                         stop -= 1
                 drop.update(range(t.line - 1, stop - 1))

@@ -1,25 +1,23 @@
-"""Date expressions in text -> the time ranges they name (pure; English): one reader for a recall query and for
-what is written to memory.
+"""Date expressions in text -> the time ranges they name (pure; English): one reader for queries and written memory.
 
-"What did Anna say on 8th December, 2023?", "in August 2023", "between August 11 and August 15 2023", "the week
-before 16 November 2023", "last week", "three days ago", "the past three months", "tomorrow", "next week", "in 3
-days", "the 30th": each names a range of days. Recall lifts memories whose timestamp (a history entry's stamp, a
-fact's trailing date) or whose text (memclaw.markdown.formats.named_days) falls inside it. Relative expressions are
-read against `now`.
+"on 8th December, 2023", "between August 11 and August 15 2023", "the week before 16 November 2023", "three days ago",
+"tomorrow", "the 30th": each names a range of days. Recall lifts memories whose timestamp or text falls inside it
+(memclaw.markdown.formats.named_days). Relative expressions are read against `now`.
 
-A date without a year ("30 November", "in December", "the 30th", "on Friday") is read the way people mean it:
-* the tense of the text decides first: a past word ("did", "was", "happened", ...) means its latest occurrence not
-  after today; a future word ("will", "going to", "next", "plan", ...) its first occurrence from today on;
-* otherwise the nearest occurrence to today (a month or day that contains today is itself; a tie goes to the past);
-  when the caller says what memory holds (`holds`), the nearest occurrence that holds something, else the nearest.
+A date without a year, as "30 November", "in December" or "on Friday", is read the way people mean it:
 
-"today", "tonight", "this morning / afternoon / evening" in a question with no past word name the time of the
-question, not what was learned then: the range has `stamps=False` (only the days a memory's text names fall in it,
-not its stamp or learned-mark). "what did I tell you today" (a past word) keeps `stamps=True`.
+- The tense of the text decides first. A past word ("did", "was", ...) means its latest occurrence not after
+  today. A future word ("will", "next", "plan", ...) means its first occurrence from today on.
+- Otherwise the nearest occurrence to today wins; a month or day that contains today is itself, and a tie goes to
+  the past. When the caller says what memory holds (`holds`), the nearest occurrence that holds something wins.
 
-Nothing here guesses beyond the text: a text with no date expression yields no range, and an impossible date
-("February 30") is ignored rather than repaired. At most MAX_DATE_MENTIONS expressions are read from one text,
-and the work is linear in its length.
+"today", "tonight" or "this morning" in a question with no past word name the time of the question. Such a range
+has `stamps=False`: only the days a memory's text names fall in it, not its stamp. "what did I tell you today"
+has a past word and keeps `stamps=True`.
+
+Nothing here guesses beyond the text. A text with no date expression yields no range, and an impossible date
+("February 30") is ignored rather than repaired. At most MAX_DATE_MENTIONS expressions are read from one text, and
+the work is linear in its length.
 """
 
 from __future__ import annotations
@@ -123,9 +121,10 @@ class _Reader:
         self.holds = holds
 
     def pick(self, candidates: list[Span]) -> Span:
-        """One occurrence of a yearless date among its occurrences (in time order, each a valid span): the latest
-        past one or the first one to come, in the order the tense prefers (else the nearer first); of those, the
-        first memory holds something in (`holds`), else the first."""
+        """One occurrence of a yearless date among its valid occurrences, in time order.
+
+        The candidates are the latest past one and the first one to come, in the order the tense prefers, else the
+        nearer first. Of those, the first that memory holds something in (`holds`) wins, else the first."""
         today, tomorrow = self.today, self.today + timedelta(days=1)
         past = [c for c in candidates if c[0] < tomorrow][-1:]
         future = [c for c in candidates if c[1] > today][:1]
@@ -252,7 +251,8 @@ def _relative(kind: str, g: dict[str, str | None], rd: _Reader) -> Span:
             return _month(s.year - (s.month == 1), (s.month - 2) % 12 + 1) if last else (s, e)
         y = now.year - 1 if last else now.year
         return datetime(y, 1, 1), datetime(y + 1, 1, 1)
-    if kind == "last_n":  # "the past three months": from that long ago up to today, inclusive
+    # "the past three months": from that long ago up to today, inclusive
+    if kind == "last_n":
         days = {"day": 1, "week": 7, "month": 30, "year": 365}[g["unit"].lower()] * _count(g["n"])  # type: ignore
         return today - timedelta(days=days), today + timedelta(days=1)
     if kind == "ago":
@@ -261,7 +261,8 @@ def _relative(kind: str, g: dict[str, str | None], rd: _Reader) -> Span:
         slack = {"day": 0, "week": 3, "month": 15, "year": 182}[unit]
         centre = today - timedelta(days=days)
         return centre - timedelta(days=slack), centre + timedelta(days=slack + 1)
-    if kind == "weekday":  # "last Friday": the one before today; "on Friday": _Reader's rule
+    # "last Friday": the one before today; "on Friday": _Reader's rule
+    if kind == "weekday":
         wd = _WEEKDAYS[g["wd"].lower()]  # type: ignore[union-attr]
         if g["on"].lower() == "last":  # type: ignore[union-attr]
             d = today - timedelta(days=(today.weekday() - wd) % 7 or 7)
@@ -432,7 +433,8 @@ def find_date_spans(
             try:
                 start, end = (_absolute if kind in _ABSOLUTE else _relative)(kind, g, rd)
             except (ValueError, KeyError, OverflowError):
-                continue  # an impossible date is ignored, not repaired
+                # an impossible date is ignored, not repaired
+                continue
             stamps = kind != "today" or direction < 0
             found.append((m.start(), m.end(), kind not in _ABSOLUTE, DateRange(start, end, m.group(0), stamps, kind)))
             kept += 1

@@ -1,13 +1,16 @@
-"""Edits of MEMORY.md: `apply_fact_ops` (add / update / delete, all or nothing: checked, re-parsed and verified
-before one locked atomic write) and `append_fact` (one fact, with a fast path that appends without a full parse
-when the file is still what the index last saw).
+"""Edits of MEMORY.md, and where an added fact goes.
+
+The function `apply_fact_ops` adds, updates and deletes, all or nothing. Its edit is checked, re-parsed and verified
+before one locked atomic write. The function `append_fact` adds one fact, appending without a full parse when the file
+is still what the index last saw.
 
 A fact added without a section goes under DEFAULT_SECTION ("# Notes", created at the end of the file the first
-time), never under whatever heading happens to be last. A fact for a section that is the file's last one is
-appended at the very end (so an append to a synced file needs no full parse, see `append_fact`).
+time), never under whatever heading happens to be last. A fact for the file's last section is appended at the very
+end, so an append to a synced file needs no full parse. Missing headings are created below the nearest existing
+parent.
 
-Every fact written is masked for secrets (memclaw.util.redact.mask_secrets), whoever wrote it: no path to MEMORY.md
-skips it. The service masks first and warns (`mask_for_memory`); this is the floor under every writer.
+Every fact written is masked for secrets (memclaw.util.redact.mask_secrets), whoever wrote it. The service masks
+first and warns (`mask_for_memory`); this is the floor under every writer.
 """
 
 from __future__ import annotations
@@ -20,18 +23,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from memclaw.errors import MemoryFileError
-from memclaw.markdown.fact_placement import place_adds
+from memclaw.markdown._syntax import bullet_first_line, heading_line, is_thematic_break, joins_item_above, underlines
 from memclaw.markdown.files import atomic_write, encode_text, locked, read_bytes, read_text, read_units
-from memclaw.markdown.formats import clean_text, normalize_section
-from memclaw.markdown.memory_md import FactBlock, parse_memory, scan_memory
-from memclaw.markdown.syntax import bullet_first_line, is_thematic_break, underlines
+from memclaw.markdown.formats import MAX_HEADING_LEVEL, SECTION_SEP, clean_text, normalize_section, section_pieces
+from memclaw.markdown.memory_md import FactBlock, MemoryDoc, parse_memory, scan_memory
 from memclaw.markdown.units import MemoryUnit
 from memclaw.util.redact import mask_secrets
 
 if TYPE_CHECKING:
     from memclaw.markdown.incremental import FileMark
 
-DEFAULT_SECTION = "Notes"  # where a fact added without a section goes
+# where a fact added without a section goes
+DEFAULT_SECTION = "Notes"
 
 
 @dataclass(frozen=True)
@@ -41,15 +44,18 @@ class FactOp:
     op: Literal["add", "update", "delete"]
     id: str | None = None
     text: str | None = None
-    section: str | None = None  # add: the heading path to file the fact under (default DEFAULT_SECTION)
+    # add: the heading path to file the fact under (default DEFAULT_SECTION)
+    section: str | None = None
 
 
 @dataclass
 class FactOpsResult:
     added: list[MemoryUnit] = field(default_factory=list)
-    updated: dict[str, MemoryUnit] = field(default_factory=dict)  # old id -> the fact as it now reads
+    # old id -> the fact as it now reads
+    updated: dict[str, MemoryUnit] = field(default_factory=dict)
     deleted: list[str] = field(default_factory=list)
-    facts: list[MemoryUnit] = field(default_factory=list)  # every fact of the file after the edit
+    # every fact of the file after the edit
+    facts: list[MemoryUnit] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -107,7 +113,8 @@ class _Plan:
     new_text: str
     expect: Counter
     adds: list[tuple[str, str]]
-    updates: list[tuple[str, str, str | None]]  # (old id, new text, section)
+    # old id, new text, section
+    updates: list[tuple[str, str, str | None]]
     deletes: list[str]
     old_ids: set[str]
 
@@ -153,7 +160,8 @@ def _plan(text: str, path: Path, scope: str, source: str, ops: list[FactOp]) -> 
             kept = [x for x in residue if x]
             around = lines[b.start - 1] if b.start else "", lines[b.end + 1] if b.end + 1 < len(lines) else ""
             if not kept and underlines(*around):
-                kept = [nl_r]  # a blank line keeps a paragraph and a break that met from making a heading
+                # a blank line keeps a paragraph and a break that met from making a heading
+                kept = [nl_r]
             replace[b.start] = (b.end, kept)
             continue
         assert new_text is not None
@@ -162,7 +170,7 @@ def _plan(text: str, path: Path, scope: str, source: str, ops: list[FactOp]) -> 
 
     insert: dict[int, list[str]] = {}
     if adds:
-        place_adds(doc, lines, adds, insert, path)
+        _place_adds(doc, lines, adds, insert, path)
     # Build the new text.
     out: list[str] = []
     i = 0
@@ -177,7 +185,8 @@ def _plan(text: str, path: Path, scope: str, source: str, ops: list[FactOp]) -> 
             continue
         out.append(lines[i])
         i += 1
-    for pos in sorted(insert):  # at the very end (after a final line without newline)
+    # at the very end (after a final line without newline)
+    for pos in sorted(insert):
         out.extend(x + nl_r for x in insert[pos])
     new_text = "\n".join(out)
 
@@ -194,13 +203,15 @@ def _updated_lines(raw_first: str, b: FactBlock, new_text: str, residue: list[st
     bom = "\ufeff" if b.start == 0 and raw_first.startswith("\ufeff") else ""
     if b.style == "bullet":
         first = b.prefix + new_text
-        if is_thematic_break(first):  # e.g. "* " + "* *"
+        # e.g. "* " + "* *"
+        if is_thematic_break(first):
             first = b.prefix[: len(b.prefix) - len(b.prefix.lstrip())] + bullet_first_line(new_text)
     else:
         first = b.prefix + bullet_first_line(new_text)
     rest = [x for x in residue[1:] if x]
     head = residue[0].rstrip("\r") if residue else ""
-    if head and b.comment_before:  # the line began inside a comment: keep its end before the fact
+    # the line began inside a comment: keep its end before the fact
+    if head and b.comment_before:
         return [head + cr, bom + first + cr, *rest]
     return [bom + first + (" " + head if head else "") + cr, *rest]
 
@@ -270,21 +281,21 @@ def append_fact(
     mark: FileMark | None = None,
     known: Callable[[], MemoryUnit | None] | None = None,
 ) -> MemoryUnit | None:
-    """Add one fact under `section` (heading path, created if missing; DEFAULT_SECTION if None).
+    """Add one fact under `section`, a heading path created if missing (DEFAULT_SECTION if None).
 
-    `known`, if given, is asked under the lock, before anything is written and after every other writer's edit has
-    landed, for the fact already in the file that this one would repeat: when it names one, nothing is written and
-    that fact is returned (so processes adding the same fact at once write it once). None: the fact was written.
+    The callback `known`, if given, is asked under the lock, after every other writer's edit has landed, for the fact
+    already in the file that this one would repeat. When it names one, nothing is written and that fact is returned, so
+    processes adding the same fact at once write it once. None means the fact was written.
 
-    `mark` (the synced index's FileMark of this file, if any) allows a fast path when the file ends in that
-    section (a file that gets its facts through memclaw mostly does: they land under DEFAULT_SECTION): when the
-    file is still the marked bytes (or those plus an append, see memclaw.markdown.incremental), the new line is appended
-    without parsing the whole file (twice) again; the new line alone is parsed and checked from the state the
-    parser has at the end of the file. Any other file takes the full path (apply_fact_ops), which puts a fact
-    for the file's last section at the very end too, so both write the same bytes."""
+    The synced index's FileMark of this file, `mark`, allows a fast path when the file ends in that section. A file
+    that gets its facts through memclaw mostly does. When the file is still the marked bytes, perhaps plus an append
+    (memclaw.markdown.incremental), the new line alone is parsed from the parser's end state and appended. Any other
+    file takes the full path (`apply_fact_ops`), which also puts a fact for the last section at the very end. Both
+    paths write the same bytes."""
     path = Path(path)
     section = normalize_section(section) or DEFAULT_SECTION
-    with locked(path):  # one hold for the check and the write: no other writer lands between them
+    # one hold for the check and the write: no other writer lands between them
+    with locked(path):
         found = known() if known is not None else None
         if found is not None:
             return found
@@ -320,6 +331,85 @@ def _append_fast(path: Path, text: str, section: str, mark: FileMark) -> bool:
     doc = scan_memory(line, scope="owner", source=path.name, line_offset=mark.n_lines - 1, stack=mark.stack)
     got = [(_norm(b.unit.text), b.unit.section) for b in doc.facts]
     if got != [(_norm(new_text), mark.section)]:
-        return False  # the full path re-checks and explains
+        # the full path re-checks and explains
+        return False
     atomic_write(path, data + encode_text(line))
     return True
+
+
+# ----- where an added fact goes: under its section, creating missing headings ---------------------------
+def _place_adds(
+    doc: MemoryDoc, lines: list[str], adds: list[tuple[str, str]], insert: dict[int, list[str]], path: Path
+) -> None:
+    """Decide where each added fact goes: under its section (creating the headings)."""
+    # The end of the file: make sure the last line ends with a newline.
+    if lines[-1] != "":
+        lines[-1] += "\r" if lines[0].endswith("\r") else ""
+        lines.append("")
+    eof = len(lines) - 1
+    groups: dict[str, list[str]] = {}
+    for t, sec in adds:
+        groups.setdefault(sec, []).append(t)
+    slots = [
+        _section_slot(doc, lines, sec, [bullet_first_line(t) for t in texts], eof) for sec, texts in groups.items()
+    ]
+    # Blocks meant for one place go in an order that keeps each under its heading: bullets for the section there
+    # first, then new headings nested in it, then new top-level headings (which end the sections above them).
+    for pos, new, _rank in sorted(slots, key=lambda slot: slot[2]):
+        if pos == eof and (doc.open_comment or doc.open_fence):
+            what = "an unclosed HTML comment (<!--)" if doc.open_comment else "an unclosed code fence (```)"
+            raise MemoryFileError(f"{path} ends inside {what}: close it, then add the fact again")
+        insert.setdefault(pos, []).extend(new)
+
+
+def _section_slot(
+    doc: MemoryDoc, lines: list[str], section: str, bullets: list[str], eof: int
+) -> tuple[int, list[str], int]:
+    """(line to insert at, the lines, rank: 0 bullets alone, 1 under new nested headings, 2 a new top heading)."""
+    if eof_section(doc) == section and not (doc.open_comment or doc.open_fence):
+        # the file ends in this section: at the very end (what append_fact's fast path does)
+        return eof, bullets, 0
+    in_section = [b for b in doc.facts if b.unit.section == section]
+    if in_section:
+        # After the section's last fact; a fact holding an unclosed code fence runs to the end of the file (its last
+        # line included), so the line after it is the end, never past it (place_adds then refuses that spot).
+        pos = min(max(b.end for b in in_section) + 1, eof)
+        return pos, bullets + ([""] if joins_item_above(lines[pos]) else []), 0
+    heads = [h for h in doc.headings if h.path == section]
+    if heads:
+        pos = heads[-1].index + 1
+        return pos, bullets + ([""] if joins_item_above(lines[pos]) else []), 0
+    pieces = section_pieces(section)
+    for j in range(len(pieces) - 1, 0, -1):
+        prefix = SECTION_SEP.join(pieces[:j])
+        found = [h for h in doc.headings if h.path == prefix]
+        if not found:
+            continue
+        h = found[-1]
+        if h.level >= MAX_HEADING_LEVEL:
+            break
+        pos = eof
+        for later in doc.headings:
+            if later.index > h.index and later.level <= h.level:
+                pos = later.start
+                break
+        new = _heading_block(pieces[j:], h.level + 1, bullets)
+        blank_before = pos > 0 and lines[pos - 1].strip() != ""
+        return pos, ([""] if blank_before else []) + new + ([""] if pos != eof else []), 1
+    blank_before = eof > 0 and lines[eof - 1].strip() != ""
+    return eof, ([""] if blank_before else []) + _heading_block(pieces, 1, bullets), 2
+
+
+def eof_section(doc: MemoryDoc) -> str | None:
+    """The section a line appended at the end of the file falls under (as FileMark.section)."""
+    return SECTION_SEP.join(t for _, t in doc.stack) or None
+
+
+def _heading_block(pieces: list[str], level: int, bullets: list[str]) -> list[str]:
+    room = MAX_HEADING_LEVEL - level + 1
+    if len(pieces) > room:
+        pieces = pieces[: room - 1] + [SECTION_SEP.join(pieces[room - 1 :])]
+    out: list[str] = []
+    for k, p in enumerate(pieces):
+        out.append(heading_line(level + k, p))
+    return [*out, "", *bullets]

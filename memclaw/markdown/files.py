@@ -1,19 +1,15 @@
-"""Memory Markdown files on disk: read them (decoded, refused when not text, never through a symlink) into units,
-lock them for an edit, and replace them atomically. The edits themselves: memclaw.markdown.fact_ops (MEMORY.md)
-and memclaw.markdown.history_file (HISTORY.md).
+"""Memory Markdown files on disk: read into units, locked for an edit, replaced atomically.
 
-* Reading decodes with errors="surrogateescape": a stray byte that is not UTF-8 (say a Latin-1 "é" in a
-  hand-edited file) survives a rewrite unchanged, while the units handed to the index carry valid text
-  (U+FFFD in its place).
-* A file that is not text is refused (MemoryFileError, exit 3), never indexed and never written to: one holding
-  a NUL byte (binary files and UTF-16 do; a text editor never writes one), or one in which more than 1 byte in
-  MAX_UNDECODABLE_SHARE is not UTF-8 (mojibake: a binary without NULs, or text in another encoding). See
-  `check_text`.
-* A file made read-only (its mode bits: root included) is never written: not replaced, not appended to
-  (memclaw.util.files.check_writable; MemoryFileError naming the chmod that allows it).
-* An edit is read-modify-write under an exclusive lock (`locked`: fcntl.flock on a hidden sidecar
-  `.MEMORY.md.lock`) and lands with one atomic replace (`atomic_write`: temp file in the same folder, fsync,
-  os.replace, fsync of the folder): a crash leaves the old file or the new one, never half of one.
+The edits themselves live in memclaw.markdown.fact_ops (MEMORY.md) and memclaw.markdown.history_file (HISTORY.md).
+
+- Reading never follows a symlink and decodes with errors="surrogateescape". A stray non-UTF-8 byte survives a
+  rewrite unchanged, while the units handed to the index carry U+FFFD in its place.
+- A file that is not text is refused (MemoryFileError, exit 3), never indexed and never written to (`check_text`).
+  Such a file holds a NUL byte, or more than 1 byte in MAX_UNDECODABLE_SHARE that is not UTF-8.
+- A read-only file is never replaced or appended to, even by root (memclaw.util.files.check_writable). The error
+  names the chmod that allows it.
+- An edit is a read-modify-write under an exclusive lock on a hidden sidecar, `.MEMORY.md.lock` (`locked`). It lands
+  with one atomic replace (`atomic_write`), so a crash leaves the old file or the new one, never half of one.
 """
 
 from __future__ import annotations
@@ -33,14 +29,16 @@ from memclaw.markdown.units import MemoryUnit
 from memclaw.util.files import ReadOnlyFileError, check_writable, fsync_dir, replace_atomically
 from memclaw.util.safepath import NotRegularFileError, is_symlink_error, open_nofollow, read_nofollow, refusal
 
-try:  # POSIX only; elsewhere writes are still atomic, just not locked across processes
+# POSIX only; elsewhere writes are still atomic, just not locked across processes
+try:
     import fcntl
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
 ENCODING = "utf-8"
 ERRORS = "surrogateescape"
-MAX_UNDECODABLE_SHARE = 8  # a memory file with more than 1 byte in 8 that is not UTF-8 is not text
+# a memory file with more than 1 byte in 8 that is not UTF-8 is not text
+MAX_UNDECODABLE_SHARE = 8
 
 
 # ----- low-level file helpers ----------------------------------------------------------------------------
@@ -148,7 +146,8 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
-        os.close(fd)  # closing releases the lock
+        # closing releases the lock
+        os.close(fd)
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -190,7 +189,8 @@ def day_files(folder: Path, *, ordered: bool = True) -> list[tuple[str, os.stat_
         for name in sorted(names) if ordered else names:
             try:
                 st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            except FileNotFoundError:  # (gone since the scan)
+            # gone since the scan
+            except FileNotFoundError:
                 continue
             except OSError as e:
                 path = Path(folder) / name
@@ -204,16 +204,18 @@ def day_files(folder: Path, *, ordered: bool = True) -> list[tuple[str, os.stat_
 
 
 def append_block(path: Path, make: Callable[[str], str | None]) -> bool:
-    """Append `make(the file's current text)` to `path` as a block of its own: a true append (earlier bytes are
-    never rewritten) under the file's lock, blank-line separated from what is there, in the file's own line endings,
-    fsynced (and its folder, when the file is new). `make` returning None means nothing to write (False). The file is
-    created if missing, refused if it is a symlink or not text (MemoryFileError naming the fix)."""
+    """Append `make(current text)` to `path` as a block of its own; False when `make` returns None.
+
+    It is a true append under the file's lock: earlier bytes are never rewritten. The block is blank-line separated,
+    in the file's own line endings, and fsynced with its folder when the file is new. A missing file is created; a
+    symlink or a file that is not text is refused (MemoryFileError naming the fix)."""
     path = Path(path)
     with locked(path):
         try:
             created = not os.path.lexists(path)
             if not created:
-                check_writable(os.lstat(path), path)  # (a symlink passes here and is refused by the open)
+                # a symlink passes here and is refused by the open
+                check_writable(os.lstat(path), path)
             fd = open_nofollow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         except ReadOnlyFileError as e:
             raise _write_error(path, e, "append to", "") from e
@@ -255,7 +257,7 @@ def append_block(path: Path, make: Callable[[str], str | None]) -> bool:
 def read_units(path: Path, *, scope: str, kind: str, source: str) -> list[MemoryUnit]:
     """Units of one memory file (`kind` "fact" for MEMORY.md, "history" for HISTORY.md, "archive" for an archive
     day file); [] if missing. A unit over the size limit is cut to it, with a warning (memclaw.markdown.unit_size)."""
-    from memclaw.markdown.archive_units import archive_units
+    from memclaw.markdown.archive import archive_units
     from memclaw.markdown.unit_size import cap_units
 
     if kind not in ("fact", "history", "archive"):

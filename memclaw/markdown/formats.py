@@ -1,25 +1,20 @@
 """The Markdown memory formats' shared text rules, and HISTORY.md (pure: no I/O).
 
-MEMORY.md (facts) is parsed and rendered by memclaw.markdown.memory_md, line syntax in memclaw.markdown.syntax; what
-both formats
-share is here: clean text, section paths, a fact's trailing date, the days a text names in memclaw's written form,
-history stamps.
+MEMORY.md is parsed by memclaw.markdown.memory_md, its line syntax in memclaw.markdown._syntax. What both formats
+share is here: clean text, section paths, a fact's trailing date, the days a text names, history stamps.
 
-HISTORY.md (history entries)
-    An entry starts at a line beginning `[YYYY-MM-DD HH:MM]` (also `[YYYY-MM-DD]`, `[YYYY-MM-DD HH:MM:SS]`)
-    and runs until the next such line; trailing blank lines are dropped. Text before the first stamp is one
-    undated entry. A line with a stamp's shape but no real date or time (`[2026-11-31 10:00]`, `[2026-13-01]`,
-    `[2026-11-25 24:30]`) starts an entry too, never part of the one above: an undated entry whose text keeps that
-    stamp as written, named in a parse note (`HistoryDoc.notes`, kind "stamp", said as a warning by the sync that
-    reads the file). A comment block (a line starting `<!--`, up to the line holding `-->`) is ignored.
+A HISTORY.md entry starts at a line beginning `[YYYY-MM-DD HH:MM]`, `[YYYY-MM-DD]` or `[YYYY-MM-DD HH:MM:SS]`. It
+runs until the next such line; trailing blank lines are dropped. Text before the first stamp is one undated entry.
+A line with a stamp's shape but no real date or time, as `[2026-11-31 10:00]`, starts an undated entry too. That
+entry keeps the stamp as written and is named in a parse note (`HistoryDoc.notes`, kind "stamp"). A comment block,
+from a line starting `<!--` to the line holding `-->`, is ignored.
 
-Parsing never raises, whatever the text (control characters, surrogate-escaped bytes, 5 MB files).
+Parsing never raises, whatever the text: control characters, surrogate-escaped bytes, 5 MB files.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from functools import lru_cache
@@ -96,11 +91,12 @@ def without_cid(text: str) -> str:
 
 
 def named_days(text: str, written: datetime | None = None) -> list[tuple[datetime, datetime]]:
-    """The [start, end) spans of whole days `text` names: the way memclaw writes a resolved relative date
-    (memclaw.recall.written_dates.format_span, in parentheses: `(2026-11-26)`, `(2026-11-16 to 2026-11-22)`,
-    `(2026-12)`, `(2027)`), whoever wrote them, and a date written in plain words or ISO anywhere in it ("Meeting
-    with Ana on 2026-12-03", "on 3 December 2026"). `written`, the day the text was written, also reads a date
-    without a year ("on December 3") by memclaw.markdown.dates' rule. An impossible date names nothing."""
+    """The [start, end) spans of whole days `text` names.
+
+    One form is the way memclaw writes a resolved relative date, as `(2026-11-26)` or `(2026-12)`, whoever wrote it
+    (memclaw.recall.written_dates.format_span). The other is a date in plain words or ISO anywhere in the text, as
+    "on 3 December 2026". Given `written`, the day the text was written, a date without a year is read by
+    memclaw.markdown.dates' rule. An impossible date names nothing."""
     out = []
     for m in _NAMED_DAYS.finditer(text):
         try:
@@ -121,9 +117,11 @@ def named_days(text: str, written: datetime | None = None) -> list[tuple[datetim
             out.append((start, end))
     low = text.lower()
     if _ISO_SHAPE.search(text) is None and not any(m in low for m in _MONTH_PREFIXES):
-        return list(dict.fromkeys(out))  # no ISO date and no month's name: nothing more to read
+        # no ISO date and no month's name: nothing more to read
+        return list(dict.fromkeys(out))
     kinds = _WRITTEN_DATES | _YEARLESS_DATES if written is not None else _WRITTEN_DATES
-    rest = _NAMED_DAYS.sub(lambda m: " " * len(m.group(0)), text)  # each written form read once, as above
+    # each written form read once, as above
+    rest = _NAMED_DAYS.sub(lambda m: " " * len(m.group(0)), text)
     for _a, _b, _rel, r in find_date_spans(rest, written or datetime(2000, 1, 1), kinds=kinds):
         out.append((r.start, r.end))
     return list(dict.fromkeys(out))
@@ -135,7 +133,8 @@ def event_days(text: str, kind: str, stamp: datetime | None) -> tuple[tuple[date
     trailing date or learned-mark of its stamp's day left out: that says when it was learned. Archived
     turns name none (a turn is about when it was said: NAMED_DAY_KINDS)."""
     if kind not in NAMED_DAY_KINDS or _DIGIT.search(text) is None:
-        return ()  # every form of a date has a digit
+        # every form of a date has a digit
+        return ()
     if kind == "fact" and stamp is not None:
         body, day = split_trailing_date(text)
         text = body if day == stamp.date().isoformat() else text
@@ -143,9 +142,10 @@ def event_days(text: str, kind: str, stamp: datetime | None) -> tuple[tuple[date
 
 
 def fact_mark(learned: date, cid: str | None = None) -> str:
-    """` (2026-11-25 #c7f3a9b21)`: the end of a fact's bullet saying when it was learned and, when a consolidation
-    wrote it, which one (the date is the one memclaw reads as a fact's date; the id links it to the history entry
-    and archive chunk of the same consolidation)."""
+    """` (2026-11-25 #c7f3a9b21)`: the end of a fact's bullet, saying when it was learned and by which consolidation.
+
+    The date is the one memclaw reads as a fact's date. The id links the fact to the history entry and archive chunk
+    of the same consolidation; a fact not written by a consolidation has none."""
     return f" ({learned.isoformat()}" + (f" #{cid}" if cid else "") + ")"
 
 
@@ -208,11 +208,6 @@ def normalize_section(section: str | None) -> str | None:
     return SECTION_SEP.join(section_pieces(clean_text(section) if section else section)) or None
 
 
-def keep_bom(text: str) -> str:
-    """Parsing drops one leading byte-order mark: double a leading U+FEFF that is part of the text."""
-    return "\ufeff" + text if text.startswith("\ufeff") else text
-
-
 # ----- HISTORY.md ----------------------------------------------------------------------------------------
 @dataclass
 class HistoryBlock:
@@ -224,8 +219,10 @@ class HistoryBlock:
 @dataclass
 class HistoryDoc:
     blocks: list[HistoryBlock]
-    open_comment: bool  # the text ends inside an unclosed <!-- comment
-    notes: list[ParseNote]  # stamps that are no date or time (see the module docstring)
+    # the text ends inside an unclosed <!-- comment
+    open_comment: bool
+    # stamps that are no date or time (see the module docstring)
+    notes: list[ParseNote]
 
 
 def scan_history(text: str, *, scope: str, source: str, line_offset: int = 0) -> list[HistoryBlock]:
@@ -242,7 +239,8 @@ def scan_history_doc(text: str, *, scope: str, source: str, line_offset: int = 0
     notes: list[ParseNote] = []
     counts: dict[str, int] = {}
     in_comment = False
-    start: int | None = None  # first line of the current entry (None: the undated prelude)
+    # first line of the current entry (None: the undated prelude)
+    start: int | None = None
     ts: datetime | None = None
     cid: str | None = None
     body: list[str] = []
@@ -284,7 +282,8 @@ def scan_history_doc(text: str, *, scope: str, source: str, line_offset: int = 0
             close()
             ts, cid = _stamp_time(m), m.group(7)
             start = first_line = last = i
-            if ts is None:  # no real date or time: an undated entry of its own, the stamp kept in its text
+            # no real date or time: an undated entry of its own, the stamp kept in its text
+            if ts is None:
                 notes.append(ParseNote(i + 1, "stamp", m.group(0)))
                 body = [line.rstrip()]
             else:
@@ -323,10 +322,11 @@ def _edge_trim(lines: list[str]) -> list[str]:
 
 
 def history_text_lines(text: str, *, undated: bool = False) -> list[str]:
-    """Entry text as lines: newlines kept, trailing space and blank edges dropped, and a line that would read
-    as a stamp (a real one or only its shape) or a comment start escaped with a backslash so it cannot start a new
-    entry. Undated text keeps its first line's indentation (it has no stamp in front of it) and a first line that
-    is only a stamp's shape (it starts the undated entry that keeps it, see the module docstring)."""
+    """Entry text as lines: newlines kept, trailing space and blank edges dropped.
+
+    A line that would read as a stamp, real or only its shape, or as a comment start is escaped with a backslash, so it
+    cannot start a new entry. Undated text keeps its first line's indentation (it has no stamp in front of it) and a
+    first line that is only a stamp's shape (it starts the undated entry that keeps it, see the module docstring)."""
     text = text.replace("\r\n", "\n")
     lines = _edge_trim(text.split("\n")) if undated else [x.rstrip() for x in text.strip().split("\n")]
     if not lines:
@@ -345,22 +345,3 @@ def format_history_entry(ts: datetime, text: str, *, seconds: bool = False, cid:
     lines = history_text_lines(text)
     first = format_stamp(ts, seconds=seconds, cid=cid) + (" " + lines[0] if lines[0] else "")
     return "\n".join([first, *lines[1:]])
-
-
-def render_history(units: Iterable[MemoryUnit]) -> str:
-    """History units -> HISTORY.md text: undated text first, then one entry per unit, blank-line separated (an
-    undated entry that starts with a stamp that is no date or time stays in its place among them)."""
-    blocks: list[str] = []
-    undated: list[str] = []
-    for u in units:
-        if u.kind != "history" or not u.text.strip():
-            continue
-        if u.timestamp is None:
-            lines = "\n".join(history_text_lines(u.text, undated=True))
-            (blocks if is_stamp_shaped(lines) else undated).append(lines)
-        else:
-            blocks.append(format_history_entry(u.timestamp, u.text, seconds=bool(u.timestamp.second),
-                                               cid=u.extra.get("cid")))  # fmt: skip
-    if undated:
-        blocks.insert(0, "\n\n".join(undated))
-    return keep_bom("\n\n".join(blocks) + "\n" if blocks else "")

@@ -36,7 +36,8 @@ def delete_history_entries(path: Path, scope: str, source: str, ids: list[str]) 
             b = blocks[i]
             drop.update(range(b.start, b.end + 1))
             nxt = b.end + 1
-            while nxt < len(lines) - 1 and not lines[nxt].strip():  # the separator before the next entry
+            # the separator before the next entry
+            while nxt < len(lines) - 1 and not lines[nxt].strip():
                 drop.add(nxt)
                 nxt += 1
         new_text = "\n".join(x for n, x in enumerate(lines) if n not in drop)
@@ -72,7 +73,8 @@ def append_history(path: Path, ts: datetime, text: str, *, cid: str | None = Non
 def has_entry(text: str, entry: str, cid: str) -> bool:
     """Whether HISTORY.md `text` holds `entry` (as `format_history_entry` writes it, stamped with `cid`): an entry
     with that consolidation id and the same words (another with the same id is another consolidation's)."""
-    if f" #{cid}]" not in text:  # the common case, without a parse
+    # the common case, without a parse
+    if f" #{cid}]" not in text:
         return False
     want = [_norm(u.text) for u in parse_history(entry, scope="", source="")]
     return any(u.extra.get("cid") == cid and [_norm(u.text)] == want for u in parse_history(text, scope="", source=""))

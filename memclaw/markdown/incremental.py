@@ -1,23 +1,22 @@
 """Parse only what was appended to a memory file since the last sync, exactly as a full parse would.
 
-A sync records, per file, a FileMark: the size and sha256 of the bytes it parsed, their line count, and the
-parser's state at the end (the heading stack; whether the text ended on a newline outside any comment or code
-fence). When the file now starts with exactly those bytes (same digest: a hand edit anywhere before the end
-rules the fast path out) and the appended text begins at a clean boundary, its units are those of the earlier
-parse followed by the units of the appended text parsed on its own from that state:
+A sync records a FileMark per file: the size, sha256 and line count of the bytes it parsed, and the parser's state
+at their end. The fast path holds when the file still starts with exactly those bytes and the appended text begins
+at a clean boundary. Then the file's units are the earlier parse's, followed by the appended text's parsed from that
+state. A hand edit anywhere before the end changes the digest and rules the fast path out.
 
-* MEMORY.md: the first non-blank appended line is a list item at column 0 or an ATX heading, with no comment
-  opener (and not a bare `-`, which could underline a paragraph the earlier text ended in). Either closes the
-  open fact or paragraph exactly where the end of the file closed it, and leaves no open item (so no parent) and
-  no comment or fence: what carries over is the heading stack alone.
-* HISTORY.md: the first non-blank appended line starts with a history stamp; it closes the last entry exactly
-  where the end of the file did (blank lines before it are dropped either way).
-* An archive day file (memclaw.markdown.archive): the first non-blank appended line heads a chunk; it closes the
-  last turn exactly where the end of the file did. What carries over is how many chunks of each id came before
-  (kept in the mark's `stack` as (count, id) pairs): the occurrence numbers in the appended turns' ids.
+A clean boundary, per kind of file:
 
-Occurrence numbers (ids of identical texts in one file) continue from the earlier parse: the earlier units of
-a text hold ids for occurrences 0..c-1, so the next occurrence is the first c whose id is not among them.
+* MEMORY.md: the first non-blank appended line is an ATX heading or a list item at column 0, without a comment
+  opener. A bare `-` does not count: it could underline the paragraph above. Such a line closes the open fact where
+  the end of the file closed it, so only the heading stack carries over.
+* HISTORY.md: the first non-blank appended line starts with a history stamp. It closes the last entry where the end
+  of the file did.
+* An archive day file (memclaw.markdown.archive): the first non-blank appended line heads a chunk. The count of
+  earlier chunks per id carries over, in the mark's `stack`, for the occurrence numbers in turn ids.
+
+Occurrence numbers continue from the earlier parse. The earlier units of one text hold occurrences 0..c-1, so the
+next occurrence is the first c whose id is not among them.
 """
 
 from __future__ import annotations
@@ -28,11 +27,10 @@ from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 
-from memclaw.markdown.archive import is_chunk_header
-from memclaw.markdown.archive_units import scan_archive
+from memclaw.markdown._syntax import atx_heading, bullet, is_thematic_break, setext_level
+from memclaw.markdown.archive import is_chunk_header, scan_archive
 from memclaw.markdown.formats import parse_stamp, scan_history_doc
 from memclaw.markdown.memory_md import ParseNote, scan_memory
-from memclaw.markdown.syntax import atx_heading, bullet, is_thematic_break, setext_level
 from memclaw.markdown.unit_size import cap_units
 from memclaw.markdown.units import Kind, MemoryUnit, unit_id
 
@@ -44,13 +42,17 @@ ERRORS = "surrogateescape"
 class FileMark:
     """What a parse of one memory file saw: enough to parse only what is appended to it later."""
 
-    size: int  # bytes parsed
-    digest: bytes  # sha256 of those bytes
-    n_lines: int  # len(text.split("\n"))
-    resumable: bool  # the text ends with a newline, outside any comment or code fence
+    # bytes parsed
+    size: int
+    # sha256 of those bytes
+    digest: bytes
+    # len(text.split("\n"))
+    n_lines: int
+    # the text ends with a newline, outside any comment or code fence
+    resumable: bool
     stack: tuple[tuple[int, str], ...] = ()
     """MEMORY.md: the heading stack (level, text) at the end; an archive day file: (count, chunk id) of each chunk
-    id seen (memclaw.markdown.archive_units.ArchiveScan.seen)."""
+    id seen (memclaw.markdown.archive.ArchiveScan.seen)."""
 
     @property
     def section(self) -> str | None:
@@ -125,7 +127,8 @@ def parse_appended(
     h.update(view[mark.size :])
     units, new_mark = _parse(data, h, kind=kind, scope=scope, source=source, first_line=mark.n_lines - 1,
                              stack=mark.stack, text=tail, notes=notes)  # fmt: skip
-    if kind == "archive":  # (occurrences continue from the mark)
+    # occurrences continue from the mark
+    if kind == "archive":
         return cap_units(units), new_mark
     return cap_units(_continue_occurrences(units, known)), new_mark
 
@@ -147,7 +150,8 @@ def clean_boundary(tail: str, kind: Kind) -> bool:
         if s[0] == "#":
             return atx_heading(s) is not None
         if line[0].isspace() or s[0] in "`~" or is_thematic_break(s) or setext_level(s, 0) is not None:
-            return False  # (a bare `-` is an item, or the underline of a paragraph the earlier text ended in)
+            # a bare `-` is an item, or the underline of a paragraph the earlier text ended in
+            return False
         return bullet(s) is not None
     return True
 

@@ -1,48 +1,43 @@
-"""MEMORY.md (facts), parsed into memory units and rendered back (pure: no I/O).
+"""MEMORY.md (facts), parsed into memory units (pure: no I/O).
 
 What the file holds:
-* Headings, ATX (`#` .. `######`) or setext (a paragraph underlined with `===` for level 1 or `---` for level
-  2). A fact's `section` is its heading path, "Work > Projects".
-* Facts: each list item (`-`, `*`, `+`, `1.`, `1)`) is one fact; its continuation lines (indented under it, or
-  following it directly) belong to it, and so does a fenced code block (``` or ~~~) indented under it or following
-  it directly. A nested item is a fact of its own (its parent item's text is kept in `extra["parent"]`). A fact
-  ending in a date, `... (2023-05-08)` or `... [2023-05-08]` (or starting with `[2023-05-08]`), gets that date as
-  its timestamp; the text is kept as written.
-* Not facts, left in the file as they are and named in a parse note (`MemoryDoc.notes`, said as a warning by
-  the sync that reads the file, see `describe_notes`): a plain paragraph (text outside any list item: an intro,
-  a note to yourself), a fenced code block that no item holds (its content is never read as items or
-  headings), and a date that does not exist (`(2026-02-30)`: the fact stays, undated).
-* Ignored: HTML comments (`<!-- ... -->`) and thematic breaks (`***`, `___`, or `---` not under a paragraph).
 
-Parsing never raises, whatever the text (control characters, surrogate-escaped bytes, 5 MB files).
+- Headings, ATX (`#` .. `######`) or setext (`===` or `---` under a paragraph). A fact's `section` is its heading
+  path, "Work > Projects".
+- Facts: each list item (`-`, `*`, `+`, `1.`, `1)`) is one fact. Its continuation lines belong to it, and so does a
+  fenced code block indented under it or following it directly. A nested item is a fact of its own, with its
+  parent's text in `extra["parent"]`.
+- A fact ending in a date, `... (2023-05-08)` or `... [2023-05-08]`, gets that date as its timestamp. So does one
+  starting with `[2023-05-08]`. The text is kept as written.
+- Not facts: a plain paragraph, a fenced code block that no item holds, and a date that does not exist. They stay
+  in the file as they are, named in a parse note (`MemoryDoc.notes`, said by the sync: `describe_notes`). A fact
+  with an impossible date stays, undated.
+- Ignored: HTML comments (`<!-- ... -->`) and thematic breaks (`***`, `___`, or `---` not under a paragraph).
+
+Parsing never raises, whatever the text: control characters, surrogate-escaped bytes, 5 MB files.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from memclaw.markdown._syntax import (
+    atx_heading,
+    bullet,
+    dedent,
+    fence_closes,
+    fence_open,
+    is_thematic_break,
+    setext_level,
+    strip_comments,
+)
 from memclaw.markdown.formats import (
-    MAX_HEADING_LEVEL,
     SECTION_SEP,
     ParseNote,
     clean_text,
     fact_cid,
     fact_date,
-    keep_bom,
-    section_pieces,
-)
-from memclaw.markdown.syntax import (
-    atx_heading,
-    bullet,
-    bullet_first_line,
-    dedent,
-    fence_closes,
-    fence_open,
-    heading_line,
-    is_thematic_break,
-    setext_level,
-    strip_comments,
 )
 from memclaw.markdown.units import MemoryUnit, unit_id
 
@@ -57,20 +52,25 @@ class FactBlock:
     unit: MemoryUnit
     start: int
     end: int
-    style: str  # "bullet" (a paragraph or a code block is not a fact)
+    # "bullet" (a paragraph or a code block is not a fact)
+    style: str
     indent: int
-    prefix: str  # the first line up to the text (indent, marker, spacing)
-    unclosed: bool = False  # an unclosed code fence runs to the end of the file
-    comment_before: bool = False  # an HTML comment was open when its first line began
+    # the first line up to the text (indent, marker, spacing)
+    prefix: str
+    # an HTML comment was open when its first line began
+    comment_before: bool = False
 
 
 @dataclass
 class HeadingLine:
-    index: int  # 0-based line of the heading's last line (an ATX heading's only line; a setext underline)
+    # 0-based line of the heading's last line (an ATX heading's only line; a setext underline)
+    index: int
     level: int
     text: str
-    path: str | None  # the section path in force after this heading
-    start: int = -1  # 0-based first line (a setext heading's text); -1: the same as `index`
+    # the section path in force after this heading
+    path: str | None
+    # 0-based first line (a setext heading's text); -1: the same as `index`
+    start: int = -1
 
     def __post_init__(self) -> None:
         if self.start < 0:
@@ -82,15 +82,19 @@ class MemoryDoc:
     facts: list[FactBlock]
     headings: list[HeadingLine]
     n_lines: int
-    open_comment: bool  # the file ends inside an unclosed <!-- comment
-    open_fence: bool  # the file ends inside an unclosed code fence
-    stack: list[tuple[int, str]] = field(default_factory=list)  # the heading stack (level, text) at the end
+    # the file ends inside an unclosed <!-- comment
+    open_comment: bool
+    # the file ends inside an unclosed code fence
+    open_fence: bool
+    # the heading stack (level, text) at the end
+    stack: list[tuple[int, str]] = field(default_factory=list)
     notes: list[ParseNote] = field(default_factory=list)
 
 
 @dataclass
 class _Open:
-    style: str  # "bullet" | "paragraph" | "code"
+    # "bullet" | "paragraph" | "code"
+    style: str
     start: int
     indent: int
     prefix: str
@@ -111,9 +115,9 @@ def scan_memory(
 ) -> MemoryDoc:
     """Parse MEMORY.md text into fact blocks (units with their line ranges), headings and notes.
 
-    `line_offset` and `stack` resume a parse after a clean boundary (see memclaw.markdown.incremental): the text starts
-    at that 0-based line, under that heading stack, with no item, paragraph, comment or fence open. Occurrence
-    numbers of identical texts then count from 0 within `text` only."""
+    With `line_offset` and `stack`, a parse resumes after a clean boundary (memclaw.markdown.incremental). The text
+    then starts at that 0-based line, under that heading stack, with nothing open. Occurrence numbers of identical
+    texts then count from 0 within `text` only."""
     lines = text.split("\n")
     if not line_offset and lines and lines[0].startswith("\ufeff"):
         lines[0] = lines[0][1:]
@@ -123,7 +127,8 @@ def scan_memory(
     counts: dict[str, int] = {}
     stack = list(stack)
     section: str | None = SECTION_SEP.join(t for _, t in stack) or None
-    items: list[tuple[int, str]] = []  # open list items (indent, first-line text) for parent lookup
+    # open list items (indent, first-line text) for parent lookup
+    items: list[tuple[int, str]] = []
     cur: _Open | None = None
     in_comment = False
 
@@ -132,7 +137,8 @@ def scan_memory(
         if cur is None:
             return
         o, cur = cur, None
-        if o.style != "bullet":  # a paragraph or a code block no item holds: not a fact
+        # a paragraph or a code block no item holds: not a fact
+        if o.style != "bullet":
             notes.append(ParseNote(o.start + 1, o.style, "unclosed" if o.fence is not None else ""))
             return
         body = o.lines
@@ -168,9 +174,7 @@ def scan_memory(
             section=o.section and clean_text(o.section),
             extra=extra,
         )
-        facts.append(
-            FactBlock(unit, o.start, o.end, o.style, o.indent, o.prefix, o.fence is not None, o.comment_before)
-        )
+        facts.append(FactBlock(unit, o.start, o.end, o.style, o.indent, o.prefix, comment_before=o.comment_before))
 
     def heading(level: int, htext: str, first: int, last: int) -> None:
         nonlocal section
@@ -200,7 +204,8 @@ def scan_memory(
         if in_comment or "<!--" in line:
             line, in_comment = strip_comments(line, in_comment)
             if not line.strip():
-                continue  # a comment-only line is transparent
+                # a comment-only line is transparent
+                continue
         body = line.lstrip()
         s = body.rstrip()
         if not s:
@@ -211,12 +216,14 @@ def scan_memory(
                     cur.blank += 1
                     cur.lazy = False
             continue
-        wsn = len(line) - len(body)  # leading whitespace, in characters
+        # leading whitespace, in characters
+        wsn = len(line) - len(body)
         indent = wsn if not wsn or "\t" not in line[:wsn] else len(line[:wsn].expandtabs(4))
         c = s[0]
         if c in "=-" and cur is not None and cur.style == "paragraph":
             level = setext_level(s, indent)
-            if level is not None:  # the paragraph above is a heading
+            # the paragraph above is a heading
+            if level is not None:
                 o, cur = cur, None
                 heading(level, " ".join(" ".join(o.lines).split()), o.start, i)
                 continue
@@ -311,7 +318,8 @@ def describe_notes(source: str, notes: Sequence[ParseNote]) -> list[str]:
             out.append(f"{source} line {n.line}: {n.detail} is not a date, so the fact is undated: write a real "
                        "date (YYYY-MM-DD)")  # fmt: skip
         if n.kind == "stamp":
-            what = "date and time" if ":" in n.detail else "date"  # (`[2026-11-31 10:00]` or `[2026-02-30]`)
+            # `[2026-11-31 10:00]` or `[2026-02-30]`
+            what = "date and time" if ":" in n.detail else "date"
             out.append(f"{source} line {n.line}: {n.detail} is not a real {what}, so the entry is undated (kept "
                        "on its own): write a real one, [YYYY-MM-DD HH:MM]")  # fmt: skip
     return out
@@ -323,38 +331,3 @@ def _lines(found: list[int]) -> str:
     shown = ", ".join(map(str, found[:NOTE_LINES]))
     more = f" and {len(found) - NOTE_LINES} more" if len(found) > NOTE_LINES else ""
     return f"lines {shown}{more} are each"
-
-
-def _fact_lines(u: MemoryUnit) -> list[str]:
-    """Markdown lines for one fact: an item, its further lines indented under it."""
-    body = u.text.split("\n")
-    rest = ["  " + x if x else "" for x in body[1:]]
-    if u.extra.get("fence_first"):
-        return ["-", "  " + body[0], *rest]
-    return [bullet_first_line(body[0]), *rest]
-
-
-def render_memory(units: Iterable[MemoryUnit]) -> str:
-    """Facts -> MEMORY.md text (headings from sections, one item per fact). History units are skipped."""
-    out: list[str] = []
-    cur: list[str] = []
-    for u in units:
-        if u.kind != "fact" or not u.text.strip():
-            continue
-        pieces = section_pieces(u.section)
-        if len(pieces) > MAX_HEADING_LEVEL:
-            pieces = pieces[: MAX_HEADING_LEVEL - 1] + [SECTION_SEP.join(pieces[MAX_HEADING_LEVEL - 1 :])]
-        if pieces != cur:
-            p = 0
-            while p < min(len(pieces), len(cur)) and pieces[p] == cur[p]:
-                p += 1
-            if out and out[-1]:
-                out.append("")
-            if p == len(pieces):
-                out.append("#" * (p + 1))  # an empty heading closes the deeper sections
-            for j in range(p, len(pieces)):
-                out.append(heading_line(j + 1, pieces[j]))
-            out.append("")
-            cur = pieces
-        out.extend(_fact_lines(u))
-    return keep_bom("\n".join(out) + "\n" if out else "")

@@ -1,16 +1,15 @@
-"""The one size limit of a memory unit (a MEMORY.md fact or a HISTORY.md entry) and the two ways it applies.
+"""The one size limit of a memory unit, a MEMORY.md fact or a HISTORY.md entry, and the two ways it applies.
 
-`MAX_UNIT_CHARS` characters (about 15,000 words). Every unit the benchmarks index is well under it: the longest
-LongMemEval_S session (a history entry of the user's turns) holds 31,122 characters, LoCoMo's longest unit 6,394.
-A unit at the limit costs a few seconds to embed once (about 300 passages); a 5 MB one, if it were embedded
-whole, about 17,000 passages, minutes with no end in sight.
+The limit is `MAX_UNIT_CHARS` characters, about 15,000 words. Every unit the benchmarks index is well under it:
+LongMemEval_S's longest session holds 31,122 characters, LoCoMo's longest unit 6,394. A unit at the limit takes a
+few seconds to embed once, about 300 passages. A 5 MB unit would take about 17,000 passages: minutes, with no end
+in sight.
 
-* New text given to memclaw (`memory add`, the assistant's `remember` tool, a consolidation's facts and history
-  entry): refused above the limit, before anything is written (MemoryService.add_fact and the consolidation
-  answer's validation, memclaw.agent.consolidation_output, with `too_long`'s words).
-* A longer unit in a memory file (a hand edit, a paste): kept in the file as it is, but read, indexed, recalled and
-  shown only up to the limit, with one warning naming the file and line (`cap_units`). Its id is that of the
-  whole text, so `memory forget` still finds it.
+- New text given to memclaw is refused above the limit, before anything is written. That is `memory add`, the
+  `remember` tool, and a consolidation's facts and history entry. `too_long` says why.
+- A longer unit in a memory file, from a hand edit or a paste, stays in the file as it is. It is read, indexed,
+  recalled and shown only up to the limit, with one warning naming the file and line (`cap_units`). Its id is the
+  whole text's, so `memory forget` still finds it.
 """
 
 from __future__ import annotations
@@ -32,7 +31,8 @@ MAX_SECTION_CHARS = 200
 """The one length limit of a fact's section, its heading path as written ("Work > Projects", whitespace
 normalised): `memory add --section`, the `remember` tool and a consolidation's fact ops alike (`section_too_long`)."""
 STORE_ELSEWHERE = "save long text as a file in the workspace instead"
-_WORD_BACKOFF = 200  # a cut moves back to the last space within this many characters
+# a cut moves back to the last space within this many characters
+_WORD_BACKOFF = 200
 
 _UNIT_NAMES = {"fact": "a fact", "history": "a history entry", "archive": "an archived turn"}
 """What the size warning calls a unit of each kind."""

@@ -28,17 +28,21 @@ class MemoryUnit:
     id: str
     kind: Kind
     scope: str
-    source: str  # path relative to the workspace, POSIX separators
-    line: int  # 1-based line of the unit's first line in `source`
+    # path relative to the workspace, POSIX separators
+    source: str
+    # 1-based line of the unit's first line in `source`
+    line: int
     text: str
-    timestamp: datetime | None = None  # history entries (and facts that carry a date)
-    section: str | None = None  # heading path of a fact, e.g. "Work > Projects"
+    # history entries (and facts that carry a date)
+    timestamp: datetime | None = None
+    # heading path of a fact, e.g. "Work > Projects"
+    section: str | None = None
     extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def content_hash(self) -> str:
         """What the index embeds for the unit changed when this did (an archived turn's neighbours too:
-        memclaw.markdown.archive_units)."""
+        memclaw.markdown.archive)."""
         return content_hash(self.text, self.timestamp, self.section, self.extra.get(NEAR, ""))
 
 
@@ -71,7 +75,8 @@ _SENDER_RE = re.compile(r"^[^\x00-\x1f\x7f]+$")
 MAX_SENDER_ID_CHARS = 200
 """The one length limit of a sender id as a scope names it (`discord:1234`, what `--sender` takes): the CLI, the
 Discord gateway, the agent and the context builder all apply it through `normalize_sender_id`."""
-_MAX_DIRNAME_BYTES = 255  # a folder name, on every common filesystem
+# a folder name, on every common filesystem
+_MAX_DIRNAME_BYTES = 255
 
 
 def _shown(raw: str) -> str:
@@ -110,10 +115,6 @@ def sender_scope(sender_id: str | None) -> str:
         return OWNER_SCOPE
     sid = normalize_sender_id(sender_id)
     return OWNER_SCOPE if sid == OWNER_SCOPE else _PEOPLE_PREFIX + sid
-
-
-def is_owner_scope(scope: str) -> bool:
-    return scope == OWNER_SCOPE
 
 
 def scope_dirname(scope: str) -> str:

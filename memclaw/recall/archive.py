@@ -31,8 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memclaw.index.passages import is_head, is_long, passage_ids, split_passages, unit_of
-from memclaw.markdown.archive import speaker_is
-from memclaw.markdown.archive_units import SPEAKER_SEP
+from memclaw.markdown.archive import SPEAKER_SEP, speaker_is
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.fusion import Fused
 

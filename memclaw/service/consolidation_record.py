@@ -1,26 +1,26 @@
-"""One consolidation, three linked records: the writer every path that turns conversation into memory goes through
-(the agent's consolidation, and the benchmarks' converters standing in for the model).
+"""One consolidation, three linked records: the writer that every path from conversation to memory goes through.
 
-A `ConsolidationRecord` is what one consolidation learned for one scope: the turns it read (verbatim), the summary,
-the fact operations, its id (`cid`, memclaw.markdown.archive.consolidation_id) and the conversation's time (its
-first turn). `record_consolidation` writes it in three steps, in this order, each durable before the next:
+The agent's consolidation uses it, and so do the benchmarks' converters standing in for the model. A
+`ConsolidationRecord` is what one consolidation learned for one scope. It holds the turns it read verbatim, the
+summary and the fact operations. Its id `cid` comes from memclaw.markdown.archive.consolidation_id; its time is the
+conversation's.
+`ConsolidationWriter.record` writes it in three steps (`Step`), in this order, each durable before the next:
 
-1. **archive**: the turns, secrets masked by pattern (memclaw.util.redact.mask_secrets), as one chunk `## HH:MM
-   #cid` appended to the scope's day file of the conversation's first turn (`memory/archive/2026-11-25.md`, or
-   `memory/people/<id>/archive/...`): a conversation that runs past midnight stays one chunk, in the file of the
-   day it began, its later turns stamped with their own time (00:12). Skipped when `memory.archive` is false.
-2. **facts**: the operations applied to MEMORY.md in one atomic edit, each added or rewritten fact ending in the
-   learned-mark ` (2026-11-25 #cid)` with its relative dates resolved (memclaw.service.learned). An add whose text
-   (without its mark) is already a fact of the scope is not written; an update or delete of a fact that is gone is
-   dropped (a delete repeated, or a hand edit since).
-3. **history**: the summary appended to HISTORY.md stamped `[2026-11-25 14:02 #cid]`.
+1. **archive**: the turns, secrets masked by pattern, as one chunk `## HH:MM #cid`. It is appended to the scope's
+   day file of the conversation's first turn, as `memory/archive/2026-11-25.md`. A conversation past midnight
+   stays one chunk in the file of the day it began. Skipped when `memory.archive` is false.
+2. **facts**: the operations applied to MEMORY.md in one atomic edit. Each added or rewritten fact ends in the
+   learned-mark ` (2026-11-25 #cid)` (memclaw.service.learned). An add whose bare text is already a fact of the
+   scope is not written. An update or delete of a fact that is gone is dropped.
+3. **history**: the summary appended to HISTORY.md, stamped `[2026-11-25 14:02 #cid]`.
 
-Facts and the summary are masked for secrets as the archive is (`mask_for_memory`: one warning line when it masks).
+Facts and the summary are masked for secrets as the archive is, with one warning line when they are.
 
-Every step is idempotent by `cid`, so a consolidation repeated after a crash writes nothing twice: the archive skips
-a chunk whose id the day file holds, the facts step is done when a fact it would write is already there word for
-word (marks included), the history step when an entry with that id and text is. `sync=False` leaves the index to
-the caller (a bulk writer records many and syncs once); the Markdown is written either way.
+Every step is idempotent by `cid`, so a consolidation repeated after a crash writes nothing twice. The archive step
+skips a chunk whose id the day file holds. The facts step is done when a fact it would write is there word for word.
+The history step is done when an entry with that id and text is. A session notes each step done as
+`<scope>#<step>`, so a step's value is an on-disk format. `sync=False` leaves the index to the caller, a bulk writer
+that records many and syncs once.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,15 +42,29 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STEPS = ("archive", "facts", "history")
+
+class Step(StrEnum):
+    """A step of `record`. Its value is what a session's progress notes as `<scope>#<step>`, so it never changes."""
+
+    ARCHIVE = "archive"
+    FACTS = "facts"
+    HISTORY = "history"
+
+
+STEPS: tuple[Step, ...] = (Step.ARCHIVE, Step.FACTS, Step.HISTORY)
+"""Every step, in the order `record` runs them."""
 
 
 @dataclass(frozen=True)
 class ConsolidationRecord:
-    cid: str  # memclaw.markdown.archive.consolidation_id(fingerprint)
-    when: datetime  # the conversation's time (its first turn), naive local time
-    turns: tuple[ArchivedTurn, ...]  # verbatim, in order
-    history_entry: str = ""  # the summary ("" = none)
+    # memclaw.markdown.archive.consolidation_id(fingerprint)
+    cid: str
+    # the conversation's time (its first turn), naive local time
+    when: datetime
+    # verbatim, in order
+    turns: tuple[ArchivedTurn, ...]
+    # the summary ("" = none)
+    history_entry: str = ""
     fact_ops: tuple[FactOp, ...] = ()
 
 
@@ -57,11 +72,15 @@ class ConsolidationRecord:
 class RecordResult:
     scope: str
     cid: str
-    written: list[str] = field(default_factory=list)  # the steps that wrote something now
-    skipped: list[str] = field(default_factory=list)  # found done already (by cid), or nothing to write
-    archive_file: Path | None = None  # the day file the chunk is in
+    # the steps that wrote something now
+    written: list[Step] = field(default_factory=list)
+    # the steps found done already (by cid), or with nothing to write
+    skipped: list[Step] = field(default_factory=list)
+    # the day file the chunk is in
+    archive_file: Path | None = None
     facts: FactOpsResult | None = None
-    history: bool = False  # the summary is in HISTORY.md (now or before)
+    # the summary is in HISTORY.md (now or before)
+    history: bool = False
 
 
 class ConsolidationWriter:
@@ -75,21 +94,27 @@ class ConsolidationWriter:
     def record(
         self, scope: str, record: ConsolidationRecord, *, steps: Sequence[str] = STEPS, sync: bool = True
     ) -> RecordResult:
+        """Run the asked `steps` in the order of STEPS, each by its writer in the table below; then sync if asked."""
         unknown = [s for s in steps if s not in STEPS]
         if unknown:
             raise ValueError(f"unknown consolidation step {unknown[0]!r}: use {', '.join(STEPS)}")
+        writers: dict[Step, Callable[[str, ConsolidationRecord, RecordResult], bool]] = {
+            Step.ARCHIVE: self._archive,
+            Step.FACTS: self._facts,
+            Step.HISTORY: self._history,
+        }
         res = RecordResult(scope, record.cid)
         for step in STEPS:
             if step not in steps:
                 continue
-            wrote = getattr(self, f"_{step}")(scope, record, res)
+            wrote = writers[step](scope, record, res)
             (res.written if wrote else res.skipped).append(step)
         if sync and res.written:
             self._sync([scope])
         return res
 
     def _archive(self, scope: str, record: ConsolidationRecord, res: RecordResult) -> bool:
-        from memclaw.markdown.archive_append import append_archive_chunk
+        from memclaw.markdown.archive_file import append_archive_chunk
         from memclaw.util.redact import mask_secrets
 
         if not self.config.memory.archive or not record.turns:
@@ -123,10 +148,12 @@ class ConsolidationWriter:
                 continue
             old = current[op.id].text if op.op == "update" and op.id else None
             text = mark_fact(mask_for_memory(op.text or ""), on, record.cid, replaces=old)
-            if text in texts:  # written by this consolidation before a crash: the step is done
+            # written by this consolidation before a crash: the step is done
+            if text in texts:
                 return False
             if op.op == "add" and bare_fact(text) in known:
-                continue  # already a fact of the scope
+                # already a fact of the scope
+                continue
             known.add(bare_fact(text))
             ops.append(FactOp(op.op, id=op.id, text=text, section=op.section))
         if not ops:

@@ -2,7 +2,7 @@
 
 The facade that wires the parts: the seams (embedder, vector store, opened in the background by `prefetch_store`),
 the index's identity (memclaw.index.identity), the scope cache (memclaw.index.scopes), the sync of a scope
-(memclaw.index.sync), recall (memclaw.recall.search), writes (memclaw.service.writes) and stats. The Markdown is the
+(memclaw.index.sync), recall (memclaw.recall.search), writes (memclaw.service._writes) and stats. The Markdown is the
 source of truth. Writes go to the Markdown first (atomically), then the index syncs. Recall auto-syncs a scope when
 its files changed (edits by hand or by the agent's file tools included).
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from pathlib import Path
@@ -26,13 +27,11 @@ from memclaw.index.sync import ScopeSync, SyncReport
 from memclaw.markdown.units import OWNER_SCOPE, MemoryUnit
 from memclaw.recall.results import RecallHit, RecallOptions, RecallResult
 from memclaw.recall.search import Recall
+from memclaw.service._writes import MemoryWriter
 from memclaw.service.consolidation_record import STEPS, ConsolidationRecord, ConsolidationWriter, RecordResult
-from memclaw.service.forgotten import Forgot
-from memclaw.service.forgotten_recall import ForgottenFilter
-from memclaw.service.prefetch import Prefetch
-from memclaw.service.stats import index_stats
-from memclaw.service.writes import MemoryWriter
-from memclaw.util.redact import remember_secrets
+from memclaw.service.forgotten import Forgot, ForgottenFilter
+from memclaw.util.background import background_thread
+from memclaw.util.redact import redact_url, remember_secrets
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -95,13 +94,20 @@ class MemoryService:
         self._writer = MemoryWriter(self.scopes, self.sync)
         self._forgotten = ForgottenFilter(workspace.sessions_dir, self.tokenizer.tokenize, self.scopes.doc_freq)
         self._recorder = ConsolidationWriter(workspace, config, self.sync)
-        self._write_lock = threading.Lock()  # one sync at a time in this process
-        self.embed_error: EmbeddingUnavailable | None = None  # why the last sync left vectors pending, if it did
-        self._store_lock = threading.Lock()  # one opening of the vector store
-        self._prefetch: Prefetch | None = None  # its error re-raised in the caller's thread by `store`
-        self.on_interrupt: Callable[[str], None] | None = None  # told what an interrupted sync left (the CLI says it)
-        self._sync_wrote = False  # the running sync has changed the index (an interrupt leaves it incomplete)
-        self._probed: set[tuple[int, str]] = set()  # (store, scope) read once for damage (probe_damage)
+        # one sync at a time in this process
+        self._write_lock = threading.Lock()
+        # why the last sync left vectors pending, if it did
+        self.embed_error: EmbeddingUnavailable | None = None
+        # one opening of the vector store
+        self._store_lock = threading.Lock()
+        # its error re-raised in the caller's thread by `store`
+        self._prefetch: Prefetch | None = None
+        # told what an interrupted sync left (the CLI says it)
+        self.on_interrupt: Callable[[str], None] | None = None
+        # the running sync has changed the index (an interrupt leaves it incomplete)
+        self._sync_wrote = False
+        # (store, scope) read once for damage (probe_damage)
+        self._probed: set[tuple[int, str]] = set()
 
     @property
     def progress(self) -> ProgressFactory | None:
@@ -124,7 +130,8 @@ class MemoryService:
     @property
     def store(self) -> VectorStore:
         err = self._join_prefetch()
-        if err is not None:  # what opening the store would have raised here, said once
+        # what opening the store would have raised here, said once
+        if err is not None:
             raise err
         with self._store_lock:
             return self._open_store()
@@ -138,10 +145,11 @@ class MemoryService:
         return p.join()
 
     def prefetch_store(self, scope: str) -> None:
-        """Open the vector store and load `scope`'s collection in a background thread, while the caller loads
-        the unit table, BM25 and the embedder: a cold `memclaw recall` pays the chromadb import (~0.7 s) and
-        Chroma's first read of a 100k collection (~0.5 s) alongside them instead of after. Errors surface at the
-        next use of `store`, as if it had been opened there."""
+        """Open the vector store and load `scope`'s collection in a background thread.
+
+        The caller meanwhile loads the unit table, BM25 and the embedder. A cold `memclaw recall` so pays the chromadb
+        import and Chroma's first read alongside them instead of after. Errors surface at the next use of `store`,
+        as if it had been opened there."""
         with self._store_lock:
             if self._store is None and self._prefetch is None:
                 self._prefetch = Prefetch(lambda: self.store.warm(scope), "memclaw-store-prefetch")
@@ -163,7 +171,8 @@ class MemoryService:
                 small_limit=m.small_scope_vectors,
                 small_ok=lambda scope: scope != OWNER_SCOPE,
             )
-            if lost:  # said once: sync and recall catch it and rebuild; the store itself is usable (empty)
+            # said once: sync and recall catch it and rebuild; the store itself is usable (empty)
+            if lost:
                 raise VectorStoreCorrupted(
                     f"the Chroma store at {self.layout.chroma_dir} is missing though the index lists memories; "
                     "run `memclaw memory reindex` to rebuild it from the Markdown"
@@ -194,13 +203,15 @@ class MemoryService:
 
     def _leave_copied_store(self) -> None:
         self._join_prefetch()
-        self._store = None  # the original keeps its collections
+        # the original keeps its collections
+        self._store = None
         self._probed.clear()
 
     def _wipe_index(self) -> None:
         from memclaw.store.clients import wipe_vectors
 
-        self._join_prefetch()  # its error, if any, concerned the index being wiped
+        # its error, if any, concerned the index being wiped
+        self._join_prefetch()
         self._sync_wrote = True
         self.scopes.clear()
         released = wipe_vectors(
@@ -254,7 +265,8 @@ class MemoryService:
                 self.on_interrupt(INTERRUPTED_SYNC)
             raise
 
-    def _wrote(self) -> None:  # (the running sync is about to change the index)
+    # the running sync is about to change the index
+    def _wrote(self) -> None:
         self._sync_wrote = True
 
     def _embed_failed(self, err: EmbeddingUnavailable) -> None:
@@ -271,19 +283,23 @@ class MemoryService:
             from memclaw.embedding.provider import cannot_embed
 
             err = cannot_embed(self.embedder)
-            if err is not None:  # nothing to rebuild with: keep what there is
+            # nothing to rebuild with: keep what there is
+            if err is not None:
                 raise err
             self._wipe_index()
             self.identity.checked = False
         self._check_manifest()
         targets = list(scopes) if scopes is not None else self.scopes.known_scopes_on_disk()
         try:
-            if not vectors:  # (keyword search only: the vector store is neither probed nor written)
+            # keyword search only: the vector store is neither probed nor written
+            if not vectors:
                 return [self._syncer.sync_scope(s, progress, vectors=False) for s in targets]
-            if not full:  # damaged Chroma files raise here, where sync can rebuild them, even if all is fresh
+            # damaged Chroma files raise here, where sync can rebuild them, even if all is fresh
+            if not full:
                 probe_damage(
                     url=self.config.memory.chroma_url, store=lambda: self.store, scopes=targets, probed=self._probed,
-                    dimensions=lambda: self.identity.dimensions() or self.embedder.dim,  # (a provider: not asked)
+                    # a provider: not asked
+                    dimensions=lambda: self.identity.dimensions() or self.embedder.dim,
                 )  # fmt: skip
             return [self._syncer.sync_scope(s, progress) for s in targets]
         except VectorStoreCorrupted as e:
@@ -328,9 +344,10 @@ class MemoryService:
     def recall_detailed(self, query: str, *, scope: str = OWNER_SCOPE, k: int | None = None, mode: str | None = None,
                         kind: str | None = None, now: datetime | None = None) -> RecallResult:  # fmt: skip
         result = self._recall.recall(query, scope=scope, k=k, mode=mode, kind=kind, now=now)
-        return self._forgotten.apply(result)  # (archived turns that restate what the owner forgot)
+        # archived turns that restate what the owner forgot
+        return self._forgotten.apply(result)
 
-    # ----- writes (memclaw.service.writes) ---------------------------------------------------------------
+    # ----- writes (memclaw.service._writes) ---------------------------------------------------------------
     def facts(self, scope: str = OWNER_SCOPE) -> list[MemoryUnit]:
         return self._writer.facts(scope)
 
@@ -341,12 +358,12 @@ class MemoryService:
 
     def remember_fact(self, text: str, *, scope: str = OWNER_SCOPE, section: str | None = None,
                       learned: date | None = None) -> tuple[MemoryUnit, bool]:  # fmt: skip
-        """`add_fact`, and whether it wrote the fact now (False: already remembered; memclaw.service.writes)."""
+        """`add_fact`, and whether it wrote the fact now (False: already remembered; memclaw.service._writes)."""
         return self._writer.remember_fact(text, scope=scope, section=section, learned=learned)
 
     def find_fact(self, text: str, *, scope: str = OWNER_SCOPE, section: str | None = None,
                   learned: date | None = None) -> MemoryUnit | None:  # fmt: skip
-        """The fact `add_fact(text, section=section, learned=learned)` would write again (memclaw.service.writes)."""
+        """The fact `add_fact(text, section=section, learned=learned)` would write again (memclaw.service._writes)."""
         return self._writer.find_fact(text, scope=scope, section=section, learned=learned)
 
     def append_history(self, scope: str, text: str, ts: datetime) -> MemoryUnit:
@@ -362,7 +379,7 @@ class MemoryService:
         return self._writer.list_units(scope, kind)
 
     def forget(self, ids: Sequence[str], *, scope: str = OWNER_SCOPE) -> list[MemoryUnit]:
-        """Remove these memories from the Markdown, then from the index (memclaw.service.writes)."""
+        """Remove these memories from the Markdown, then from the index (memclaw.service._writes)."""
         return self.forget_detailed(ids, scope=scope).gone
 
     def forget_detailed(self, ids: Sequence[str], *, scope: str = OWNER_SCOPE) -> Forgot:
@@ -383,7 +400,7 @@ class MemoryService:
 
     def restating(self, units: Sequence[MemoryUnit], *, scope: str = OWNER_SCOPE) -> dict[str, str]:
         """Which of `units` recall leaves out ("hidden") or masks in part ("masked") because they restate a
-        forgotten memory, by id (memclaw.service.forgotten_recall)."""
+        forgotten memory, by id (memclaw.service.forgotten)."""
         return self._forgotten.marks(scope, units)
 
     # ----- stats -----------------------------------------------------------------------------------------
@@ -393,3 +410,73 @@ class MemoryService:
     def close(self) -> None:
         self._join_prefetch()
         self.scopes.clear()
+
+
+# ----- the store opened in the background ---------------------------------------------------------------
+class Prefetch:
+    """One background run of `work`; `join` waits for it and returns its error, if any."""
+
+    def __init__(self, work: Callable[[], object], name: str) -> None:
+        self._work = work
+        self._error: BaseException | None = None
+        self._thread = background_thread(self._run, name)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._work()
+        # re-raised in the caller's thread by whoever joins
+        except BaseException as e:
+            self._error = e
+
+    def inside(self) -> bool:
+        """The caller runs in the prefetch's own thread (which must not wait for itself)."""
+        return self._thread is threading.current_thread()
+
+    def join(self) -> BaseException | None:
+        self._thread.join()
+        err, self._error = self._error, None
+        return err
+
+
+# ----- `memclaw memory stats` ----------------------------------------------------------------------------
+def index_stats(scopes: ScopeCache, config: Config, index_mismatch: Callable[[], str | None]) -> dict[str, Any]:
+    """The stats of the index in `scopes`; `index_mismatch()` says why it must be rebuilt, if it must."""
+    layout = scopes.layout
+    per_scope = {}
+    for scope in scopes.known_scopes_on_disk():
+        units = scopes.parse(scope)
+        sc = scopes.get(scope)
+        counts: dict[str, int] = defaultdict(int)
+        for u in units:
+            counts[u.kind] += 1
+        per_scope[scope] = {
+            "facts": counts["fact"],
+            "history": counts["history"],
+            # archived turns
+            "archive": counts["archive"],
+            "indexed": len(sc.state.units) if sc else 0,
+            "fresh": bool(sc and sc.state.signatures == scopes.signatures(scope) and not sc.state.pending),
+            "vectors_pending": len(sc.state.pending) if sc else 0,
+        }
+    manifest = ix.read_manifest(layout) or {}
+    rebuild = index_mismatch()
+    if rebuild is not None:
+        for s in per_scope.values():
+            s["fresh"] = False
+    url = config.memory.chroma_url
+    return {
+        "workspace": str(scopes.workspace.root),
+        "index_dir": str(layout.root),
+        "store": redact_url(url) if url else str(layout.chroma_dir),
+        # an older manifest's
+        "index_store": redact_url(manifest["store"]) if manifest.get("store") else None,
+        # URL may hold credentials
+        "rebuild": redact_url(rebuild) if rebuild else None,
+        "model": config.embeddings.model,
+        "embedder_fingerprint": manifest.get("embedder"),
+        "tokenizer_fingerprint": manifest.get("tokenizer"),
+        "scopes": per_scope,
+    }

@@ -1,39 +1,39 @@
-"""What the owner forgot stays forgotten: consolidation does not learn it again from the conversation it was said in.
+"""What the owner forgot stays forgotten: consolidation does not learn it again, and recall does not serve it back.
 
-`memclaw memory forget`, chat's /forget and Discord's /forget all go through `MemoryService.forget`, which records
-each forgotten memory (scope, text, when) in `<workspace>/sessions/forgotten.jsonl` (`record`). When a chunk of a
-session is consolidated, a `Guard` for each scope takes the memories forgotten since the chunk began and
+`MemoryService.forget` records each forgotten memory (scope, text, when) in `<workspace>/sessions/forgotten.jsonl`.
+`memclaw memory forget`, chat's /forget and Discord's /forget all go through it. The file keeps the last
+MAX_ENTRIES. Each entry also names its `mentions`: the facts and history entries that restated it at forget time.
 
-1. redacts every message of the chunk sent before the forget that restates one (the model never reads it);
-2. names them to the model as forgotten on purpose (memclaw/prompts/consolidate.md): not to be added back;
-3. drops any fact operation that would write one back, and any sentence of the history entry that restates one,
+At consolidation, a `Guard` per scope takes the memories forgotten since the chunk began. It redacts each message
+sent before the forget that restates one, so the model never reads it. It names them to the model as forgotten on
+purpose (memclaw/prompts/consolidate.md). It drops any fact operation or history sentence that would write one
+back. What the owner said again after forgetting it is news, and kept.
 
-unless the owner said it again after forgetting it (then it is news, and kept). The file keeps the last MAX_ENTRIES.
+At recall, a `ForgottenFilter` leaves out an archived turn that restates a forgotten memory and was said before the
+forget, as a hit and from every excerpt's window. A mention that is a fact is left out. A mention that is a history
+entry is served with each restating sentence masked (MASKED). It is left out when nothing else is left, or when
+what is left shares no word with the query. The Markdown is never rewritten: the files stay the owner's.
 
-Each entry also names the facts and history entries that restated the forgotten memory when it was forgotten (its
-`mentions`): the Markdown keeps them as the owner wrote them, recall hides those facts and masks those sentences
-(memclaw.service.forgotten_recall), and the forget says which they are, so the owner can forget them too.
-
-A text "restates" a forgotten one (`restates`, the one rule for consolidation and recall: memclaw.service.
-forgotten_recall) when it holds at least RESTATE_SHARE of the forgotten text's content words (BM25 tokens: stop
-words out, words stemmed), so rewording, another order or extra words do not hide it; or RESTATE_SHARE of its
-distinctive words: its names and numbers (a word capitalised inside a sentence, a word with a digit; not a weekday
-or a month) that at most DISTINCTIVE_DF memories of the scope hold, so a short echo ("Got it, Biscuitron it is.")
-restates "The owner's dog is named Biscuitron" while a turn that shares a common word with it ("my dog") does not.
-A name the scope talks about often (a friend's, a city's) is the topic of many memories, not this one's content.
+`restates` is the one rule for both. A text restates a forgotten one when it holds RESTATE_SHARE of its content
+words, as BM25 tokens, or RESTATE_SHARE of its distinctive words. Distinctive words are names and numbers that at
+most DISTINCTIVE_DF memories of the scope hold. So "Got it, Biscuitron it is." restates "The owner's dog is named
+Biscuitron", while "my dog" does not. A name the scope talks about often is a topic, not this memory's content.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
+import os
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memclaw.errors import MemoryFileError
 from memclaw.markdown.formats import split_trailing_date
@@ -41,11 +41,15 @@ from memclaw.markdown.units import MemoryUnit
 from memclaw.util.files import replace_atomically
 from memclaw.util.safepath import NotRegularFileError, read_regular
 
+if TYPE_CHECKING:
+    from memclaw.recall.results import RecallHit, RecallResult
+
 log = logging.getLogger(__name__)
 
 FORGOTTEN_FILE = "forgotten.jsonl"
 RESTATE_SHARE = 0.75
-DISTINCTIVE_DF = 3  # a name held by more memories of the scope than this is a topic of the scope, not distinctive
+# a name held by more memories of the scope than this is a topic of the scope, not distinctive
+DISTINCTIVE_DF = 3
 MAX_ENTRIES = 2000
 REDACTED = "[removed: something the owner asked to forget]"
 MASKED = "[forgotten]"
@@ -56,15 +60,18 @@ _CALENDAR = frozenset(("monday", "tuesday", "wednesday", "thursday", "friday", "
                        "november", "december"))  # fmt: skip
 
 Tokenize = Callable[[str], list[str]]
-DocFreq = Callable[[str], int]  # how many memories of a scope hold a BM25 token
+# how many memories of a scope hold a BM25 token
+DocFreq = Callable[[str], int]
 
 
 @dataclass(frozen=True)
 class ForgottenMemory:
     scope: str
     text: str
-    at: datetime  # when it was forgotten (aware)
-    mentions: frozenset[str] | None = None  # ids of the units that restated it then; None: noted before mentions were
+    # when it was forgotten (aware)
+    at: datetime
+    # ids of the units that restated it then; None: noted before mentions were
+    mentions: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -159,7 +166,8 @@ class ForgottenKey:
     """What a text must hold to restate a forgotten memory: its content words and its distinctive ones."""
 
     words: frozenset[str]
-    names: frozenset[str]  # its names and numbers; `distinctive` keeps the rare ones
+    # its names and numbers; `distinctive` keeps the rare ones
+    names: frozenset[str]
 
     def distinctive(self, doc_freq: DocFreq) -> ForgottenKey:
         """The key with only the names that at most DISTINCTIVE_DF memories of the scope hold."""
@@ -304,3 +312,157 @@ class Guard:
         if len(kept) < len(sentences(entry)):
             log.info("consolidation's history entry restated a forgotten memory; that sentence was dropped")
         return " ".join(kept)
+
+
+# ----- at recall time: what restates a forgotten memory is left out or masked ------------------------------
+Keys = list[tuple[ForgottenMemory, ForgottenKey]]
+
+
+class ForgottenFilter:
+    """The recall-time rule above, for one workspace's sessions folder."""
+
+    def __init__(self, sessions_dir: Path, tokenize: Tokenize, doc_freq: Callable[[str], DocFreq]) -> None:
+        """`doc_freq(scope)`: how many memories of that scope hold a token, as its index holds them now."""
+        self.path = Path(sessions_dir) / FORGOTTEN_FILE
+        self.tokenize = tokenize
+        self.doc_freq = doc_freq
+        self._lock = threading.Lock()
+        self._sig: tuple[int, int] | None = None
+        self._entries: Keys = []
+
+    def _load(self) -> Keys:
+        try:
+            st = os.stat(self.path)
+            sig = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            sig = None
+        with self._lock:
+            if sig != self._sig:
+                entries = load(self.path) if sig is not None else []
+                self._entries = [(f, key_of(f.text, self.tokenize)) for f in entries]
+                self._sig = sig
+            return self._entries
+
+    def hides(self, u: MemoryUnit, keys: Keys) -> bool:
+        """Whether the archived turn `u` restates one of `keys` forgotten after it was said."""
+        if u.kind != "archive" or not keys:
+            return False
+        # naive local time, as written
+        said = u.timestamp.astimezone() if u.timestamp is not None else None
+        words = set(self.tokenize(u.text.split(": ", 1)[-1]))
+        return any((said is None or said <= f.at) and restates(words, key) for f, key in keys)
+
+    def keys_in(self, scope: str) -> Keys:
+        """The keys of the memories forgotten in `scope`, their names distinctive in it now."""
+        entries = [(f, key) for f, key in self._load() if f.scope == scope]
+        if not entries:
+            return []
+        doc_freq = self.doc_freq(scope)
+        return [(f, key.distinctive(doc_freq)) for f, key in entries]
+
+    def _restates(self, text: str, key: ForgottenKey) -> bool:
+        return restates(set(self.tokenize(text)), key)
+
+    def said_in(self, u: MemoryUnit) -> list[set[str]]:
+        """The words of fact or history entry `u` as `restated_in` reads them: a fact whole, an entry per sentence."""
+        return [set(self.tokenize(p)) for p in (sentences(u.text) if u.kind == "history" else [u.text])]
+
+    def restated_in(self, said: list[set[str]], key: ForgottenKey) -> bool:
+        """Whether a fact or history entry (its `said_in`) restates a forgotten memory: a fact as a whole, a history
+        entry in one of its sentences at least (as consolidation's scrub reads a new one). A long entry that holds
+        the words of a short fact spread over many sentences does not restate it."""
+        return any(restates(words, key) for words in said)
+
+    def _mentioned(self, u: MemoryUnit, keys: Keys) -> list[ForgottenKey]:
+        """The keys of the forgotten memories that fact or history entry `u` restated when they were forgotten (one
+        noted before mentions were: a history entry dated before the forget that restates it)."""
+        if u.kind == "archive":
+            return []
+        said = u.timestamp.astimezone() if u.kind == "history" and u.timestamp is not None else None
+        words: list[set[str]] | None = None
+        out = []
+        for f, key in keys:
+            if f.mentions is not None:
+                hit = u.id in f.mentions
+            elif said is not None and said <= f.at:
+                words = self.said_in(u) if words is None else words
+                hit = self.restated_in(words, key)
+            else:
+                hit = False
+            if hit:
+                out.append(key)
+        return out
+
+    def shown(self, u: MemoryUnit, keys: Keys) -> MemoryUnit | None:
+        """A fact or history entry as recall serves it (the module docstring): itself, masked, or None (left out)."""
+        mentioned = self._mentioned(u, keys)
+        if not mentioned:
+            return u
+        if u.kind != "history":
+            return None
+        text = masked(u.text, lambda s: any(self._restates(s, k) for k in mentioned))
+        # no one sentence restates it now (its names' frequencies changed since): the whole entry is out
+        if text is None or text == u.text:
+            return None
+        return dataclasses.replace(u, text=text)
+
+    def _still_matches(self, shown: MemoryUnit, query: set[str]) -> bool:
+        """Whether a masked entry's visible text still shares a word with the query (a query of stop words only:
+        yes). An entry that matched only through what was masked is left out, not served as a masked first hit."""
+        return not query or bool(query & set(self.tokenize(shown.text.replace(MASKED, " "))))
+
+    def mentions(self, scope: str, gone: Sequence[MemoryUnit], units: Sequence[MemoryUnit]) -> dict[str, list[str]]:
+        """For each fact or history entry about to be forgotten: the ids of the other facts and history entries
+        of `units` that restate it (its names distinctive in the scope as it is indexed now)."""
+        doc_freq = self.doc_freq(scope)
+        ids = {u.id for u in gone}
+        rest = [(u, self.said_in(u)) for u in units if u.kind != "archive" and u.id not in ids]
+        out: dict[str, list[str]] = {}
+        for g in gone:
+            if g.kind == "archive":
+                continue
+            key = key_of(g.text, self.tokenize).distinctive(doc_freq)
+            out[g.id] = [u.id for u, said in rest if self.restated_in(said, key)]
+        return out
+
+    def marks(self, scope: str, units: Sequence[MemoryUnit]) -> dict[str, str]:
+        """Which facts and history entries recall leaves out ("hidden") or serves in part ("masked"), by id."""
+        keys = self.keys_in(scope)
+        out: dict[str, str] = {}
+        for u in units if keys else ():
+            shown = self.shown(u, keys)
+            if shown is not u:
+                out[u.id] = "hidden" if shown is None else "masked"
+        return out
+
+    def apply(self, result: RecallResult) -> RecallResult:
+        """`result` without what the owner's forgets hide: archived turns (hits and window turns), facts, and the
+        sentences of history entries."""
+        keys = self.keys_in(result.scope)
+        if not keys:
+            return result
+        query = set(self.tokenize(result.query))
+        kept: list[RecallHit] = []
+        for h in result.hits:
+            if self.hides(h.unit, keys):
+                continue
+            if h.excerpt:
+                h = dataclasses.replace(h, excerpt=_window_without(h, lambda t: self.hides(t, keys)))
+            shown = self.shown(h.unit, keys)
+            if shown is None or (shown is not h.unit and not self._still_matches(shown, query)):
+                continue
+            kept.append(h if shown is h.unit else dataclasses.replace(h, unit=shown))
+        result.hits = kept
+        return result
+
+
+def _window_without(h: RecallHit, hidden: Callable[[MemoryUnit], bool]) -> tuple[MemoryUnit, ...]:
+    """The run of turns around the hit's own turn that holds no hidden turn."""
+    turns = list(h.excerpt)
+    at = next(n for n, t in enumerate(turns) if t.id == h.unit.id)
+    lo = hi = at
+    while lo > 0 and not hidden(turns[lo - 1]):
+        lo -= 1
+    while hi + 1 < len(turns) and not hidden(turns[hi + 1]):
+        hi += 1
+    return tuple(turns[lo : hi + 1])

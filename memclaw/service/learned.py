@@ -1,14 +1,14 @@
-"""When a fact was learned, where a person sees it: the learned-mark every fact memclaw writes ends with.
+"""The learned-mark every fact memclaw writes ends with: when it was learned, where a person sees it.
 
-* `memory add` and the `remember` tool: ` (YYYY-MM-DD)`, the day it was said (today, or `memory add --date`);
-  a text that already ends in a date (`... (2023-05-08)` or `... [2023-05-08]`) keeps it and gets no other.
-* consolidation: ` (YYYY-MM-DD #c7f3a9b21)`, the conversation's day and the consolidation's id (the id its
-  history entry and archive chunk carry: memclaw.markdown.formats.fact_mark). A mark the model copied from the
-  facts it was shown (one with an id, the replaced fact's own date, or the learned day itself) is dropped first; a
-  date the model ended the sentence with for its own reasons (an event's day) stays, before the mark.
+- `memory add` and the `remember` tool write ` (YYYY-MM-DD)`, the day it was said. A text that already ends in a
+  date, as `(2023-05-08)` or `[2023-05-08]`, keeps that date and gets no other.
+- Consolidation writes ` (YYYY-MM-DD #c7f3a9b21)`: the conversation's day and the consolidation's id, the id its
+  history entry and archive chunk carry (memclaw.markdown.formats.fact_mark).
+- A mark the model copied from the facts it was shown is dropped first. That is a mark with an id, the replaced
+  fact's own date, or the learned day itself. A date the model ended the sentence with for its own reasons stays.
 
-Relative dates in the text are resolved against the learned day first (memclaw.recall.written_dates: "tomorrow"
--> "tomorrow (2026-11-26)"). `bare_fact` is a fact's text without its mark: what "already remembered" compares.
+Relative dates are resolved against the learned day first: "tomorrow" becomes "tomorrow (2026-11-26)"
+(memclaw.recall.written_dates). `bare_fact` is a fact's text without its mark, what "already remembered" compares.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ def bare_fact(text: str) -> str:
 
 
 def mark_fact(text: str, learned: date, cid: str | None = None, *, replaces: str | None = None) -> str:
-    """`text` (normalised) as memclaw writes it: relative dates resolved and the learned-mark at the end (see the
-    module docstring). `replaces`: the text of the fact an update rewrites (its date, if the model copied it, goes)."""
+    """`text`, normalised, as memclaw writes it: relative dates resolved and the learned-mark at the end.
+
+    `replaces` is the text of the fact an update rewrites: its date goes if the model copied it."""
     t = normalize_fact_text(text)
     body, day = split_trailing_date(t)
     if cid is None:
@@ -36,7 +37,8 @@ def mark_fact(text: str, learned: date, cid: str | None = None, *, replaces: str
     elif day is not None and (
         fact_cid(t) is not None or day == learned.isoformat() or (replaces and split_trailing_date(replaces)[1] == day)
     ):
-        t = body  # a mark copied from the facts shown, or the learned day said twice
+        # a mark copied from the facts shown, or the learned day said twice
+        t = body
     if not t:
         return t
     return resolve_relative_dates(t, learned) + fact_mark(learned, cid)

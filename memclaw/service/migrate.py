@@ -39,7 +39,8 @@ def migrate_to_server(ws: Workspace, cfg: Config, url: str, *, console: Any = No
             url=url, headers=headers, namespace=local.namespace, timeout_s=cfg.memory.chroma_timeout_s
         )
         copied = _copy_all(ws, cfg, url, local, src, dst, console)
-    except VectorStoreUnavailable as e:  # (its fix names memory.chroma_url, the config's server: here it is --to's)
+    # its fix names memory.chroma_url, the config's server: here it is --to's
+    except VectorStoreUnavailable as e:
         raise VectorStoreUnavailable(
             f"the server at --to {redact_url(url)} is unreachable or did not answer; start it there, or check the "
             f"address ({str(e).split('; ')[0]})"
@@ -71,7 +72,8 @@ def _copy_all(ws: Workspace, cfg: Config, url: str, local: Any, src: Any, dst: A
 
 
 def _copy_scope(src: Any, dst: Any, scope: str) -> int:
-    small = src.small_entries(scope)  # a small scope's vectors (memclaw.store.small): all at once, few
+    # a small scope's vectors (memclaw.store.small): all at once, few
+    small = src.small_entries(scope)
     if small is not None:
         ids, embs, metas, docs = small
         if ids:

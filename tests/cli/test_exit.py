@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memclaw.cli.exits import BROKEN_PIPE_EXIT
-from memclaw.service.prefetch import Prefetch
+from memclaw.service.facade import Prefetch
 from memclaw.util.background import background_thread, wait_for_background
 
 REPO = Path(__file__).resolve().parents[2]

@@ -128,7 +128,7 @@ def test_candidates_render_once_per_unit():
 
 # ----- excerpts of the archive (issue 22) -----------------------------------------------------------------------
 def turn_units(*said: str, cid: str = "c7f3a9b21", day: str = "2026-11-25") -> list[MemoryUnit]:
-    """Consecutive archived turns of one chunk, as memclaw.markdown.archive_units makes them ("speaker: text")."""
+    """Consecutive archived turns of one chunk, as memclaw.markdown.archive makes them ("speaker: text")."""
     out = []
     for i, s in enumerate(said):
         speaker, text = s.split(": ", 1)

@@ -16,7 +16,7 @@ from memclaw.index.bm25_context import with_context
 from memclaw.index.passages import MAX_WORDS, context_rows_all
 from memclaw.index.tokenizer import Tokenizer
 from memclaw.index.unittable import UnitTable
-from memclaw.markdown.archive_units import chunk_of
+from memclaw.markdown.archive import chunk_of
 from memclaw.markdown.units import MemoryUnit
 from tests.archive_days import MUSEUM, append_day, archive_service, chunk
 

@@ -148,7 +148,7 @@ def test_render_then_parse_is_the_identity_and_rendering_is_stable(chunks, pream
 
 
 def test_archive_units_one_per_turn_with_stable_ids_across_a_hand_edit():
-    from memclaw.markdown.archive_units import archive_units, day_of_source
+    from memclaw.markdown.archive import archive_units, day_of_source
 
     said = turns(("Maya", "Did Lena say which restaurant?"), ("memclaw", "Taberna da Ribeira."))
     chunk = ArchiveChunk(CID, datetime.combine(DAY, time(14, 2)), said)
@@ -169,7 +169,7 @@ def test_archive_units_one_per_turn_with_stable_ids_across_a_hand_edit():
 
 
 def test_chunk_of_tells_two_chunks_of_one_day_apart_and_nothing_else_is_a_chunk():
-    from memclaw.markdown.archive_units import archive_units, chunk_of
+    from memclaw.markdown.archive import archive_units, chunk_of
 
     first = ArchiveChunk(
         CID, datetime.combine(DAY, time(9, 0)), turns(("Maya", "Lena booked a table."), ("Maya", "Friday."))

@@ -10,9 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memclaw.errors import MemoryFileError
-from memclaw.markdown.archive import ArchiveChunk, ArchiveDay, ArchivedTurn, render_day
+from memclaw.markdown.archive import ArchiveChunk, ArchiveDay, ArchivedTurn, archive_units, render_day
 from memclaw.markdown.archive_file import chunk_rows, remove_from_day
-from memclaw.markdown.archive_units import archive_units
 
 SRC = "memory/archive/2026-11-25.md"
 words = st.lists(st.sampled_from(["tea", "Porto", "Lena", "cello", "*bold*", "a: b", "<x>", "  "]), min_size=1,

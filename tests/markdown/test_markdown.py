@@ -8,9 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memclaw.markdown.formats import format_history_entry, parse_history, render_history, scan_history_doc
-from memclaw.markdown.memory_md import ParseNote, describe_notes, parse_memory, render_memory, scan_memory
+from memclaw.markdown.formats import format_history_entry, parse_history, scan_history_doc
+from memclaw.markdown.memory_md import ParseNote, describe_notes, parse_memory, scan_memory
 from memclaw.markdown.units import unit_id
+from tests.markdown.render import render_history, render_memory
 
 SRC = "memory/MEMORY.md"
 

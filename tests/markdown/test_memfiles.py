@@ -14,12 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memclaw.errors import MemoryFileError
+from memclaw.markdown._syntax import bullet_first_line
 from memclaw.markdown.fact_ops import DEFAULT_SECTION, FactOp, append_fact, apply_fact_ops
 from memclaw.markdown.files import file_signature, lock_path, read_units
 from memclaw.markdown.history_file import append_history, delete_history_entries
 from memclaw.markdown.incremental import parse_file
 from memclaw.markdown.memory_md import parse_memory
-from memclaw.markdown.syntax import bullet_first_line
 from tests.markdown.test_markdown import QA_HISTORY
 
 SRC = "memory/MEMORY.md"

@@ -4,6 +4,7 @@ idempotent by the consolidation id; `memory.archive = false`; secrets masked in 
 
 from __future__ import annotations
 
+import json
 from datetime import date, datetime, time
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from memclaw.markdown.archive import ArchivedTurn, consolidation_id, parse_day
 from memclaw.markdown.fact_ops import FactOp
 from memclaw.markdown.formats import fact_cid
 from memclaw.markdown.units import sender_scope
-from memclaw.service.consolidation_record import ConsolidationRecord
+from memclaw.service.consolidation_record import STEPS, ConsolidationRecord, Step
 from memclaw.service.facade import MemoryService
 from tests.service.test_memory_service import make_workspace
 
@@ -203,3 +204,15 @@ def test_unknown_steps_are_refused(svc):
 def test_the_learned_mark_of_a_consolidation_fact(svc, model_text, written):
     svc.record_consolidation("owner", record(fact_ops=(FactOp("add", text=model_text),)), steps=("facts",))
     assert written in [f.text for f in svc.facts()]
+
+
+def test_the_steps_run_in_their_table_order_whatever_order_they_are_asked_in(svc):
+    res = svc.record_consolidation("owner", record(), steps=("history", "archive"))
+    assert res.written == [Step.ARCHIVE, Step.HISTORY] and res.skipped == []
+    assert all(fact_cid(f.text) != CID for f in svc.facts())
+
+
+def test_a_step_is_spelled_as_a_session_notes_it_done():
+    """A session's progress keeps `<scope>#<step>` strings in its JSON meta: a step's spelling is an on-disk format."""
+    assert [f"owner#{s}" for s in STEPS] == ["owner#archive", "owner#facts", "owner#history"]
+    assert json.loads(json.dumps([f"owner#{Step.FACTS}", Step.HISTORY])) == ["owner#facts", "history"]

@@ -123,7 +123,7 @@ def test_mentions_are_kept_with_each_forgotten_memory_and_an_old_line_reads_with
 
 
 def test_a_memory_forgotten_before_mentions_were_noted_masks_history_dated_before_its_forget(tmp_path):
-    from memclaw.service.forgotten_recall import ForgottenFilter
+    from memclaw.service.forgotten import ForgottenFilter
 
     line = {"scope": "owner", "text": FORGOT, "at": (T0 + timedelta(minutes=10)).isoformat()}
     (tmp_path / "forgotten.jsonl").write_text(json.dumps(line) + "\n", "utf-8")
@@ -141,7 +141,7 @@ def test_a_memory_forgotten_before_mentions_were_noted_masks_history_dated_befor
 
 
 def test_a_history_entry_restates_a_fact_in_one_sentence_not_in_words_spread_over_many(tmp_path):
-    from memclaw.service.forgotten_recall import ForgottenFilter
+    from memclaw.service.forgotten import ForgottenFilter
 
     filt = ForgottenFilter(tmp_path, Tokenizer().tokenize, lambda scope: lambda term: 1)
     fact = MemoryUnit("f1", "fact", "owner", "memory/MEMORY.md", 1, FORGOT)

@@ -1,9 +1,15 @@
-"""Writes to a workspace's memory: the Markdown first (atomically), then a sync of the scope. Facts added, edited
-and deleted, history appended, memories forgotten, and what a scope holds now."""
+"""Writes to a workspace's memory: the Markdown first, atomically, then a sync of the scope.
+
+Facts are added and deleted, history appended, memories forgotten. `memory list` reads what a scope holds now. The
+archive appears there as one row per chunk. `memory forget` takes an archived turn's id, a chunk's consolidation id
+or a whole day (`YYYY-MM-DD`). Every id is checked before anything is written.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +21,7 @@ from memclaw.permission_errors import from_permission_error
 if TYPE_CHECKING:
     from memclaw.index.scopes import ScopeCache
     from memclaw.markdown.incremental import FileMark
+    from memclaw.workspace import Workspace
 
 
 Mentions = Callable[[Sequence[MemoryUnit], Sequence[MemoryUnit]], Mapping[str, Sequence[str]]]
@@ -52,16 +59,20 @@ class MemoryWriter:
 
         if not normalize_fact_text(text):
             raise UsageError("empty fact: say what to remember")
-        text = mask_for_memory(text)  # a secret is saved as ***, with one warning line
-        text = mark_fact(text, learned or date.today())  # as it will read back, with when it was learned
+        # a secret is saved as ***, with one warning line
+        text = mask_for_memory(text)
+        # as it will read back, with when it was learned
+        text = mark_fact(text, learned or date.today())
         refused = too_long(text) or section_too_long(section)
         if refused:
             raise UsageError(refused)
         path = self.workspace.memory_file(scope)
 
-        def known() -> MemoryUnit | None:  # under the lock: the file as every earlier writer left it
+        # under the lock: the file as every earlier writer left it
+        def known() -> MemoryUnit | None:
             found = self.find_fact(text, scope=scope, section=section)
-            if found is None:  # about to be written: a re-run does not write it twice
+            # about to be written: a re-run does not write it twice
+            if found is None:
                 self._check_other_files(scope, path)
             return found
 
@@ -149,23 +160,21 @@ class MemoryWriter:
 
     def list_units(self, scope: str, kind: str | None) -> list[MemoryUnit]:
         """Every memory of a scope as the Markdown holds it now, in file order (facts, then history, then the
-        archive's chunks as rows: memclaw.service.archive_writes); reads only."""
-        from memclaw.service.archive_writes import archive_rows
-
+        archive's chunks as rows: `_archive_rows`); reads only."""
         if kind not in (None, "fact", "history", "archive"):
             raise UsageError(f"unknown memory kind {kind!r}: use fact, history or archive")
         out = [u for u in self.scopes.parse(scope, ("fact", "history")) if kind is None or u.kind == kind]
-        return out + (archive_rows(self.workspace, scope) if kind in (None, "archive") else [])
+        return out + (_archive_rows(self.workspace, scope) if kind in (None, "archive") else [])
 
     def forget(self, ids: Sequence[str], *, scope: str, mentions: Mentions | None = None) -> list[MemoryUnit]:
-        """Remove these memories from the Markdown, then from the index: facts and history entries by id (as
-        `list_units` and recall give them), archived turns by id, whole chunks of the archive by consolidation id,
-        whole days of it by date (memclaw.service.archive_writes). Every id is checked before anything is written.
-        `mentions(gone, units)`: which other units restate each forgotten one, noted with it
-        (memclaw.service.forgotten). Returns what was forgotten."""
+        """Remove these memories from the Markdown, then from the index, and return what was forgotten.
+
+        Facts, history entries and archived turns go by id, as `list_units` and recall give them. Whole chunks of
+        the archive go by consolidation id, whole days by date (`_plan_forget`). Every id is checked before anything
+        is written. The callback `mentions(gone, units)` says which other units restate each forgotten one; they
+        are noted with it (memclaw.service.forgotten)."""
         from memclaw.markdown.fact_ops import FactOp, apply_fact_ops
         from memclaw.markdown.history_file import delete_history_entries
-        from memclaw.service.archive_writes import forget_archive, plan_forget
         from memclaw.service.forgotten import check_notes, note_forgotten
 
         check_notes(self.workspace.sessions_dir)
@@ -173,7 +182,7 @@ class MemoryWriter:
         ids = list(dict.fromkeys(ids))
         rest = [i for i in ids if i not in current]
         turns = {u.id: u for u in self.scopes.parse(scope, ("archive",))} if rest else {}
-        plan, unknown = plan_forget(self.workspace, scope, rest, turns)
+        plan, unknown = _plan_forget(self.workspace, scope, rest, turns)
         if unknown:
             raise UsageError(
                 f"no memory with id {unknown[0]!r} in scope {scope}: use an id from `memclaw memory list` or "
@@ -190,7 +199,115 @@ class MemoryWriter:
             delete_history_entries(path, scope, self.workspace.source_of(path), history)
         gone = [current[i] for i in ids if i in current]
         said = mentions(gone, list(current.values())) if mentions is not None and gone else None
-        note_forgotten(self.workspace.sessions_dir, gone, said)  # so that no chat that said them writes them back
-        gone += forget_archive(self.workspace, scope, plan) if plan else []
+        # so that no chat that said them writes them back
+        note_forgotten(self.workspace.sessions_dir, gone, said)
+        gone += _forget_archive(self.workspace, scope, plan) if plan else []
         self._sync([scope])
         return gone
+
+
+# ----- the archive in `memory list` and `memory forget` ---------------------------------------------
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def _is_day_id(s: str) -> bool:
+    """`YYYY-MM-DD`, a real date: what `memory forget` reads as a day of the archive."""
+    if not _DAY.fullmatch(s):
+        return False
+    try:
+        date.fromisoformat(s)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_chunk_id(s: str) -> bool:
+    from memclaw.markdown.archive import CID
+
+    return CID.fullmatch(s) is not None
+
+
+def _archive_rows(ws: Workspace, scope: str) -> list[MemoryUnit]:
+    """Every chunk of the scope's archive as a row (memclaw.markdown.archive_file.chunk_row), oldest day first."""
+    from memclaw.markdown.archive_file import chunk_rows
+    from memclaw.markdown.files import read_text
+
+    out: list[MemoryUnit] = []
+    for path in ws.archive_files(scope):
+        out += chunk_rows(read_text(path) or "", scope=scope, source=ws.source_of(path))
+    return out
+
+
+@dataclass
+class _ArchivePlan:
+    """What `forget` will remove from the archive: per day file, chunk ids and turn ids; whole days."""
+
+    chunks: dict[Path, set[str]] = field(default_factory=dict)
+    turns: dict[Path, set[str]] = field(default_factory=dict)
+    days: dict[str, Path] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.chunks or self.turns or self.days)
+
+
+def _plan_forget(
+    ws: Workspace, scope: str, ids: Sequence[str], turns: dict[str, MemoryUnit]
+) -> tuple[_ArchivePlan, list[str]]:
+    """Sort the archive's ids among `ids` (turn ids found in `turns`, chunk ids, days) into a plan; also returns the
+    ids that are none of these in the scope's archive."""
+    plan = _ArchivePlan()
+    rows = None
+    unknown = []
+    for i in ids:
+        if i in turns:
+            path = ws.root / turns[i].source
+            plan.turns.setdefault(path, set()).add(i)
+        elif _is_day_id(i):
+            path = ws.archive_file(scope, date.fromisoformat(i))
+            if path.is_file():
+                plan.days[i] = path
+            else:
+                unknown.append(i)
+        elif _is_chunk_id(i):
+            rows = _archive_rows(ws, scope) if rows is None else rows
+            where = {ws.root / r.source for r in rows if r.id == i}
+            for path in where:
+                plan.chunks.setdefault(path, set()).add(i)
+            if not where:
+                unknown.append(i)
+        else:
+            unknown.append(i)
+    return plan, unknown
+
+
+def _forget_archive(ws: Workspace, scope: str, plan: _ArchivePlan) -> list[MemoryUnit]:
+    """Carry out a plan: the rows of what was removed (days first, then chunks and turns, file by file)."""
+    from memclaw.markdown.archive_file import chunk_rows, remove_from_day
+    from memclaw.markdown.files import locked, read_text
+
+    out: list[MemoryUnit] = []
+    for day, path in sorted(plan.days.items()):
+        with locked(path):
+            text = read_text(path) or ""
+            rows = chunk_rows(text, scope=scope, source=ws.source_of(path))
+            path.unlink(missing_ok=True)
+        n_turns = sum(int(r.extra["turns"]) for r in rows)
+        out.append(
+            MemoryUnit(
+                id=day,
+                kind="archive",
+                scope=scope,
+                source=ws.source_of(path),
+                line=1,
+                text=f"the whole day: {len(rows)} conversation(s), {n_turns} turn(s)",
+                timestamp=datetime.fromisoformat(day),
+                extra={"turns": str(n_turns)},
+            )  # fmt: skip
+        )
+    for path in sorted(set(plan.chunks) | set(plan.turns)):
+        if path in plan.days.values():
+            continue
+        removed = remove_from_day(path, scope=scope, source=ws.source_of(path), cids=plan.chunks.get(path, set()),
+                                  turn_ids=plan.turns.get(path, set()))  # fmt: skip
+        out += removed.chunks + removed.turns
+    return out

@@ -1,4 +1,4 @@
-"""Appending to an archive day file and to HISTORY.md (memclaw.markdown.archive_append, history_file): true appends
+"""Appending to an archive day file and to HISTORY.md (memclaw.markdown.archive_file, history_file): true appends
 under the lock, fsynced, never through a symlink, each idempotent by consolidation id."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from memclaw.errors import MemoryFileError
 from memclaw.markdown.archive import ArchiveChunk, ArchivedTurn, parse_day
-from memclaw.markdown.archive_append import append_archive_chunk
+from memclaw.markdown.archive_file import append_archive_chunk
 from memclaw.markdown.formats import parse_history
 from memclaw.markdown.history_file import append_history
 

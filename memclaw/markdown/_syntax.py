@@ -1,9 +1,8 @@
 """The line-level syntax of MEMORY.md (pure): what block a line opens, closes or continues.
 
-Each function looks at one line, stripped of its indentation unless said otherwise. The block scanner
-(memclaw.markdown.memory_md) and the append fast path (memclaw.markdown.incremental) read lines through these, so both
-always agree
-on what a line is; memclaw.markdown.fact_ops and fact_placement write headings and items through `heading_line` and
+Each function looks at one line, stripped of its indentation unless said otherwise. The block scanner of
+memclaw.markdown.memory_md reads lines through these, and so does the append fast path of memclaw.markdown.incremental.
+So both always agree on what a line is. memclaw.markdown.fact_ops writes headings and items through `heading_line` and
 `bullet_first_line`, which parse back to exactly the text they were given.
 """
 
@@ -107,7 +106,8 @@ def strip_comments(line: str, in_comment: bool) -> tuple[str, bool]:
         out = "".join(parts)
         if "<!--" not in out:
             return out, still_open
-        line = out  # removing a comment joined "<!" and "--" into a new opener: strip again
+        # removing a comment joined "<!" and "--" into a new opener: strip again
+        line = out
 
 
 def joins_item_above(line: str) -> bool:
