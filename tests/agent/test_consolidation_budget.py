@@ -97,11 +97,7 @@ def test_at_10000_facts_the_prompt_holds_the_fact_the_conversation_changes_withi
         llm_server.reply(consolidation_json("Moved to Porto.", [update, {"op": "delete", "id": penicillin}]))
         llm_server.reply(consolidation_json("Ana moved from Lisbon to Porto in 2026.", [update]))
         assert asyncio.run(agent.handle(cli("Any tips for Porto restaurants?"))).ok
-        assert llm_server.pending() == 0
-        report = agent.last_consolidation
-        assert report.ok, report.error
-
-        first = llm_server.requests[-2]["messages"]
+        first = next(r["messages"] for r in llm_server.requests if "Turn it into" in r["messages"][-1]["content"])
         prompt = first[-1]["content"]
         tokens = count_messages(first, MODEL)
         assert tokens <= agent.config.agent.consolidation_tokens
@@ -109,6 +105,9 @@ def test_at_10000_facts_the_prompt_holds_the_fact_the_conversation_changes_withi
         # a fact the conversation never touches is not listed
         assert f"[{penicillin}]" not in prompt and "penicillin" not in prompt
         assert f"Memory holds {FILLER + 3} facts" in prompt
+        assert llm_server.pending() == 0
+        report = agent.last_consolidation
+        assert report.ok, report.error
         retry = llm_server.requests[-1]["messages"][-1]["content"]
         assert f"unknown fact id(s) {penicillin}" in retry
 
