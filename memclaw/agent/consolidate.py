@@ -426,7 +426,7 @@ def relevant_facts(
             if not query:
                 continue
             try:
-                hits = memory.recall(query, scope=scope, k=RECALL_K, mode=mode, kind="fact", now=now)
+                hits = memory.recall_detailed(query, scope=scope, k=RECALL_K, mode=mode, kind="fact", now=now).hits
             except MemclawError as e:
                 log.info("consolidation: recall of a turn found nothing (%s)", e)
                 continue

@@ -69,11 +69,13 @@ def big_memory(tmp_path_factory) -> Path:
     return root
 
 
-def agent_at(root: Path, **agent_settings: int) -> Agent:
+def agent_at(root: Path, embedder=None, **agent_settings: int) -> Agent:
     cfg = config(root)
+    if embedder is not None:
+        cfg.embeddings = EmbeddingsConfig()
     for key, value in agent_settings.items():
         setattr(cfg.agent, key, value)
-    mem = MemoryService(Workspace(root), cfg)
+    mem = MemoryService(Workspace(root), cfg, embedder=embedder)
     return Agent(cfg, Workspace(root), mem, llm=LLMClient(cfg, backoff_base_s=0.01), background_consolidation=False)
 
 
@@ -115,6 +117,32 @@ def test_at_10000_facts_the_prompt_holds_the_fact_the_conversation_changes_withi
         assert "- Lives in Porto, in a flat near the river (" in md and "Lives in Lisbon" not in md
         assert "- Allergic to penicillin (2026-01-05)" in md
         assert len(agent.memory.facts("owner")) == FILLER + 3
+    finally:
+        agent.memory.close()
+
+
+def test_with_the_bundled_model_a_partial_prompt_holds_the_fact_the_conversation_changes(
+    tmp_path, llm_server, embedder
+):
+    """The same at 300 facts and a budget of 3,000 tokens, with the bundled model's vectors in the hybrid recall."""
+    root = tmp_path / "ws"
+    write_memory(root, 300, OWN)
+    agent = agent_at(root, embedder, consolidation_tokens=3_000)
+    try:
+        agent.memory.sync()
+        lisbon, penicillin = fact_id(agent, "Lives in Lisbon"), fact_id(agent, "penicillin")
+        talk(agent, llm_server, TURNS)
+        update = {"op": "update", "id": lisbon, "text": "Lives in Porto, in a flat near the river"}
+        llm_server.reply("ok: Porto tips")
+        llm_server.reply(consolidation_json("Ana moved from Lisbon to Porto in 2026.", [update]))
+        assert asyncio.run(agent.handle(cli("Any tips for Porto restaurants?"))).ok
+        report = agent.last_consolidation
+        assert report.ok, report.error
+        messages = llm_server.requests[-1]["messages"]
+        prompt = messages[-1]["content"]
+        assert count_messages(messages, MODEL) <= 3_000
+        assert f"[{lisbon}]" in prompt and f"[{penicillin}]" not in prompt and "Memory holds 303 facts" in prompt
+        assert "- Lives in Porto, in a flat near the river (" in (root / "memory" / "MEMORY.md").read_text("utf-8")
     finally:
         agent.memory.close()
 
