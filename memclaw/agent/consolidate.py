@@ -8,7 +8,8 @@ memclaw.agent.consolidation_output. Invariants:
 - The prompt fits `agent.consolidation_tokens`. It shows every fact of the scope when all fit; otherwise the facts
   the conversation's turns recall, best first, until the budget is full.
 - An update or a delete names only a fact the prompt showed; facts not shown are left as they are.
-- A conversation that cannot fit the budget is said once, as one warning, and the session is kept whole.
+- A chunk over the budget is halved at a turn boundary until it fits; the rest waits for the next consolidation.
+  A turn that cannot fit alone, or a `/new` over the budget, is said once as one warning, and the session is kept.
 - Nothing is lost or written twice. The answers are kept in the session before any write; each write is idempotent
   by the chunk's consolidation id; the chunk leaves the session last, found by content under the session's lock.
 - Incognito messages are never read; what the owner forgot since is redacted (memclaw.service.forgotten).
@@ -86,6 +87,13 @@ def cut_index(messages: list[dict[str, Any]], start: int, window: int, *, everyt
     return start
 
 
+def half_cut(messages: list[dict[str, Any]], start: int, cut: int) -> int:
+    """A cut at the user message nearest the middle of messages[start:cut]; `start` when the chunk is one turn."""
+    middle = start + (cut - start) // 2
+    turns = [i for i in range(start + 1, cut) if messages[i].get("role") == "user"]
+    return min(turns, key=lambda i: abs(i - middle), default=start)
+
+
 # ----- the consolidator ----------------------------------------------------------------------------------------
 @dataclass
 class ScopeResult:
@@ -145,10 +153,13 @@ class Consolidator:
             await asyncio.to_thread(self.sessions.refresh, session)
             return await self._consolidate(session, everything=everything, now=now)
 
-    async def _consolidate(self, session: Session, *, everything: bool, now: datetime | None) -> ConsolidationReport:
+    async def _consolidate(
+        self, session: Session, *, everything: bool, now: datetime | None, shorter: int | None = None
+    ) -> ConsolidationReport:
         start = session.last_consolidated
-        cut = cut_index(session.messages, start, self.config.agent.memory_window, everything=everything)
-        done, answers, cut = _resume(session, start, cut)
+        planned = shorter or cut_index(session.messages, start, self.config.agent.memory_window, everything=everything)
+        done, answers, cut = _resume(session, start, planned)
+        resumed = bool(done or answers) or cut != planned
         if cut <= start:
             if everything and start:
                 await asyncio.to_thread(self.sessions.trim, session, start)
@@ -170,6 +181,11 @@ class Consolidator:
                 await asyncio.to_thread(self.sessions.set_meta, session, **{CHUNK_PROGRESS: progress})
             await self._write(session, parts, answers, consolidation_id(fingerprint), progress, report)
         except ConsolidationOverBudget as e:
+            # a first attempt of a chunk of several turns tries its first half; `/new` keeps its one chunk
+            half = half_cut(session.messages, start, cut)
+            if not everything and not resumed and start < half < cut:
+                log.info("session %s/%s: %s; trying the chunk's first %d messages", *session.key, e, half - start)
+                return await self._consolidate(session, everything=False, now=now, shorter=half)
             report.error = str(e)
             await asyncio.to_thread(self._over_budget, session, start, e)
             return report

@@ -196,7 +196,8 @@ class AgentConfig(_Section):
     memory_window: int = Field(50, ge=4)
     consolidation_tokens: int = Field(16_000, ge=1_000, le=10_000_000)
     """Token budget of one consolidation prompt. It shows every fact of the scope when all fit, else the facts the
-    conversation recalls, best first. A conversation too long for it is kept in the session, with one warning."""
+    conversation recalls, best first. A longer conversation is consolidated a part at a time; a turn too long for it
+    is kept in the session, with one warning."""
     temperature: float | None = Field(None, ge=0, le=2)
     max_tokens: int = Field(2048, ge=16)
     context_window: int | None = Field(None, ge=512)

@@ -194,3 +194,27 @@ def test_a_conversation_over_the_budget_warns_once_and_keeps_the_session(tmp_pat
         assert "Told a story in three parts." in (root / "memory" / "HISTORY.md").read_text("utf-8")
     finally:
         agent.memory.close()
+
+
+def test_a_chunk_over_the_budget_is_consolidated_a_part_at_a_time(tmp_path, llm_server, caplog):
+    """Each turn fits the budget, three do not: the first part is consolidated, the rest at the next turns."""
+    root = tmp_path / "ws"
+    write_memory(root, 20, OWN)
+    agent = agent_at(root, consolidation_tokens=2_500)
+    caplog.set_level(logging.WARNING, logger="memclaw.agent.consolidate")
+    try:
+        long_turns = [f"Story part {i}: " + " ".join(f"word{i}x{j}" for j in range(150)) for i in range(3)]
+        talk(agent, llm_server, long_turns)
+        llm_server.reply("ok")
+        llm_server.reply(consolidation_json("Told the first part of a story.", []))
+        assert asyncio.run(agent.handle(cli("and then?"))).ok
+        report = agent.last_consolidation
+        assert report.ok and report.consolidated == 2, report.error
+        messages = llm_server.requests[-1]["messages"]
+        assert count_messages(messages, MODEL) <= 2_500
+        assert "Story part 0" in messages[-1]["content"] and "Story part 1" not in messages[-1]["content"]
+        assert not caplog.records
+        session = SessionStore(root / "sessions").load("cli", "cli")
+        assert session.last_consolidated == 0 and session.messages[0]["content"].startswith("Story part 1")
+    finally:
+        agent.memory.close()
