@@ -155,7 +155,10 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-consolidation-"))
     os.environ["MEMCLAW_HOME"] = str(tmp / "home")
     codes = {"before": old_code(args.before_ref, tmp / "before"), "after": ROOT}
-    ref = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
+    ref, before = (
+        subprocess.run(["git", "rev-parse", "--short", r], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        for r in ("HEAD", args.before_ref)
+    )
     rows = []
     for n in [int(x) for x in args.sizes.split(",")]:
         base = tmp / f"n{n}"
@@ -178,7 +181,7 @@ def main() -> None:
         "# One consolidation as MEMORY.md grows: prompt tokens and wall time, before and after",
         "",
         f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `benchmarks/bench_consolidation.py`.",
-        f"Before: `{args.before_ref}`; after: `{ref.strip()}` (this checkout).",
+        f"Before: `{args.before_ref}` (`{before}`); after: `{ref}` (this checkout, with its uncommitted changes).",
         f"Machine: {machine()}; shared with other jobs.",
         f"Each time is the median of {args.repeats} runs, each in a fresh copy of the workspace.",
         "The model is the scripted server on loopback: a real model adds its own time, which grows with the prompt.",
