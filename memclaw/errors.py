@@ -118,6 +118,10 @@ class ConsolidationError(LLMError):
     exit_code = 5
 
 
+class ConsolidationOverBudget(ConsolidationError):
+    """A consolidation prompt cannot fit `agent.consolidation_tokens`; nothing was asked or written."""
+
+
 class SessionError(MemclawError):
     """A session file cannot be read or written."""
 

@@ -1,13 +1,14 @@
-"""The model's consolidation answer and its validation: the one boundary where what the model wants written to
-memory is checked, before anything is kept or written.
+"""The model's consolidation answer and its validation: the one place where what the model wants written to memory
+is checked, before anything is kept or written.
 
     {"history_entry": "...", "facts": [{"op": "add", "text": ..., "section": ...},
                                         {"op": "update", "id": ..., "text": ...}, {"op": "delete", "id": ...}]}
 
-A reply that does not hold (not JSON, an op without its text or id, an id that is not a listed fact, a fact or
-history entry over the size limit of a memory, a section over the length limit of a heading path:
-memclaw.markdown.unit_size) raises ValueError with words fit to send back to the model: the consolidator asks once
-more, and if the second reply does not hold either, the consolidation fails and the session is kept whole.
+A reply that does not hold raises ValueError, with words fit to send back to the model. It does not hold when it is
+not JSON, or an op lacks its text or id. It does not hold either when an id is not among the facts the prompt showed.
+A fact or history entry over the size limit of a memory, or a section over that of a heading path, is refused too
+(memclaw.markdown.unit_size). The consolidator then asks once more; a second bad reply fails the consolidation, and
+the session is kept whole.
 """
 
 from __future__ import annotations

@@ -197,6 +197,10 @@ class AgentConfig(_Section):
     max_retries: int = Field(3, ge=0, le=10)
     max_tool_iterations: int = Field(20, ge=1, le=200)
     memory_window: int = Field(50, ge=4)
+    consolidation_tokens: int = Field(16_000, ge=1_000, le=10_000_000)
+    """Token budget of one consolidation prompt. It shows every fact of the scope when all fit, else the facts the
+    conversation recalls, best first. A longer conversation is consolidated a part at a time; a turn too long for it
+    is kept in the session, with one warning."""
     temperature: float | None = Field(None, ge=0, le=2)
     max_tokens: int = Field(2048, ge=16)
     context_window: int | None = Field(None, ge=512)

@@ -83,7 +83,7 @@ def fact_cid(text: str) -> str | None:
 
 def without_cid(text: str) -> str:
     """A fact's text with its learned-mark's consolidation id left out (`... (2026-11-25)`): what the index reads. The
-    id is a link (memclaw.index.links), not words: embedded, its hex digits only blur what the fact says."""
+    id is a link (memclaw.index._links), not words: embedded, its hex digits only blur what the fact says."""
     m = _TRAILING_DATE.search(text)
     if m is None or m.group(2) is None:
         return text
