@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memclaw.defaults import CONTEXT_RECALL_K, EMBEDDINGS_BACKEND, EMBEDDINGS_MODEL, RECALL_MODE
 from memclaw.util.home import config_path
 from memclaw.util.safepath import read_regular
 
@@ -35,16 +36,11 @@ _NOT_A_RUN = frozenset({"--help", "--version"})
 
 @dataclass(frozen=True)
 class EarlyChoice:
-    """The settings that name the embedding model (memclaw.embedding.load.ModelChoice), with EmbeddingsConfig's
-    defaults."""
+    """The settings that name the embedding model (memclaw.embedding.load.ModelChoice), with the config's defaults."""
 
-    model: str = "all-MiniLM-L6-v2"
-    backend: str = "auto"
+    model: str = EMBEDDINGS_MODEL
+    backend: str = EMBEDDINGS_BACKEND
     cache_dir: Path | None = None
-
-
-DEFAULT_MODE = "hybrid"  # RecallConfig.mode
-DEFAULT_RECALL_K = 40  # ContextConfig.recall_k
 
 
 def load_model_early(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> bool:
@@ -76,8 +72,8 @@ def early_choice(argv: Sequence[str], environ: Mapping[str, str]) -> EarlyChoice
     if setting is None:
         return None
     try:
-        mode = (_option(options, "--mode") if command == "recall" else None) or setting("recall", "mode", DEFAULT_MODE)
-        recall_k = setting("context", "recall_k", DEFAULT_RECALL_K)
+        mode = (_option(options, "--mode") if command == "recall" else None) or setting("recall", "mode", RECALL_MODE)
+        recall_k = setting("context", "recall_k", CONTEXT_RECALL_K)
         model = setting("embeddings", "model", EarlyChoice.model)
         backend = setting("embeddings", "backend", EarlyChoice.backend)
         cache_dir = setting("embeddings", "cache_dir", None)

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from memclaw.config.env import ENV_PREFIX, check_env_names, env_values, merged
+from memclaw.defaults import CONTEXT_RECALL_K, EMBEDDINGS_BACKEND, EMBEDDINGS_MODEL, RECALL_MODE
 from memclaw.errors import ConfigError
 from memclaw.util.home import config_path
 from memclaw.util.home import memclaw_home as memclaw_home  # (the place other modules import it from)
@@ -45,11 +46,11 @@ def http_url_problem(url: str) -> str | None:
 
 
 class EmbeddingsConfig(_Section):
-    model: str = "all-MiniLM-L6-v2"
+    model: str = EMBEDDINGS_MODEL
     """A name from embeddings/registry.toml, any sentence-transformers model name or local path (on this machine),
     or "<provider>/<model>" for the provider's embeddings through litellm, e.g. openai/text-embedding-3-small
     (memories then leave the machine)."""
-    backend: Literal["auto", "onnx", "torch"] = "auto"
+    backend: Literal["auto", "onnx", "torch"] = EMBEDDINGS_BACKEND
     """auto: the cached ONNX export when present (fast start), else sentence-transformers (torch)."""
     batch_size: int = Field(64, ge=1, le=4096)
     cache_dir: Path | None = Field(None, strict=False)
@@ -110,7 +111,7 @@ class MemoryConfig(_Section):
 
 class RecallConfig(_Section):
     k: int = Field(8, ge=1, le=200)
-    mode: Literal["hybrid", "bm25", "vector"] = "hybrid"
+    mode: Literal["hybrid", "bm25", "vector"] = RECALL_MODE
     max_query_chars: int = Field(2000, ge=1)
     """A recall query (the recall command, a message's auto-recall, memory_search) longer than this is cut to it,
     with a note: the work of recall grows with the query, and a hostile one can be megabytes."""
@@ -224,7 +225,7 @@ class AgentConfig(_Section):
 
 
 class ContextConfig(_Section):
-    recall_k: int = Field(40, ge=0, le=200)
+    recall_k: int = Field(CONTEXT_RECALL_K, ge=0, le=200)
     """At most this many recalled memories are offered to the memory section (0 turns auto-recall off)."""
     memory_tokens: int = Field(1024, ge=0)
     """Token budget of the recalled memories in the prompt: the best-ranked memories that fit, whatever their

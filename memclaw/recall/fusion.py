@@ -18,18 +18,18 @@ from memclaw.recall.dates import DateRange
 FusionMethod = Literal["rrf", "weighted", "adaptive"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FusionParams:
-    method: FusionMethod = "rrf"
-    rrf_k: int = 60
-    bm25_weight: float = 1.0
-    vector_weight: float = 1.0
-    min_similarity: float = 0.25
-    min_bm25: float = 0.0
-    bm25_relative_floor: float = 0.0
-    """Drop BM25 hits scoring below this share of the best BM25 score (0 keeps every positive hit)."""
-    bm25_confidence: float = 0.25
-    vector_confidence: float = 0.25
+    """How two signals fuse. The values come from RecallConfig (`memclaw.recall.search.rank_settings`)."""
+
+    method: FusionMethod
+    rrf_k: int
+    bm25_weight: float
+    vector_weight: float
+    min_similarity: float
+    min_bm25: float
+    bm25_confidence: float
+    vector_confidence: float
     """adaptive: the powers of each signal's confidence for this query in its weight (memclaw.recall.confidence)."""
     vector_span_from: float = VECTOR_SPAN_FROM
     """adaptive: the cosine's scale runs from the floor up to the best cosine, or up to this if the best is lower."""
@@ -50,8 +50,7 @@ def apply_floors(
     bm25: Sequence[tuple[str, float]], vector: Sequence[tuple[str, float]], p: FusionParams
 ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
     """Keep only candidates that are evidence of relevance on their own signal."""
-    top = bm25[0][1] if bm25 else 0.0
-    bm = [(i, s) for i, s in bm25 if s > p.min_bm25 and s >= p.bm25_relative_floor * top]
+    bm = [(i, s) for i, s in bm25 if s > p.min_bm25]
     vec = [(i, s) for i, s in vector if s >= p.min_similarity]
     return bm, vec
 

@@ -32,6 +32,9 @@ from memclaw.recall.fusion import (
 )
 from memclaw.recall.keep import keep_signal_ranks
 
+RECENCY_WEIGHT = 0.3
+"""With `recall.recency_half_life_days` set, the recency lift of a history entry is at most this share of the best
+score."""
 DATE_ONLY_MAX_DAYS = 31
 """A query naming a range up to this long ("last week", "on 8 May") also recalls units stamped inside it that
 match no word of the query; a wider range ("in 2023") only lifts units that match on their own."""
@@ -66,34 +69,36 @@ class RankUnit(Protocol):
     def text(self) -> str: ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RankSettings:
-    fusion: FusionParams = field(default_factory=FusionParams)
-    date_weight: float = 0.5
+    """The ranking stage's settings. The values come from RecallConfig (`memclaw.recall.search.rank_settings`)."""
+
+    fusion: FusionParams
+    date_weight: float
     """A query naming a date range lifts the units stamped inside it by this share of the best score (0: off)."""
-    date_scale: Literal["best", "full"] = "best"
-    """The date lift is a share of the best fused score (`best`) or of the fusion's full scale (`full`: a named date
-    outweighs a weak match of the words, not a strong one)."""
-    date_after: float = 0.0
-    """Units stamped just after a named range (within its length, at most a week) gain this share of the date lift."""
+    date_scale: Literal["best", "full"]
+    """The date lift is a share of the best fused score (`best`) or of the fusion's full scale.
+    With `full`, a named date outweighs a weak match of the words, not a strong one."""
+    date_after: float
+    """Units stamped just after a named range gain this share of the date lift: within its length, at most a week."""
+    link_weight: float
+    """A unit lifts the units it links to by this share of its score (0: no links)."""
+    recency_half_life_days: float | None
+    keep_factor: int
+    """Above 0: what a signal ranks r-th stays within the first keep_factor * r, itself or a unit covering it."""
+    agent_weight: float
+    """The agent's own archived turns (`RankInput.agent_turns`) keep this share of their fused score."""
+    keep_agent_turns: bool
+    """False, with `agent_weight` below 1: the placement skips the agent's own archived turns.
+    They hold their signal rank with no place of their own, and the weight ranks them."""
+    archive_min_similarity: float
+    """An archived turn found by its vector alone, with no BM25 match, needs at least this cosine."""
     date_only_max_days: int = DATE_ONLY_MAX_DAYS
     """A named range up to this long also brings in units stamped inside it that no signal found."""
-    link_weight: float = 0.5
-    """A unit lifts the units it links to by this share of its score (0: no links)."""
-    recency_half_life_days: float | None = None
-    recency_weight: float = 0.3
-    keep_factor: int = 0
-    """> 0: what a signal ranks r-th stays within the first keep_factor * r (itself or a unit covering it)."""
-    agent_weight: float = 1.0
-    """The agent's own archived turns (`RankInput.agent_turns`) keep this share of their fused score."""
-    keep_agent_turns: bool = True
-    """False (and `agent_weight` < 1): the placement does not apply to the agent's own archived turns (they hold
-    their signal rank with no place of their own: the weight ranks them)."""
-    archive_min_similarity: float = 0.0
-    """An archived turn found by its vector alone (no BM25 match) needs at least this cosine (`archive_floor`)."""
+    recency_weight: float = RECENCY_WEIGHT
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RankInput:
     """One query's evidence. `bm25` and `vector`: (unit id, score) best first, before the floors; `dated_in(ranges,
     n)`: up to n ids of units stamped inside the ranges (or, facts and summaries, naming a day inside them: `stamp_in`),

@@ -28,7 +28,7 @@ class Signal:
     context: bool = False  # BM25: the score is the turn's with the turns beside it (memclaw.index.bm25_context)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RecallHit:
     unit: MemoryUnit
     score: float  # fused score, higher is better

@@ -39,8 +39,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RECENCY_WEIGHT = 0.3
-
 
 def rank_settings(rc: RecallConfig) -> RankSettings:
     """The ranking settings of a recall configuration."""
@@ -61,7 +59,6 @@ def rank_settings(rc: RecallConfig) -> RankSettings:
         date_after=rc.date_after,
         link_weight=rc.link_weight if rc.link_sessions else 0.0,
         recency_half_life_days=rc.recency_half_life_days,
-        recency_weight=RECENCY_WEIGHT,
         keep_factor=rc.keep_factor,
         agent_weight=rc.agent_turn_weight,
         keep_agent_turns=rc.keep_agent_turns,
@@ -189,8 +186,18 @@ class Recall:
         links = sc.state.links if rc.link_sessions else {}
         entries_of = sc.entries_by_cid() if rc.link_sessions else {}
         said_by_agent = agent_turns(units, self.config.agent.name)
-        inp = RankInput(bm25_hits, vec_hits, units, links, ranges, sc.dated_in, now, bm25_bound, entries_of,
-                        said_by_agent)  # fmt: skip
+        inp = RankInput(
+            bm25=bm25_hits,
+            vector=vec_hits,
+            units=units,
+            links=links,
+            ranges=ranges,
+            dated_in=sc.dated_in,
+            now=now,
+            bm25_bound=bm25_bound,
+            entries_of=entries_of,
+            agent_turns=said_by_agent,
+        )
         turns = ArchiveHits(units, entries_of, self.tokenizer.tokenize, (rc.excerpt_before, rc.excerpt_after),
                             rc.excerpt_wide, query, passages, said_by_agent=said_by_agent,
                             agent_words=rc.excerpt_agent_words)  # fmt: skip
@@ -198,13 +205,13 @@ class Recall:
             u = units[f.id]
             result.hits.append(
                 RecallHit(
-                    u,
-                    f.score,
-                    Signal(f.bm25_rank, f.bm25_score, f.id in by_context),
-                    Signal(f.vector_rank, f.vector_similarity),
-                    dict(f.boosts),
-                    tuple(links.get(f.id, ())) + turns.covered_by(u),
-                    turns.excerpt(u),
+                    unit=u,
+                    score=f.score,
+                    bm25=Signal(f.bm25_rank, f.bm25_score, f.id in by_context),
+                    vector=Signal(f.vector_rank, f.vector_similarity),
+                    boosts=dict(f.boosts),
+                    covered_by=tuple(links.get(f.id, ())) + turns.covered_by(u),
+                    excerpt=turns.excerpt(u),
                 )
             )
         result.timings_ms["total"] = (time.perf_counter() - t0) * 1000
