@@ -130,7 +130,7 @@ RULES: dict[str, Callable[[Query], Ranked]] = {
 import numpy as np  # noqa: E402
 
 from memclaw.recall.fusion import Fused  # noqa: E402
-from memclaw.recall.keep import keep_signal_ranks  # noqa: E402
+from memclaw.recall.ranking import keep_signal_ranks  # noqa: E402
 
 
 def _norm(vals: list[float], how: str) -> tuple[list[float], float]:

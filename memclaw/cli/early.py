@@ -1,14 +1,13 @@
-"""The embedding model starts loading first thing for the commands that embed a query at once (`recall`, `context`):
-before the CLI framework parses the arguments and pydantic and the config are imported (~0.2 s), so that the
-model's ONNX Runtime session (~0.2 s, which does not hold the GIL) is made beside that start-up instead of after
-it (memclaw.embedding.load.load_in_background).
+"""Start loading the embedding model first thing for the commands that embed a query at once (`recall`, `context`).
 
-This is a guess, read cheaply and without validating anything: the command from argv, the few settings it needs
-(embeddings.model / backend / cache_dir, recall.mode, context.recall_k) from the environment and the config file,
-with the validated config's precedence (a `MEMCLAW_<SECTION>__<KEY>` variable, then the section's JSON variable,
-then the file, then the default). The validated config then decides: the command asks for its model again
-(memclaw.cli.common.memory_service), which is the one already loading when the guess was right, and a load of its
-own otherwise. Anything unclear (a file that does not parse, a value of the wrong type) and nothing starts early.
+The load starts before the CLI framework parses the arguments and before pydantic and the config are imported.
+So the model's ONNX Runtime session, which does not hold the GIL, is made beside that start-up, not after it.
+
+This is a guess, read cheaply and without validating anything: the command from argv, and the few settings it needs.
+They are read with the validated config's precedence: the key's variable, the section's JSON variable, the file.
+The defaults come from memclaw.defaults, the module the config builds its fields from.
+The validated config then decides: the command asks for its model again (memclaw.cli.common.memory_service).
+That is the one already loading when the guess was right. Anything unclear and nothing starts early.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from memclaw.index.bm25_context import with_context
 from memclaw.index.identity import what_broke
 from memclaw.index.passages import is_head, is_long, unit_of
 from memclaw.markdown.units import KINDS
-from memclaw.recall.archive import ArchiveHits, agent_turns, best_passages
+from memclaw.recall.archive import ExcerptBuilder, agent_turns, best_passages
 from memclaw.recall.dates import find_date_ranges, without_dates
 from memclaw.recall.fusion import FusionParams
 from memclaw.recall.ranking import RankInput, RankSettings, rank
@@ -70,10 +70,11 @@ StoreDown = VectorStoreUnavailable | EmbeddingUnavailable
 
 
 class Recall:
-    """Recall over the scopes of one index. Before a search, `prefetch(scope)` opens the vector store in the
-    background (the next use of `store()` waits for it; the console script waits for it at exit, used or not) and
-    `ensure_fresh(scope)` syncs the scope if its Markdown changed (False: a sync is running elsewhere);
-    `rebuild(scope)` rebuilds the index from the Markdown when Chroma's files turn out damaged."""
+    """Recall over the scopes of one index.
+
+    Before a search, `prefetch(scope)` opens the vector store in the background; the next `store()` waits for it.
+    Then `ensure_fresh(scope)` syncs the scope if its Markdown changed, and returns False when a sync runs elsewhere.
+    And `rebuild(scope)` rebuilds the index from the Markdown when Chroma's files turn out damaged."""
 
     def __init__(
         self,
@@ -198,7 +199,7 @@ class Recall:
             entries_of=entries_of,
             agent_turns=said_by_agent,
         )
-        turns = ArchiveHits(units, entries_of, self.tokenizer.tokenize, (rc.excerpt_before, rc.excerpt_after),
+        turns = ExcerptBuilder(units, entries_of, self.tokenizer.tokenize, (rc.excerpt_before, rc.excerpt_after),
                             rc.excerpt_wide, query, passages, said_by_agent=said_by_agent,
                             agent_words=rc.excerpt_agent_words)  # fmt: skip
         for f in rank(inp, rank_settings(rc), k=k, n_cand=n_cand, kind=kind):
@@ -259,9 +260,10 @@ class Recall:
 
 
 def _best_per_unit(hits, signal: str = "max", is_long: Callable[[str], bool] | None = None) -> list[tuple[str, float]]:
-    """Vector hits (best first) -> unit hits (see memclaw.index.passages): a unit's similarity is its best vector's
-    (`max`), its best passage's (`passages`: heads ignored), or its head's (`head`: a long unit's head vector, a
-    short unit's only vector; `is_long(unit_id)` tells them apart)."""
+    """Vector hits, best first, as unit hits (memclaw.index.passages), by `signal`.
+
+    `max`: a unit's best vector. `passages`: its best passage, heads ignored.
+    `head`: a long unit's head vector or a short unit's only vector; `is_long(unit_id)` tells them apart."""
     best: dict[str, float] = {}
     for h in hits:
         uid = unit_of(h.id)

@@ -4,16 +4,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memclaw.recall.confidence import (
+from memclaw.recall.fusion import (
     BM25_TYPICAL,
     GAP_UNITS,
     VECTOR_SPAN_FROM,
     VECTOR_TYPICAL,
     bm25_confidence,
+    fuse,
     signal_weights,
     vector_confidence,
 )
-from memclaw.recall.fusion import fuse
 from tests.recall.ranking_params import params
 
 ADAPTIVE = params(method="adaptive", bm25_weight=0.6, vector_weight=1.0, min_similarity=0.15)
