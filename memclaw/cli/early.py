@@ -29,7 +29,8 @@ log = logging.getLogger(__name__)
 EMBEDS_AT_ONCE = frozenset({"recall", "context"})
 """Commands whose first real work is embedding a query (`agent` checks its API key first, `chat` waits for input)."""
 
-_ROOT_OPTIONS = frozenset({"--verbose"})  # the root's options before a command; `-v`, `-vv`... too; none takes a value
+# the root's options before a command; `-v`, `-vv`... too; none takes a value
+_ROOT_OPTIONS = frozenset({"--verbose"})
 _NOT_A_RUN = frozenset({"--help", "--version"})
 
 

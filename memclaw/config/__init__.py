@@ -19,7 +19,9 @@ from memclaw.config.env import ENV_PREFIX, check_env_names, env_values, merged
 from memclaw.defaults import CONTEXT_RECALL_K, EMBEDDINGS_BACKEND, EMBEDDINGS_MODEL, RECALL_MODE
 from memclaw.errors import ConfigError
 from memclaw.util.home import config_path
-from memclaw.util.home import memclaw_home as memclaw_home  # (the place other modules import it from)
+
+# the place other modules import it from
+from memclaw.util.home import memclaw_home as memclaw_home
 from memclaw.util.safepath import NotRegularFileError, read_regular
 
 
@@ -35,7 +37,8 @@ def http_url_problem(url: str) -> str | None:
 
     try:
         parts = urlsplit(url.strip())
-        port = parts.port  # ValueError for a port that is not a number
+        # ValueError for a port that is not a number
+        port = parts.port
     except ValueError:
         return "is not a valid URL; use e.g. http://127.0.0.1:8000"
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -102,7 +105,8 @@ class MemoryConfig(_Section):
     @classmethod
     def _chroma_url(cls, v: str | None) -> str | None:
         if v is None or not v.strip():
-            return None  # "" unsets it
+            # "" unsets it
+            return None
         problem = http_url_problem(v)
         if problem:
             raise ValueError(f"the URL {problem}")
@@ -287,7 +291,8 @@ class Config(BaseModel):
 
     def __init__(self, **values: Any) -> None:
         fields = {name.lower(): name for name in type(self).model_fields}
-        spelt: dict[str, Any] = {}  # top-level keys in any case (two spellings of one: the first)
+        # top-level keys in any case (two spellings of one: the first)
+        spelt: dict[str, Any] = {}
         for key, value in values.items():
             spelt.setdefault(fields.get(key.lower(), key), value)
         super().__init__(**merged(spelt, env_values(type(self))))
@@ -333,11 +338,13 @@ def _env_var_for(loc: tuple) -> str | None:
 def _describe(err: ValidationError, file_origin: str | None) -> str:
     first = err.errors()[0]
     key = ".".join(str(p) for p in first["loc"]) or "(top level)"
-    msg = first["msg"]  # never the value: it may be a secret
+    # never the value: it may be a secret
+    msg = first["msg"]
     if first["type"] == "extra_forbidden":
         msg = "unknown key (check the spelling against `memclaw config --defaults`)"
     more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
-    env = _env_var_for(tuple(first["loc"]))  # the environment beats the file, so a set variable is the culprit
+    # the environment beats the file, so a set variable is the culprit
+    env = _env_var_for(tuple(first["loc"]))
     if env is not None:
         return f"invalid config key '{key}' from environment variable {env}: {msg}{more}; fix or unset it"
     origin = file_origin or "the environment"
@@ -356,12 +363,14 @@ def load_config(home: Path | None = None, *, path: Path | None = None) -> Config
     data = _read_file(path) if path else {}
     check_env_names({name: _is_section(f.annotation) for name, f in Config.model_fields.items()})
     try:
-        cfg = Config(**data)  # (a section, table or list set by a variable that is not JSON: ConfigError, said there)
+        # a section, table or list set by a variable that is not JSON: ConfigError, said there
+        cfg = Config(**data)
     except ValidationError as e:
         raise ConfigError(_describe(e, str(path) if path else None)) from None
     from memclaw.util.redact import remember_secrets
 
-    remember_secrets(config_secrets(cfg))  # masked in every later error, warning and log line
+    # masked in every later error, warning and log line
+    remember_secrets(config_secrets(cfg))
     return cfg
 
 

@@ -105,7 +105,8 @@ def merged(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]
     return out
 
 
-_NO_FIELD = object()  # a key that names nothing in the model
+# a key that names nothing in the model
+_NO_FIELD = object()
 
 
 def _nested(prefix: str, annotation: Any, env: Mapping[str, str]) -> dict[str, Any]:

@@ -61,7 +61,8 @@ def cid_boost(
         t = by_id.get(target)
         if t is None:
             t = by_id[target] = Fused(target)
-        g -= min(g, t.boosts.get("link", 0.0))  # (lifted by a fact already: the best lift, not both)
+        # lifted by a fact already: the best lift, not both
+        g -= min(g, t.boosts.get("link", 0.0))
         if g > 0:
             t.score += g
             t.boosts["cid"] = g

@@ -31,7 +31,8 @@ def bm25_confidence(scores: Sequence[float], bound: float) -> float:
     """How much of the query BM25's best hit matches, relative to a typical query (1.0 without hits or bound)."""
     if not scores or bound <= 0:
         return 1.0
-    return min(max(scores[0] / bound, 1e-6), 1.0) / BM25_TYPICAL  # (the bound bounds: a ratio above 1 is rounding)
+    # the bound bounds: a ratio above 1 is rounding
+    return min(max(scores[0] / bound, 1e-6), 1.0) / BM25_TYPICAL
 
 
 def vector_confidence(sims: Sequence[float]) -> float:
@@ -237,7 +238,8 @@ def date_boost(
         elif after > 0 and any(_just_after(ts, r, after_days) for r in ranges):
             h.score += after * gain
             h.boosts["date"] = after * gain
-    return sorted(by_id.values(), key=lambda h: -h.score)  # stable: ties keep fused order, extras newest first
+    # stable: ties keep fused order, extras newest first
+    return sorted(by_id.values(), key=lambda h: -h.score)
 
 
 def _just_after(ts: datetime, r: DateRange, days: int) -> bool:

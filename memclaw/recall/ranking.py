@@ -58,7 +58,8 @@ def stamp_in(u: RankUnit, ranges: Sequence[DateRange]) -> datetime | None:
             if max(start, r.start) < min(end, r.end):
                 return max(start, r.start)
     if ts is not None and any(ts in r for r in ranges):
-        return None  # stamped in a range that only says when the question is asked
+        # stamped in a range that only says when the question is asked
+        return None
     return ts
 
 
@@ -192,7 +193,8 @@ def _placed(
     pos = {f.id: j for j, f in enumerate(fused)}
     due = {i for lst in lists for i in lst}
     covers = {c for i in due for c in inp.links.get(i, ()) if c in pos and distinct.wanted(c)}
-    for i in sorted(due | covers, key=pos.__getitem__):  # buried signal units and what covers them, fused order
+    # buried signal units and what covers them, fused order
+    for i in sorted(due | covers, key=pos.__getitem__):
         rep.setdefault(distinct.key(i), i)
     by_id = {f.id: f for f in fused}
     ranked = list(dict.fromkeys([*(f.id for f in order), *sorted(rep.values(), key=pos.__getitem__)]))
@@ -294,16 +296,19 @@ def keep_signal_ranks(
     rest = list(dict.fromkeys([*order, *due]))
     if not due:
         return rest[:n]
-    meets: dict[str, list[str]] = {u: [u] for u in due}  # unit -> the pending deadlines its placement meets
+    # unit -> the pending deadlines its placement meets
+    meets: dict[str, list[str]] = {u: [u] for u in due}
     for u in due:
         for c in (covered_by or {}).get(u, ()):
             if c != u:
                 meets.setdefault(c, []).append(u)
     if _already_kept(rest[:n], due, meets):
-        return rest[:n]  # the usual case: fusion buried nothing
+        # the usual case: fusion buried nothing
+        return rest[:n]
     out: list[str] = []
     pending = dict(due)
-    ds = sorted(due.values())  # the pending deadlines, kept sorted
+    # the pending deadlines, kept sorted
+    ds = sorted(due.values())
     while rest and len(out) < n:
         pos = len(out) + 1
         tight = _first_tight(ds, pos) if ds else None

@@ -113,13 +113,15 @@ class Recall:
         if cut:
             query = query[: rc.max_query_chars]
         if not query or not query.strip() or not self.tokenizer.tokenize(query):
-            raise NothingToRecall()  # a vector of "the and of" would only bring back an arbitrary memory
+            # a vector of "the and of" would only bring back an arbitrary memory
+            raise NothingToRecall()
         result = RecallResult(query, scope, mode, [])
         if cut:
             result.warnings.append(
                 f"the query was cut to its first {rc.max_query_chars:,} characters (recall.max_query_chars)"
             )
-        if self.scopes.never_written(scope):  # e.g. an unknown sender: nothing to recall, and a read writes nothing
+        # e.g. an unknown sender: nothing to recall, and a read writes nothing
+        if self.scopes.never_written(scope):
             return result
         t0 = time.perf_counter()
         # the vectors' side is down: said once, and not asked twice (a frozen server costs a timeout each time)
@@ -133,15 +135,18 @@ class Recall:
         n_cand = max(rc.candidates, k * 3)
         bm25_hits: list[tuple[str, float]] = []
         bm25_bound = 0.0
-        by_context: set[str] = set()  # turns whose BM25 score is their context's
+        # turns whose BM25 score is their context's
+        by_context: set[str] = set()
         vec_hits: list[tuple[str, float]] = []
-        passages: dict[str, str] = {}  # a unit -> its best passage (memclaw.recall.archive: excerpts of long turns)
+        # a unit -> its best passage (memclaw.recall.archive: excerpts of long turns)
+        passages: dict[str, str] = {}
         # a date without a year: the occurrence memory holds something in, when the tense does not say
         holds = (lambda r: bool(sc.dated_in([r], 1))) if sc is not None else None
         ranges = find_date_ranges(query, now or datetime.now(), holds=holds) if rc.date_weight > 0 else []
         if mode in ("hybrid", "bm25"):
             t = time.perf_counter()
-            tokens = self.tokenizer.tokenize(without_dates(query, ranges))  # the words of a date are no topic
+            # the words of a date are no topic
+            tokens = self.tokenizer.tokenize(without_dates(query, ranges))
             with self.scopes.lock:
                 bm25_hits = list(sc.lexical.search(tokens, n_cand)) if tokens else []
                 bm25_bound = sc.lexical.max_score(tokens) if tokens else 0.0
@@ -154,13 +159,15 @@ class Recall:
         if mode in ("hybrid", "vector"):
             from memclaw.embedding.load import encode_query
 
-            down = store_down or self.identity.deferred  # (the index's vectors are another model's)
+            # the index's vectors are another model's
+            down = store_down or self.identity.deferred
             t = time.perf_counter()
             qv = None
             if down is None:
                 try:
                     qv = encode_query(self._embedder(), query)
-                except EmbeddingUnavailable as e:  # the provider is down: as for a Chroma outage
+                except EmbeddingUnavailable as e:
+                    # the provider is down: as for a Chroma outage
                     down = e
             result.timings_ms["embed"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
@@ -182,7 +189,8 @@ class Recall:
         units = sc.state.units
         result.scope_size = sum(u.kind == kind for u in units.values()) if kind else len(units)
         bm25_hits = [(i, s) for i, s in bm25_hits if i in units]
-        vec_hits = [(i, s) for i, s in vec_hits if i in units]  # ignore vectors orphaned by a crash
+        # ignore vectors orphaned by a crash
+        vec_hits = [(i, s) for i, s in vec_hits if i in units]
         result.date_ranges = ranges
         links = sc.state.links if rc.link_sessions else {}
         entries_of = sc.entries_by_cid() if rc.link_sessions else {}
@@ -222,7 +230,8 @@ class Recall:
         """Before recall: the store opened in the background, the scope synced if its Markdown changed (auto_sync).
         Returns the vectors' side that is down, if it is."""
         if mode != "bm25":
-            self._prefetch(scope)  # a no-op once the store is open
+            # a no-op once the store is open
+            self._prefetch(scope)
         if self.config.memory.auto_sync:
             try:
                 if not self._ensure_fresh(scope, vectors=mode != "bm25"):

@@ -22,8 +22,10 @@ from datetime import date, datetime, time, timedelta
 
 from memclaw.recall.dates import DateRange, find_date_spans
 
-_AMBIGUOUS = re.compile(r"on\s", re.I)  # "on Friday": past or future; said of a plan, it is the next
-_UNRESOLVED = frozenset({"nth_day"})  # "the 30th": which month is a guess; left as said
+# "on Friday": past or future; said of a plan, it is the next
+_AMBIGUOUS = re.compile(r"on\s", re.I)
+# "the 30th": which month is a guess; left as said
+_UNRESOLVED = frozenset({"nth_day"})
 _POSSESSIVE = re.compile(r"'s\b")
 _FOLLOWED_BY_DATE = re.compile(r"[\s,(]*(?:on\s+|i\.e\.\s+)?\Z", re.I)
 
@@ -57,7 +59,8 @@ def relative_spans(text: str, on: date) -> list[tuple[int, int, DateRange]]:
         m = _POSSESSIVE.match(text, b)
         end = m.end() if m else b
         if any(x >= end and _FOLLOWED_BY_DATE.match(text, end, x) for x in absolute):
-            continue  # already followed by the date it names
+            # already followed by the date it names
+            continue
         out.append((a, end, r))
     return out
 
