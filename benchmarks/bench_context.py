@@ -83,7 +83,7 @@ def make_hits(n: int = 6) -> list[RecallHit]:
     for i in range(n):
         text = f"Fact {i}: " + para(i, 15)
         u = MemoryUnit(unit_id("owner", "memory/MEMORY.md", "fact", text), "fact", "owner", "memory/MEMORY.md", i, text)
-        hits.append(RecallHit(u, 1.0 / (i + 1), Signal(i + 1, 1.0), Signal(i + 1, 0.5)))
+        hits.append(RecallHit(unit=u, score=1.0 / (i + 1), bm25=Signal(i + 1, 1.0), vector=Signal(i + 1, 0.5)))
     return hits
 
 

@@ -16,6 +16,7 @@ LAYERS: dict[str, float] = {
     "errors": 0,
     "util": 0.1,
     "prompts": 0.2,
+    "defaults": 0.25,
     "config": 0.3,
     "runtime": 0.4,
     "markdown": 1,

@@ -34,8 +34,7 @@ import fusion_rules as R  # noqa: E402
 from fusion_lab import Query, load, score  # noqa: E402
 
 import memclaw.recall.ranking as ranking  # noqa: E402
-from memclaw.recall.confidence import bm25_confidence, vector_confidence  # noqa: E402
-from memclaw.recall.fusion import Fused, FusionParams, apply_floors, fuse  # noqa: E402
+from memclaw.recall.fusion import Fused, FusionParams, apply_floors, bm25_confidence, fuse, vector_confidence  # noqa: E402  # noqa: E402
 
 NAMES = ("b", "v", "b_conf", "v_conf", "b_rank", "v_rank", "both")
 ADOPTED = np.array([0.6, 1.0, 0.15, 0.25, 0.0, 0.0, 0.0])

@@ -15,7 +15,17 @@ from memclaw.recall.search import rank_settings
 
 K = 40
 N_CAND = max(50, K * 3)
-TODAY = FusionParams(method="weighted", bm25_weight=0.7, vector_weight=1.0, min_similarity=0.15, min_bm25=0.0)
+# the weighted fusion recall used before adaptive fusion, spelt out (the product's values come from RecallConfig)
+TODAY = FusionParams(
+    method="weighted",
+    rrf_k=60,
+    bm25_weight=0.7,
+    vector_weight=1.0,
+    min_similarity=0.15,
+    min_bm25=0.0,
+    bm25_confidence=0.25,
+    vector_confidence=0.25,
+)
 PRODUCT = rank_settings(RecallConfig())
 
 
@@ -71,12 +81,14 @@ def today(q: Query, p: FusionParams = TODAY, date_weight: float = 0.5, link_weig
 
 def bm25_raw(q: Query) -> Ranked:
     bm, _ = apply_floors(bm25_hits(q.sig), [], TODAY)
-    return finish(q, fuse(bm, [], FusionParams(method="weighted", vector_weight=0.0)), links=False)
+    return finish(q, fuse(bm, [], replace(TODAY, bm25_weight=1.0, vector_weight=0.0, min_similarity=0.25)), links=False)
 
 
 def vector_raw(q: Query, signal: str = "max") -> Ranked:
     _, vec = apply_floors([], unit_sims(q, q.sig, signal=signal), TODAY)
-    return finish(q, fuse([], vec, FusionParams(method="weighted", bm25_weight=0.0)), links=False)
+    return finish(
+        q, fuse([], vec, replace(TODAY, bm25_weight=0.0, vector_weight=1.0, min_similarity=0.25)), links=False
+    )
 
 
 def product(q: Query, s: RankSettings | None = None, *, strip: bool = True, signal: str = "max") -> Ranked:
@@ -86,8 +98,16 @@ def product(q: Query, s: RankSettings | None = None, *, strip: bool = True, sign
     sig = q.nodate if (strip and q.nodate) else q.sig
     bm = [] if (strip and q.ranges and not q.nodate) else bm25_hits(sig)
     links = q.corpus.links if s.link_weight else {}
-    inp = RankInput(bm, unit_sims(q, q.sig, signal=signal), q.corpus.units, links, q.ranges, q.corpus.dated_in,
-                    q.now, sig.bm25_max if bm else 0.0)  # fmt: skip
+    inp = RankInput(
+        bm25=bm,
+        vector=unit_sims(q, q.sig, signal=signal),
+        units=q.corpus.units,
+        links=links,
+        ranges=q.ranges,
+        dated_in=q.corpus.dated_in,
+        now=q.now,
+        bm25_bound=sig.bm25_max if bm else 0.0,
+    )
     return [(f.id, tuple(links.get(f.id, ()))) for f in rank(inp, s, k=K, n_cand=N_CAND)]
 
 
@@ -110,7 +130,7 @@ RULES: dict[str, Callable[[Query], Ranked]] = {
 import numpy as np  # noqa: E402
 
 from memclaw.recall.fusion import Fused  # noqa: E402
-from memclaw.recall.keep import keep_signal_ranks  # noqa: E402
+from memclaw.recall.ranking import keep_signal_ranks  # noqa: E402
 
 
 def _norm(vals: list[float], how: str) -> tuple[list[float], float]:

@@ -1,14 +1,13 @@
-"""The embedding model starts loading first thing for the commands that embed a query at once (`recall`, `context`):
-before the CLI framework parses the arguments and pydantic and the config are imported (~0.2 s), so that the
-model's ONNX Runtime session (~0.2 s, which does not hold the GIL) is made beside that start-up instead of after
-it (memclaw.embedding.load.load_in_background).
+"""Start loading the embedding model first thing for the commands that embed a query at once (`recall`, `context`).
 
-This is a guess, read cheaply and without validating anything: the command from argv, the few settings it needs
-(embeddings.model / backend / cache_dir, recall.mode, context.recall_k) from the environment and the config file,
-with the validated config's precedence (a `MEMCLAW_<SECTION>__<KEY>` variable, then the section's JSON variable,
-then the file, then the default). The validated config then decides: the command asks for its model again
-(memclaw.cli.common.memory_service), which is the one already loading when the guess was right, and a load of its
-own otherwise. Anything unclear (a file that does not parse, a value of the wrong type) and nothing starts early.
+The load starts before the CLI framework parses the arguments and before pydantic and the config are imported.
+So the model's ONNX Runtime session, which does not hold the GIL, is made beside that start-up, not after it.
+
+This is a guess, read cheaply and without validating anything: the command from argv, and the few settings it needs.
+They are read with the validated config's precedence: the key's variable, the section's JSON variable, the file.
+The defaults come from memclaw.defaults, the module the config builds its fields from.
+The validated config then decides: the command asks for its model again (memclaw.cli.common.memory_service).
+That is the one already loading when the guess was right. Anything unclear and nothing starts early.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memclaw.defaults import CONTEXT_RECALL_K, EMBEDDINGS_BACKEND, EMBEDDINGS_MODEL, RECALL_MODE
 from memclaw.util.home import config_path
 from memclaw.util.safepath import read_regular
 
@@ -29,22 +29,18 @@ log = logging.getLogger(__name__)
 EMBEDS_AT_ONCE = frozenset({"recall", "context"})
 """Commands whose first real work is embedding a query (`agent` checks its API key first, `chat` waits for input)."""
 
-_ROOT_OPTIONS = frozenset({"--verbose"})  # the root's options before a command; `-v`, `-vv`... too; none takes a value
+# the root's options before a command; `-v`, `-vv`... too; none takes a value
+_ROOT_OPTIONS = frozenset({"--verbose"})
 _NOT_A_RUN = frozenset({"--help", "--version"})
 
 
 @dataclass(frozen=True)
 class EarlyChoice:
-    """The settings that name the embedding model (memclaw.embedding.load.ModelChoice), with EmbeddingsConfig's
-    defaults."""
+    """The settings that name the embedding model (memclaw.embedding.load.ModelChoice), with the config's defaults."""
 
-    model: str = "all-MiniLM-L6-v2"
-    backend: str = "auto"
+    model: str = EMBEDDINGS_MODEL
+    backend: str = EMBEDDINGS_BACKEND
     cache_dir: Path | None = None
-
-
-DEFAULT_MODE = "hybrid"  # RecallConfig.mode
-DEFAULT_RECALL_K = 40  # ContextConfig.recall_k
 
 
 def load_model_early(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> bool:
@@ -76,8 +72,8 @@ def early_choice(argv: Sequence[str], environ: Mapping[str, str]) -> EarlyChoice
     if setting is None:
         return None
     try:
-        mode = (_option(options, "--mode") if command == "recall" else None) or setting("recall", "mode", DEFAULT_MODE)
-        recall_k = setting("context", "recall_k", DEFAULT_RECALL_K)
+        mode = (_option(options, "--mode") if command == "recall" else None) or setting("recall", "mode", RECALL_MODE)
+        recall_k = setting("context", "recall_k", CONTEXT_RECALL_K)
         model = setting("embeddings", "model", EarlyChoice.model)
         backend = setting("embeddings", "backend", EarlyChoice.backend)
         cache_dir = setting("embeddings", "cache_dir", None)

@@ -16,9 +16,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from memclaw.config.env import ENV_PREFIX, check_env_names, env_values, merged
+from memclaw.defaults import CONTEXT_RECALL_K, EMBEDDINGS_BACKEND, EMBEDDINGS_MODEL, RECALL_MODE
 from memclaw.errors import ConfigError
 from memclaw.util.home import config_path
-from memclaw.util.home import memclaw_home as memclaw_home  # (the place other modules import it from)
+
+# the place other modules import it from
+from memclaw.util.home import memclaw_home as memclaw_home
 from memclaw.util.safepath import NotRegularFileError, read_regular
 
 
@@ -34,7 +37,8 @@ def http_url_problem(url: str) -> str | None:
 
     try:
         parts = urlsplit(url.strip())
-        port = parts.port  # ValueError for a port that is not a number
+        # ValueError for a port that is not a number
+        port = parts.port
     except ValueError:
         return "is not a valid URL; use e.g. http://127.0.0.1:8000"
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -45,11 +49,11 @@ def http_url_problem(url: str) -> str | None:
 
 
 class EmbeddingsConfig(_Section):
-    model: str = "all-MiniLM-L6-v2"
+    model: str = EMBEDDINGS_MODEL
     """A name from embeddings/registry.toml, any sentence-transformers model name or local path (on this machine),
     or "<provider>/<model>" for the provider's embeddings through litellm, e.g. openai/text-embedding-3-small
     (memories then leave the machine)."""
-    backend: Literal["auto", "onnx", "torch"] = "auto"
+    backend: Literal["auto", "onnx", "torch"] = EMBEDDINGS_BACKEND
     """auto: the cached ONNX export when present (fast start), else sentence-transformers (torch)."""
     batch_size: int = Field(64, ge=1, le=4096)
     cache_dir: Path | None = Field(None, strict=False)
@@ -101,7 +105,8 @@ class MemoryConfig(_Section):
     @classmethod
     def _chroma_url(cls, v: str | None) -> str | None:
         if v is None or not v.strip():
-            return None  # "" unsets it
+            # "" unsets it
+            return None
         problem = http_url_problem(v)
         if problem:
             raise ValueError(f"the URL {problem}")
@@ -110,7 +115,7 @@ class MemoryConfig(_Section):
 
 class RecallConfig(_Section):
     k: int = Field(8, ge=1, le=200)
-    mode: Literal["hybrid", "bm25", "vector"] = "hybrid"
+    mode: Literal["hybrid", "bm25", "vector"] = RECALL_MODE
     max_query_chars: int = Field(2000, ge=1)
     """A recall query (the recall command, a message's auto-recall, memory_search) longer than this is cut to it,
     with a note: the work of recall grows with the query, and a hostile one can be megabytes."""
@@ -146,7 +151,7 @@ class RecallConfig(_Section):
     """BM25 hits at or below this score are not evidence of relevance."""
     archive_min_similarity: float = Field(0.0, ge=-1, le=1)
     """An archived turn that shares no word with the query needs at least this cosine similarity: a short chat line
-    sits near almost any query. Off until measured on the full benchmarks; 0.2 hides `/recall passport`'s noise."""
+    sits near almost any query. Off by default: docs/decisions/0030-retries-and-the-archive-floor.md."""
     recency_half_life_days: float | None = Field(None, gt=0)
     """If set, history entries (never facts) are boosted by recency with this half-life."""
     link_sessions: bool = True
@@ -231,7 +236,7 @@ class AgentConfig(_Section):
 
 
 class ContextConfig(_Section):
-    recall_k: int = Field(40, ge=0, le=200)
+    recall_k: int = Field(CONTEXT_RECALL_K, ge=0, le=200)
     """At most this many recalled memories are offered to the memory section (0 turns auto-recall off)."""
     memory_tokens: int = Field(1024, ge=0)
     """Token budget of the recalled memories in the prompt: the best-ranked memories that fit, whatever their
@@ -293,7 +298,8 @@ class Config(BaseModel):
 
     def __init__(self, **values: Any) -> None:
         fields = {name.lower(): name for name in type(self).model_fields}
-        spelt: dict[str, Any] = {}  # top-level keys in any case (two spellings of one: the first)
+        # top-level keys in any case (two spellings of one: the first)
+        spelt: dict[str, Any] = {}
         for key, value in values.items():
             spelt.setdefault(fields.get(key.lower(), key), value)
         super().__init__(**merged(spelt, env_values(type(self))))
@@ -339,11 +345,13 @@ def _env_var_for(loc: tuple) -> str | None:
 def _describe(err: ValidationError, file_origin: str | None) -> str:
     first = err.errors()[0]
     key = ".".join(str(p) for p in first["loc"]) or "(top level)"
-    msg = first["msg"]  # never the value: it may be a secret
+    # never the value: it may be a secret
+    msg = first["msg"]
     if first["type"] == "extra_forbidden":
         msg = "unknown key (check the spelling against `memclaw config --defaults`)"
     more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
-    env = _env_var_for(tuple(first["loc"]))  # the environment beats the file, so a set variable is the culprit
+    # the environment beats the file, so a set variable is the culprit
+    env = _env_var_for(tuple(first["loc"]))
     if env is not None:
         return f"invalid config key '{key}' from environment variable {env}: {msg}{more}; fix or unset it"
     origin = file_origin or "the environment"
@@ -362,12 +370,14 @@ def load_config(home: Path | None = None, *, path: Path | None = None) -> Config
     data = _read_file(path) if path else {}
     check_env_names({name: _is_section(f.annotation) for name, f in Config.model_fields.items()})
     try:
-        cfg = Config(**data)  # (a section, table or list set by a variable that is not JSON: ConfigError, said there)
+        # a section, table or list set by a variable that is not JSON: ConfigError, said there
+        cfg = Config(**data)
     except ValidationError as e:
         raise ConfigError(_describe(e, str(path) if path else None)) from None
     from memclaw.util.redact import remember_secrets
 
-    remember_secrets(config_secrets(cfg))  # masked in every later error, warning and log line
+    # masked in every later error, warning and log line
+    remember_secrets(config_secrets(cfg))
     return cfg
 
 

@@ -1,19 +1,16 @@
-"""Environment overrides of the config (`MEMCLAW_<SECTION>__<KEY>`): read as the typed values they stand for, and
-a name no config key has is an error, not a silent no-op.
+"""Environment overrides of the config (`MEMCLAW_<SECTION>__<KEY>`), read as the typed values they stand for.
 
-* The config models are strict (`recall.k = true` in the file is an error, not 1), but an environment variable is
-  always text: `MEMCLAW_RECALL__K=3` is the number 3, `MEMCLAW_MEMORY__AUTO_SYNC=false` the switch off (true/false,
-  1/0, yes/no, on/off), `MEMCLAW_RECALL__BM25_WEIGHT=0.5` the number 0.5. Text that is not such a value stays text
-  and fails validation naming the variable.
-* `MEMCLAW_RECAL__K=3` (a section that does not exist) or `MEMCLAW_RECALL_K=3` (one underscore where the
-  section ends) would otherwise be ignored: `check_env_names` refuses them (ConfigError, exit 2) naming the
-  variable. memclaw's own variables that are not config keys (OWN_VARIABLES) are left alone.
-* `env_values` reads them as pydantic-settings' environment source did (names in any case, `__` nesting to any
-  depth, JSON for a section, table or list), without importing pydantic-settings: its import (asyncio, ssl, email,
-  argparse, dotenv...) cost every command ~60 ms, a fifth of a cold `memclaw recall`'s own work.
-* A list key also takes comma-separated text: `MEMCLAW_OWNERS__DISCORD=111,222` is ["111", "222"], as is its JSON
-  form `["111", "222"]` (text that starts with `[` or `{` is JSON and must parse). pydantic-settings read `111` as
-  the number 111, "Input should be a valid list".
+The config models are strict, but a variable is always text. So `MEMCLAW_RECALL__K=3` is the number 3.
+`MEMCLAW_MEMORY__AUTO_SYNC=false` switches it off: true/false, 1/0, yes/no and on/off are read as switches.
+Text that is not such a value stays text and fails validation, which names the variable.
+
+A name no config key has is an error, not a silent no-op: `check_env_names` refuses it (ConfigError, exit 2).
+The variables memclaw reads that are not config keys (OWN_VARIABLES) are left alone.
+
+`env_values` reads names in any case, `__` nesting to any depth, and JSON for a section, table or list.
+It does so without pydantic-settings, whose imports cost every command about 60 ms.
+A list key also takes comma-separated text: `MEMCLAW_OWNERS__DISCORD=111,222` is ["111", "222"].
+Text that starts with `[` or `{` is JSON and must parse.
 """
 
 from __future__ import annotations
@@ -108,7 +105,8 @@ def merged(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]
     return out
 
 
-_NO_FIELD = object()  # a key that names nothing in the model
+# a key that names nothing in the model
+_NO_FIELD = object()
 
 
 def _nested(prefix: str, annotation: Any, env: Mapping[str, str]) -> dict[str, Any]:

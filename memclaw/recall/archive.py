@@ -1,27 +1,18 @@
-"""Archive turns in recall (pure): what ties a turn to the summary and facts of its consolidation, and the window
-of turns an excerpt is cut from.
+"""Archived turns in recall (pure): the lifts they give and take, and the excerpts they are served as.
 
-One consolidation writes three records that carry its id (`extra["cid"]`): the chunk of archived turns, the facts
-and the history entry. Recall ties them by that id alone (memclaw.index.links ties facts to entries in the state):
+One consolidation writes three records with its id (`extra["cid"]`): the chunk of archived turns, the facts and the
+history entry. Recall ties them by that id alone.
 
-* a matching archive turn lifts the history entry of its consolidation (by `weight` times its score, as a matching
-  fact does), and the entry covers the turn when it already says what the turn says (`covers`: the memory section
-  does not serve both);
-* a matching fact or entry does not lift the turns of its chunk: measured on LoCoMo (facts + summaries + archive,
-  docs/decisions/0003-the-archive-as-excerpts.md), any such lift (the link weight, or a tenth of it) put turns above
-  the facts and summaries
-  that served the question better (recall in a 256-token section 0.666 with the link weight, 0.762 without).
+- A matching turn lifts the history entry of its consolidation (`cid_boost`), as a matching fact does.
+- The entry covers the turn when it already says what the turn says (`covers`); the memory section serves one.
+- A matching fact or entry does not lift the turns of its chunk: docs/decisions/0003-the-archive-as-excerpts.md.
 
-The agent's own turns (its replies, archived under its name) rank with a share of their score
-(`weigh_agent_turns`): the owner's words are the memory, the agent's restate the question's topic. For the same
-reason an excerpt shows a reply of the agent beside the matched turn as said, not what (`elided`: `memclaw: …`, by
-default; `ArchiveHits`); a reply that matches is served as itself.
+The agent's own turns rank with a share of their score (`weigh_agent_turns`): the owner's words are the memory.
+In an excerpt, a long reply of the agent beside the matched turn is shown as said, not what (`elided`).
+Why: docs/decisions/0004-the-agents-own-words.md and docs/decisions/0005-agent-replies-in-an-excerpt.md.
 
-`window` gives an archive hit its excerpt: the turns of the same chunk around it, up to `before` and `after` of them
-(the chunk's turns are consecutive rows of the unit table, in file order). A long turn (more than one passage:
-memclaw.index.passages) is cut there, marked `…`: the matched turn to the passage that matched, a neighbour to its
-words nearest to the match, so that one long turn does not take the whole memory section (LongMemEval's assistant
-turns run to hundreds of words).
+An excerpt is the matched turn's window in its chunk (`window`); `ExcerptBuilder` cuts long turns in it to a passage.
+The chunk's turns are consecutive rows of the unit table, in file order.
 """
 
 from __future__ import annotations
@@ -69,7 +60,8 @@ def cid_boost(
         t = by_id.get(target)
         if t is None:
             t = by_id[target] = Fused(target)
-        g -= min(g, t.boosts.get("link", 0.0))  # (lifted by a fact already: the best lift, not both)
+        # lifted by a fact already: the best lift, not both
+        g -= min(g, t.boosts.get("link", 0.0))
         if g > 0:
             t.score += g
             t.boosts["cid"] = g
@@ -136,7 +128,7 @@ def covers(entry_tokens: set[str], turn_tokens: Sequence[str]) -> bool:
     return len(words & entry_tokens) >= RESTATE_SHARE * len(words)
 
 
-class ArchiveHits:
+class ExcerptBuilder:
     """What an archive hit carries out of recall: its excerpt's window and the entries that cover it. A reply of the
     agent (`said_by_agent`: `agent_turns`) beside the matched turn of more than `agent_words` words is shown as said,
     not what (`elided`); None: as any turn."""

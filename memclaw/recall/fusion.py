@@ -1,7 +1,9 @@
-"""Pure rank fusion: BM25 and vector candidate lists in, one ranked list with per-signal provenance out.
+"""Rank fusion (pure): BM25 and vector candidate lists in, one ranked list with per-signal provenance out.
 
-No I/O here. Floors are applied per signal *before* fusion, so a keyword-only hit is judged by its BM25 score
-and never vanishes under a floor meant for fused scores.
+Floors apply per signal before fusion, so a keyword-only hit is judged by its BM25 score alone.
+Adaptive fusion puts each signal on its own scale for the query and weighs it by its confidence.
+A signal's confidence reads only this query's two score lists, never the data set or the kind of question.
+Why and how it was measured: docs/decisions/0020-adaptive-fusion.md.
 """
 
 from __future__ import annotations
@@ -12,25 +14,71 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
 
-from memclaw.recall.confidence import VECTOR_SPAN_FROM, signal_weights
 from memclaw.recall.dates import DateRange
+
+BM25_TYPICAL = 0.4
+"""A typical best-BM25-to-bound ratio (the median on the development sets: 0.35 LoCoMo, 0.40 LongMemEval)."""
+VECTOR_TYPICAL = 0.3
+"""A typical gap between the best cosine and the median of the first GAP_UNITS (LoCoMo 0.30, LongMemEval 0.29)."""
+VECTOR_SPAN_FROM = 0.3
+"""The cosine's scale runs up to the best cosine or this, whichever is higher.
+It keeps a meaningless vector signal, such as a test embedder's, from outvoting an exact word match."""
+GAP_UNITS = 50
+"""The vector's gap is measured on its first units only, so it does not depend on how many were asked for."""
+
+
+def bm25_confidence(scores: Sequence[float], bound: float) -> float:
+    """How much of the query BM25's best hit matches, relative to a typical query (1.0 without hits or bound)."""
+    if not scores or bound <= 0:
+        return 1.0
+    # the bound bounds: a ratio above 1 is rounding
+    return min(max(scores[0] / bound, 1e-6), 1.0) / BM25_TYPICAL
+
+
+def vector_confidence(sims: Sequence[float]) -> float:
+    """How far the best cosine stands out from the median of the first GAP_UNITS, relative to a typical query
+    (1.0 without hits). `sims` best first."""
+    if not sims:
+        return 1.0
+    head = sims[:GAP_UNITS]
+    n = len(head)
+    median = head[n // 2] if n % 2 else (head[n // 2 - 1] + head[n // 2]) / 2
+    return max(head[0] - median, 1e-6) / VECTOR_TYPICAL
+
+
+def signal_weights(
+    bm25: Sequence[float],
+    vector: Sequence[float],
+    *,
+    bm25_weight: float,
+    vector_weight: float,
+    bm25_power: float,
+    vector_power: float,
+    bound: float,
+) -> tuple[float, float]:
+    """This query's (BM25 weight, vector weight): each configured weight times its signal's confidence raised to
+    its power. `bm25` and `vector`: the signals' scores, best first, after the floors."""
+    wb = bm25_weight * bm25_confidence(bm25, bound) ** bm25_power if bm25_power else bm25_weight
+    wv = vector_weight * vector_confidence(vector) ** vector_power if vector_power else vector_weight
+    return wb, wv
+
 
 FusionMethod = Literal["rrf", "weighted", "adaptive"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FusionParams:
-    method: FusionMethod = "rrf"
-    rrf_k: int = 60
-    bm25_weight: float = 1.0
-    vector_weight: float = 1.0
-    min_similarity: float = 0.25
-    min_bm25: float = 0.0
-    bm25_relative_floor: float = 0.0
-    """Drop BM25 hits scoring below this share of the best BM25 score (0 keeps every positive hit)."""
-    bm25_confidence: float = 0.25
-    vector_confidence: float = 0.25
-    """adaptive: the powers of each signal's confidence for this query in its weight (memclaw.recall.confidence)."""
+    """How two signals fuse. The values come from RecallConfig (`memclaw.recall.search.rank_settings`)."""
+
+    method: FusionMethod
+    rrf_k: int
+    bm25_weight: float
+    vector_weight: float
+    min_similarity: float
+    min_bm25: float
+    bm25_confidence: float
+    vector_confidence: float
+    """adaptive: the powers of each signal's confidence for this query in its weight (`signal_weights`)."""
     vector_span_from: float = VECTOR_SPAN_FROM
     """adaptive: the cosine's scale runs from the floor up to the best cosine, or up to this if the best is lower."""
 
@@ -50,8 +98,7 @@ def apply_floors(
     bm25: Sequence[tuple[str, float]], vector: Sequence[tuple[str, float]], p: FusionParams
 ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
     """Keep only candidates that are evidence of relevance on their own signal."""
-    top = bm25[0][1] if bm25 else 0.0
-    bm = [(i, s) for i, s in bm25 if s > p.min_bm25 and s >= p.bm25_relative_floor * top]
+    bm = [(i, s) for i, s in bm25 if s > p.min_bm25]
     vec = [(i, s) for i, s in vector if s >= p.min_similarity]
     return bm, vec
 
@@ -64,14 +111,14 @@ def fuse(
     bm25_scale: float | None = None,
     bm25_bound: float = 0.0,
 ) -> list[Fused]:
-    """Fuse two best-first candidate lists (already floored). Ties break by id for determinism.
+    """Fuse two best-first candidate lists, already floored. Ties break by id for determinism.
 
-    rrf: sum of weight / (rrf_k + rank). weighted: `bm25_weight * bm25 / bm25_scale + vector_weight * cosine`,
-    where `bm25_scale` is the query's BM25 upper bound (a unit matching every query term with saturated term
-    frequency scores 1), or the best BM25 score of the list when no bound is given. Weighted fusion keeps each
-    signal's confidence: a strong cosine match is not out-ranked by a unit that is mediocre on both signals.
-    adaptive: each signal on its own scale for this query, weighted by how much it knows about it
-    (memclaw.recall.confidence; `bm25_bound` is the query's BM25 upper bound)."""
+    With `rrf`, the score is the sum of weight / (rrf_k + rank).
+    With `weighted`, it is `bm25_weight * bm25 / bm25_scale + vector_weight * cosine`.
+    `bm25_scale` is the query's BM25 upper bound, or the best BM25 score of the list when none is given.
+    A strong cosine match is then not out-ranked by a unit that is mediocre on both signals.
+    With `adaptive`, each signal is on its own scale for this query, weighted by its confidence (`signal_weights`).
+    `bm25_bound` is the query's BM25 upper bound: the score of a unit matching every query term, saturated."""
     hits: dict[str, Fused] = {}
     for rank, (i, s) in enumerate(bm25, 1):
         h = hits.setdefault(i, Fused(i))
@@ -119,8 +166,8 @@ def _adaptive(
 
 
 def fusion_scale(p: FusionParams) -> float:
-    """The fused score of a unit that is first on both signals with a perfect cosine: the scale a lift that does not
-    depend on how well the words matched (a named date) is measured in."""
+    """The fused score of a unit first on both signals with a perfect cosine.
+    A lift that does not depend on how well the words matched, such as a named date's, is measured in it."""
     if p.method == "rrf":
         return (p.bm25_weight + p.vector_weight) / (p.rrf_k + 1)
     return p.bm25_weight + p.vector_weight
@@ -167,13 +214,13 @@ def date_boost(
     after: float = 0.0,
     after_days: int = 7,
 ) -> list[Fused]:
-    """The query names a date range ("in August 2023", "last week"): units stamped inside it gain `weight` times
-    `scale` (the fusion's full scale, see fusion_scale), or times the best fused score when no scale is given.
-    `extra` are in-range units with no signal of their own (a query such as "what did I do last week" matches
-    little by words); they enter with the date gain alone, which their provenance shows, so they rank below every
-    in-range unit that also matches the query. `after`: units stamped just after a range (within its own length,
-    at most `after_days`: what was said about it once it was over, "last week I was in Lisbon") gain that share of
-    the gain."""
+    """Lift the units stamped inside a date range the query names, such as "in August 2023" or "last week".
+
+    The gain is `weight` times `scale`, the fusion's full scale (`fusion_scale`), or times the best fused score.
+    `extra` are in-range units with no signal of their own; they enter with the date gain alone.
+    So they rank below every in-range unit that also matches the query, and their provenance shows why.
+    `after`: units stamped just after a range gain that share of the gain, within its length and `after_days`.
+    They hold what was said about the range once it was over: "last week I was in Lisbon"."""
     if weight <= 0 or not ranges:
         return hits
     by_id = {h.id: h for h in hits}
@@ -191,7 +238,8 @@ def date_boost(
         elif after > 0 and any(_just_after(ts, r, after_days) for r in ranges):
             h.score += after * gain
             h.boosts["date"] = after * gain
-    return sorted(by_id.values(), key=lambda h: -h.score)  # stable: ties keep fused order, extras newest first
+    # stable: ties keep fused order, extras newest first
+    return sorted(by_id.values(), key=lambda h: -h.score)
 
 
 def _just_after(ts: datetime, r: DateRange, days: int) -> bool:

@@ -1,17 +1,21 @@
 """The ranking stage of recall (pure): one query's signal lists in, its ranked hits out.
 
-BM25 and vector candidates are floored per signal, fused (the agent's own archived turns with a share of their
-score), lifted by the date ranges the query names (a unit stamped
-inside one, or a fact or summary whose text names a day inside one: `stamp_in`), by the session
-links and by the consolidation ids of archived turns, optionally by recency; then one hit per text (and only the kind
-asked for), and last the placement that keeps what one signal alone ranks r-th within the first `keep_factor * r`
-(memclaw.recall.keep; not for the agent's own turns, which their weight ranks, `RankSettings.keep_agent_turns`).
-The recall pipeline (memclaw.recall.search) and the fusion lab (benchmarks/lab/fusion_lab.py) both
-rank through `rank`, so the lab replays the product.
+The stages, in order: floors per signal, fusion, the agent's weight on its own archived turns, the date lift
+(`stamp_in`), the session-link and consolidation lifts, the optional recency lift, one hit per text.
+Last comes the placement (`keep_signal_ranks`): what one signal alone ranks r-th stays within the first
+`keep_factor * r` hits. The agent's own turns are exempt when `keep_agent_turns` is off: their weight ranks them.
+Recall (memclaw.recall.search) and the fusion lab both rank through `rank`, so the lab replays the product.
+
+The placement is an earliest-deadline schedule. Each unit a signal ranks r-th is due by position `factor * r`,
+met by the unit itself or by a unit that covers it, such as its session's history entry. Position by position,
+the best-fused unit is placed unless that would leave a deadline unmeetable. Then the best-fused unit that meets
+a deadline due first is placed instead. The schedule is always feasible for `factor >= n_signals`: at most
+`floor(t / factor)` units per signal are due by t, so at most t in all.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,19 +34,22 @@ from memclaw.recall.fusion import (
     link_boost,
     recency_boost,
 )
-from memclaw.recall.keep import keep_signal_ranks
 
+RECENCY_WEIGHT = 0.3
+"""With `recall.recency_half_life_days` set, the recency lift of a history entry is at most this share of the best
+score."""
 DATE_ONLY_MAX_DAYS = 31
 """A query naming a range up to this long ("last week", "on 8 May") also recalls units stamped inside it that
 match no word of the query; a wider range ("in 2023") only lifts units that match on their own."""
 
 
 def stamp_in(u: RankUnit, ranges: Sequence[DateRange]) -> datetime | None:
-    """The date the date lift reads for `u`: its stamp, unless that is outside every range and its text (a fact or a
-    summary) names a day or span inside one ("dentist tomorrow (2026-11-26)", "Meeting with Ana on 2026-12-03":
-    memclaw.markdown.formats.event_days): then the first day of that overlap. A range that is the time of the
-    question (`stamps=False`: "what should I cook tonight") is met only by a day the text names, never by the stamp
-    or learned-mark. None: undated and naming no day inside a range."""
+    """The date the date lift reads for `u`, or None when it is undated and names no day inside a range.
+
+    That is its stamp, unless the stamp is outside every range and its text names a day or span inside one.
+    Then it is the first day of that overlap: "Meeting with Ana on 2026-12-03" (memclaw.markdown.formats.event_days).
+    A range that is the time of the question (`stamps=False`, "what should I cook tonight") ignores stamps.
+    Only a day the text names meets it."""
     ts = u.timestamp
     if ts is not None and any(r.stamps and ts in r for r in ranges):
         return ts
@@ -51,7 +58,8 @@ def stamp_in(u: RankUnit, ranges: Sequence[DateRange]) -> datetime | None:
             if max(start, r.start) < min(end, r.end):
                 return max(start, r.start)
     if ts is not None and any(ts in r for r in ranges):
-        return None  # stamped in a range that only says when the question is asked
+        # stamped in a range that only says when the question is asked
+        return None
     return ts
 
 
@@ -66,34 +74,36 @@ class RankUnit(Protocol):
     def text(self) -> str: ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RankSettings:
-    fusion: FusionParams = field(default_factory=FusionParams)
-    date_weight: float = 0.5
+    """The ranking stage's settings. The values come from RecallConfig (`memclaw.recall.search.rank_settings`)."""
+
+    fusion: FusionParams
+    date_weight: float
     """A query naming a date range lifts the units stamped inside it by this share of the best score (0: off)."""
-    date_scale: Literal["best", "full"] = "best"
-    """The date lift is a share of the best fused score (`best`) or of the fusion's full scale (`full`: a named date
-    outweighs a weak match of the words, not a strong one)."""
-    date_after: float = 0.0
-    """Units stamped just after a named range (within its length, at most a week) gain this share of the date lift."""
+    date_scale: Literal["best", "full"]
+    """The date lift is a share of the best fused score (`best`) or of the fusion's full scale.
+    With `full`, a named date outweighs a weak match of the words, not a strong one."""
+    date_after: float
+    """Units stamped just after a named range gain this share of the date lift: within its length, at most a week."""
+    link_weight: float
+    """A unit lifts the units it links to by this share of its score (0: no links)."""
+    recency_half_life_days: float | None
+    keep_factor: int
+    """Above 0: what a signal ranks r-th stays within the first keep_factor * r, itself or a unit covering it."""
+    agent_weight: float
+    """The agent's own archived turns (`RankInput.agent_turns`) keep this share of their fused score."""
+    keep_agent_turns: bool
+    """False, with `agent_weight` below 1: the placement skips the agent's own archived turns.
+    They hold their signal rank with no place of their own, and the weight ranks them."""
+    archive_min_similarity: float
+    """An archived turn found by its vector alone, with no BM25 match, needs at least this cosine."""
     date_only_max_days: int = DATE_ONLY_MAX_DAYS
     """A named range up to this long also brings in units stamped inside it that no signal found."""
-    link_weight: float = 0.5
-    """A unit lifts the units it links to by this share of its score (0: no links)."""
-    recency_half_life_days: float | None = None
-    recency_weight: float = 0.3
-    keep_factor: int = 0
-    """> 0: what a signal ranks r-th stays within the first keep_factor * r (itself or a unit covering it)."""
-    agent_weight: float = 1.0
-    """The agent's own archived turns (`RankInput.agent_turns`) keep this share of their fused score."""
-    keep_agent_turns: bool = True
-    """False (and `agent_weight` < 1): the placement does not apply to the agent's own archived turns (they hold
-    their signal rank with no place of their own: the weight ranks them)."""
-    archive_min_similarity: float = 0.0
-    """An archived turn found by its vector alone (no BM25 match) needs at least this cosine (`archive_floor`)."""
+    recency_weight: float = RECENCY_WEIGHT
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RankInput:
     """One query's evidence. `bm25` and `vector`: (unit id, score) best first, before the floors; `dated_in(ranges,
     n)`: up to n ids of units stamped inside the ranges (or, facts and summaries, naming a day inside them: `stamp_in`),
@@ -174,16 +184,17 @@ def _placed(
     distinct: _Distinct,
     k: int,
 ) -> list[Fused]:
-    """The first k distinct hits, placed so that what a signal alone ranks r-th is within the first keep_factor * r
-    (memclaw.recall.keep), each signal's list counted as recall would show it alone (one unit per text, the kind
-    asked for). A signal's unit and its fused hit of the same text are one memory."""
+    """The first k distinct hits, placed so that what a signal alone ranks r-th is within the first keep_factor * r.
+    Each signal's list counts as recall would show it alone: one unit per text, of the kind asked for.
+    A signal's unit and its fused hit of the same text are one memory."""
     lists = [distinct.ids((i for i, _s in sig), k // s.keep_factor) for sig in (bm25, vector)]
     order = distinct.first(fused, k)
     rep = {distinct.key(f.id): f.id for f in order}
     pos = {f.id: j for j, f in enumerate(fused)}
     due = {i for lst in lists for i in lst}
     covers = {c for i in due for c in inp.links.get(i, ()) if c in pos and distinct.wanted(c)}
-    for i in sorted(due | covers, key=pos.__getitem__):  # buried signal units and what covers them, fused order
+    # buried signal units and what covers them, fused order
+    for i in sorted(due | covers, key=pos.__getitem__):
         rep.setdefault(distinct.key(i), i)
     by_id = {f.id: f for f in fused}
     ranked = list(dict.fromkeys([*(f.id for f in order), *sorted(rep.values(), key=pos.__getitem__)]))
@@ -251,3 +262,88 @@ class _Distinct:
                 seen.add(key)
                 out.append(f)
         return out
+
+
+def deadlines(signals: Sequence[Sequence[str | None]], *, factor: int, limit: int) -> dict[str, int]:
+    """unit id -> the last position (1-based) by which it must be placed: `factor * r` for its best rank r over the
+    signals, only where that is within `limit`. A None in a signal list is a rank with no deadline."""
+    due: dict[str, int] = {}
+    for ranked in signals:
+        for r, uid in enumerate(ranked[: limit // factor], 1):
+            d = factor * r
+            if uid is not None and d < due.get(uid, limit + 1):
+                due[uid] = d
+    return due
+
+
+def keep_signal_ranks(
+    order: Sequence[str],
+    signals: Sequence[Sequence[str | None]],
+    *,
+    factor: int = 2,
+    limit: int | None = None,
+    covered_by: Mapping[str, Sequence[str]] | None = None,
+) -> list[str]:
+    """The first `limit` ids of `order`, the fused ranking, placed to keep each signal's ranks.
+
+    Every unit a signal list ranks r-th is met within the first `factor * r` positions: itself or a `covered_by` unit.
+    Needs `factor >= len(signals)`. Ids a signal ranks that `order` lacks are placed as needed.
+    A None in a signal list holds its rank without a deadline."""
+    if factor < len(signals):
+        raise ValueError(f"factor {factor} cannot keep {len(signals)} signals' ranks (it needs >= {len(signals)})")
+    n = len(order) if limit is None else limit
+    due = deadlines(signals, factor=factor, limit=n)
+    rest = list(dict.fromkeys([*order, *due]))
+    if not due:
+        return rest[:n]
+    # unit -> the pending deadlines its placement meets
+    meets: dict[str, list[str]] = {u: [u] for u in due}
+    for u in due:
+        for c in (covered_by or {}).get(u, ()):
+            if c != u:
+                meets.setdefault(c, []).append(u)
+    if _already_kept(rest[:n], due, meets):
+        # the usual case: fusion buried nothing
+        return rest[:n]
+    out: list[str] = []
+    pending = dict(due)
+    # the pending deadlines, kept sorted
+    ds = sorted(due.values())
+    while rest and len(out) < n:
+        pos = len(out) + 1
+        tight = _first_tight(ds, pos) if ds else None
+        pick = 0
+        if tight is not None:
+            pick = next(i for i, u in enumerate(rest) if _meets_by(meets, pending, u, tight))
+        u = rest.pop(pick)
+        out.append(u)
+        for j in meets.get(u, ()):
+            d = pending.pop(j, None)
+            if d is not None:
+                del ds[bisect.bisect_left(ds, d)]
+    return out
+
+
+def _already_kept(head: Sequence[str], due: Mapping[str, int], meets: Mapping[str, Sequence[str]]) -> bool:
+    """Every deadline is met by the first units as they are."""
+    met: set[str] = set()
+    for pos, u in enumerate(head, 1):
+        for j in meets.get(u, ()):
+            if j not in met:
+                if due[j] < pos:
+                    return False
+                met.add(j)
+    return len(met) == len(due)
+
+
+def _meets_by(meets: Mapping[str, Sequence[str]], pending: Mapping[str, int], u: str, t: int) -> bool:
+    """Placing `u` meets a pending deadline due by `t`."""
+    return any(pending.get(j, t + 1) <= t for j in meets.get(u, ()))
+
+
+def _first_tight(ds: Sequence[int], pos: int) -> int | None:
+    """The first deadline with no slack left (as many deadlines due by it as positions from `pos` up to it)."""
+    for j, t in enumerate(ds, 1):
+        if t - pos + 1 == j and (j == len(ds) or ds[j] != t):
+            return t
+    return None

@@ -23,15 +23,19 @@ class RecallOptions(TypedDict, total=False):
 class Signal:
     """One retrieval signal's view of a hit."""
 
-    rank: int | None  # 1-based rank in that signal's candidate list; None if it did not retrieve the unit
-    score: float | None  # BM25 score, or cosine similarity for the vector signal
-    context: bool = False  # BM25: the score is the turn's with the turns beside it (memclaw.index.bm25_context)
+    # 1-based rank in that signal's candidate list; None if it did not retrieve the unit
+    rank: int | None
+    # BM25 score, or cosine similarity for the vector signal
+    score: float | None
+    # BM25: the score is the turn's with the turns beside it (memclaw.index.bm25_context)
+    context: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RecallHit:
     unit: MemoryUnit
-    score: float  # fused score, higher is better
+    # fused score, higher is better
+    score: float
     bm25: Signal
     vector: Signal
     boosts: dict[str, float] = field(default_factory=dict)

@@ -23,7 +23,7 @@ from memclaw.index.bm25_context import with_context
 from memclaw.index.identity import what_broke
 from memclaw.index.passages import is_head, is_long, unit_of
 from memclaw.markdown.units import KINDS
-from memclaw.recall.archive import ArchiveHits, agent_turns, best_passages
+from memclaw.recall.archive import ExcerptBuilder, agent_turns, best_passages
 from memclaw.recall.dates import find_date_ranges, without_dates
 from memclaw.recall.fusion import FusionParams
 from memclaw.recall.ranking import RankInput, RankSettings, rank
@@ -38,8 +38,6 @@ if TYPE_CHECKING:
     from memclaw.store.base import VectorStore
 
 log = logging.getLogger(__name__)
-
-RECENCY_WEIGHT = 0.3
 
 
 def rank_settings(rc: RecallConfig) -> RankSettings:
@@ -61,7 +59,6 @@ def rank_settings(rc: RecallConfig) -> RankSettings:
         date_after=rc.date_after,
         link_weight=rc.link_weight if rc.link_sessions else 0.0,
         recency_half_life_days=rc.recency_half_life_days,
-        recency_weight=RECENCY_WEIGHT,
         keep_factor=rc.keep_factor,
         agent_weight=rc.agent_turn_weight,
         keep_agent_turns=rc.keep_agent_turns,
@@ -73,10 +70,11 @@ StoreDown = VectorStoreUnavailable | EmbeddingUnavailable
 
 
 class Recall:
-    """Recall over the scopes of one index. Before a search, `prefetch(scope)` opens the vector store in the
-    background (the next use of `store()` waits for it; the console script waits for it at exit, used or not) and
-    `ensure_fresh(scope)` syncs the scope if its Markdown changed (False: a sync is running elsewhere);
-    `rebuild(scope)` rebuilds the index from the Markdown when Chroma's files turn out damaged."""
+    """Recall over the scopes of one index.
+
+    Before a search, `prefetch(scope)` opens the vector store in the background; the next `store()` waits for it.
+    Then `ensure_fresh(scope)` syncs the scope if its Markdown changed, and returns False when a sync runs elsewhere.
+    And `rebuild(scope)` rebuilds the index from the Markdown when Chroma's files turn out damaged."""
 
     def __init__(
         self,
@@ -115,13 +113,15 @@ class Recall:
         if cut:
             query = query[: rc.max_query_chars]
         if not query or not query.strip() or not self.tokenizer.tokenize(query):
-            raise NothingToRecall()  # a vector of "the and of" would only bring back an arbitrary memory
+            # a vector of "the and of" would only bring back an arbitrary memory
+            raise NothingToRecall()
         result = RecallResult(query, scope, mode, [])
         if cut:
             result.warnings.append(
                 f"the query was cut to its first {rc.max_query_chars:,} characters (recall.max_query_chars)"
             )
-        if self.scopes.never_written(scope):  # e.g. an unknown sender: nothing to recall, and a read writes nothing
+        # e.g. an unknown sender: nothing to recall, and a read writes nothing
+        if self.scopes.never_written(scope):
             return result
         t0 = time.perf_counter()
         # the vectors' side is down: said once, and not asked twice (a frozen server costs a timeout each time)
@@ -135,15 +135,18 @@ class Recall:
         n_cand = max(rc.candidates, k * 3)
         bm25_hits: list[tuple[str, float]] = []
         bm25_bound = 0.0
-        by_context: set[str] = set()  # turns whose BM25 score is their context's
+        # turns whose BM25 score is their context's
+        by_context: set[str] = set()
         vec_hits: list[tuple[str, float]] = []
-        passages: dict[str, str] = {}  # a unit -> its best passage (memclaw.recall.archive: excerpts of long turns)
+        # a unit -> its best passage (memclaw.recall.archive: excerpts of long turns)
+        passages: dict[str, str] = {}
         # a date without a year: the occurrence memory holds something in, when the tense does not say
         holds = (lambda r: bool(sc.dated_in([r], 1))) if sc is not None else None
         ranges = find_date_ranges(query, now or datetime.now(), holds=holds) if rc.date_weight > 0 else []
         if mode in ("hybrid", "bm25"):
             t = time.perf_counter()
-            tokens = self.tokenizer.tokenize(without_dates(query, ranges))  # the words of a date are no topic
+            # the words of a date are no topic
+            tokens = self.tokenizer.tokenize(without_dates(query, ranges))
             with self.scopes.lock:
                 bm25_hits = list(sc.lexical.search(tokens, n_cand)) if tokens else []
                 bm25_bound = sc.lexical.max_score(tokens) if tokens else 0.0
@@ -156,13 +159,15 @@ class Recall:
         if mode in ("hybrid", "vector"):
             from memclaw.embedding.load import encode_query
 
-            down = store_down or self.identity.deferred  # (the index's vectors are another model's)
+            # the index's vectors are another model's
+            down = store_down or self.identity.deferred
             t = time.perf_counter()
             qv = None
             if down is None:
                 try:
                     qv = encode_query(self._embedder(), query)
-                except EmbeddingUnavailable as e:  # the provider is down: as for a Chroma outage
+                except EmbeddingUnavailable as e:
+                    # the provider is down: as for a Chroma outage
                     down = e
             result.timings_ms["embed"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
@@ -184,27 +189,38 @@ class Recall:
         units = sc.state.units
         result.scope_size = sum(u.kind == kind for u in units.values()) if kind else len(units)
         bm25_hits = [(i, s) for i, s in bm25_hits if i in units]
-        vec_hits = [(i, s) for i, s in vec_hits if i in units]  # ignore vectors orphaned by a crash
+        # ignore vectors orphaned by a crash
+        vec_hits = [(i, s) for i, s in vec_hits if i in units]
         result.date_ranges = ranges
         links = sc.state.links if rc.link_sessions else {}
         entries_of = sc.entries_by_cid() if rc.link_sessions else {}
         said_by_agent = agent_turns(units, self.config.agent.name)
-        inp = RankInput(bm25_hits, vec_hits, units, links, ranges, sc.dated_in, now, bm25_bound, entries_of,
-                        said_by_agent)  # fmt: skip
-        turns = ArchiveHits(units, entries_of, self.tokenizer.tokenize, (rc.excerpt_before, rc.excerpt_after),
+        inp = RankInput(
+            bm25=bm25_hits,
+            vector=vec_hits,
+            units=units,
+            links=links,
+            ranges=ranges,
+            dated_in=sc.dated_in,
+            now=now,
+            bm25_bound=bm25_bound,
+            entries_of=entries_of,
+            agent_turns=said_by_agent,
+        )
+        turns = ExcerptBuilder(units, entries_of, self.tokenizer.tokenize, (rc.excerpt_before, rc.excerpt_after),
                             rc.excerpt_wide, query, passages, said_by_agent=said_by_agent,
                             agent_words=rc.excerpt_agent_words)  # fmt: skip
         for f in rank(inp, rank_settings(rc), k=k, n_cand=n_cand, kind=kind):
             u = units[f.id]
             result.hits.append(
                 RecallHit(
-                    u,
-                    f.score,
-                    Signal(f.bm25_rank, f.bm25_score, f.id in by_context),
-                    Signal(f.vector_rank, f.vector_similarity),
-                    dict(f.boosts),
-                    tuple(links.get(f.id, ())) + turns.covered_by(u),
-                    turns.excerpt(u),
+                    unit=u,
+                    score=f.score,
+                    bm25=Signal(f.bm25_rank, f.bm25_score, f.id in by_context),
+                    vector=Signal(f.vector_rank, f.vector_similarity),
+                    boosts=dict(f.boosts),
+                    covered_by=tuple(links.get(f.id, ())) + turns.covered_by(u),
+                    excerpt=turns.excerpt(u),
                 )
             )
         result.timings_ms["total"] = (time.perf_counter() - t0) * 1000
@@ -214,7 +230,8 @@ class Recall:
         """Before recall: the store opened in the background, the scope synced if its Markdown changed (auto_sync).
         Returns the vectors' side that is down, if it is."""
         if mode != "bm25":
-            self._prefetch(scope)  # a no-op once the store is open
+            # a no-op once the store is open
+            self._prefetch(scope)
         if self.config.memory.auto_sync:
             try:
                 if not self._ensure_fresh(scope, vectors=mode != "bm25"):
@@ -252,9 +269,10 @@ class Recall:
 
 
 def _best_per_unit(hits, signal: str = "max", is_long: Callable[[str], bool] | None = None) -> list[tuple[str, float]]:
-    """Vector hits (best first) -> unit hits (see memclaw.index.passages): a unit's similarity is its best vector's
-    (`max`), its best passage's (`passages`: heads ignored), or its head's (`head`: a long unit's head vector, a
-    short unit's only vector; `is_long(unit_id)` tells them apart)."""
+    """Vector hits, best first, as unit hits (memclaw.index.passages), by `signal`.
+
+    `max`: a unit's best vector. `passages`: its best passage, heads ignored.
+    `head`: a long unit's head vector or a short unit's only vector; `is_long(unit_id)` tells them apart."""
     best: dict[str, float] = {}
     for h in hits:
         uid = unit_of(h.id)

@@ -1,22 +1,18 @@
-"""Relative dates in text written to memory, made absolute (pure; English): "Maya's dentist appointment is tomorrow",
-written on 2026-11-25, is kept as "Maya's dentist appointment is tomorrow (2026-11-26)".
+"""Relative dates in text written to memory, made absolute (pure; English).
 
-A fact is read long after it was written, when "tomorrow" means another day. Every fact memclaw writes (`memory add`,
-the `remember` tool, consolidation) goes through `resolve_relative_dates` with the day it was learned: each relative
-expression keeps its words and is followed by the day or span it named then, `(2026-11-26)`, `(2026-11-16 to
-2026-11-22)`, `(2026-12)` for a whole month, `(2027)` for a whole year.
+"Maya's dentist appointment is tomorrow", written on 2026-11-25, is kept with "(2026-11-26)" after "tomorrow".
+A fact is read long after it was written, when "tomorrow" means another day.
+Every fact memclaw writes goes through `resolve_relative_dates` with the day it was learned.
+Each relative expression keeps its words and is followed by the day or span it named then.
+Spans read `(2026-11-16 to 2026-11-22)`, `(2026-12)` for a month and `(2027)` for a year.
 
-The past forms are those recall reads in a query (memclaw.recall.dates: "today", "yesterday", "last week", "this
-month", "the past three days", "two weeks ago", "last Friday"); this module adds the future ones: "tomorrow", "the
-day after tomorrow", "next week / month / year", "this / next weekend" (Saturday and Sunday of this / next week),
-"next / this / coming Friday" (the first Friday after the day it was said), "in 3 days / 2 weeks" (a day), "in 2
-months" (that month), "in a year" (that year). Left as written: what is ambiguous ("on Friday", past or future),
-vague ("in a few days", "soon"), not a day ("in 2 hours", "next time", "next door", "last name"), absolute already
-("8 May 2023"), or already followed by its date (a text resolved once is not resolved again).
+Recall reads the past forms in a query (memclaw.recall.dates); this module adds the future ones.
+Among them: "tomorrow", "next week", "this weekend", "next Friday", "in 3 days", "in 2 months", "in a year".
+Left as written: the ambiguous ("on Friday"), the vague ("soon"), what is not a day ("in 2 hours", "next door").
+Absolute dates stay too, and a text resolved once is not resolved again.
 
-Recall reads those dates back (memclaw.markdown.formats.named_days): a fact written on 2026-11-25 as "dentist
-tomorrow (2026-11-26)" is about the 26th, so a query naming the 26th lifts it as it lifts what was stamped that day
-(memclaw.recall.ranking.stamp_in).
+Recall reads those dates back (memclaw.markdown.formats.named_days, memclaw.recall.ranking.stamp_in).
+A query naming the 26th then lifts "dentist tomorrow (2026-11-26)" as it lifts what was stamped that day.
 """
 
 from __future__ import annotations
@@ -26,8 +22,10 @@ from datetime import date, datetime, time, timedelta
 
 from memclaw.recall.dates import DateRange, find_date_spans
 
-_AMBIGUOUS = re.compile(r"on\s", re.I)  # "on Friday": past or future; said of a plan, it is the next
-_UNRESOLVED = frozenset({"nth_day"})  # "the 30th": which month is a guess; left as said
+# "on Friday": past or future; said of a plan, it is the next
+_AMBIGUOUS = re.compile(r"on\s", re.I)
+# "the 30th": which month is a guess; left as said
+_UNRESOLVED = frozenset({"nth_day"})
 _POSSESSIVE = re.compile(r"'s\b")
 _FOLLOWED_BY_DATE = re.compile(r"[\s,(]*(?:on\s+|i\.e\.\s+)?\Z", re.I)
 
@@ -61,7 +59,8 @@ def relative_spans(text: str, on: date) -> list[tuple[int, int, DateRange]]:
         m = _POSSESSIVE.match(text, b)
         end = m.end() if m else b
         if any(x >= end and _FOLLOWED_BY_DATE.match(text, end, x) for x in absolute):
-            continue  # already followed by the date it names
+            # already followed by the date it names
+            continue
         out.append((a, end, r))
     return out
 

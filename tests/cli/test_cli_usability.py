@@ -129,7 +129,12 @@ def test_one_shortening_for_the_table_chat_and_discord():
     from memclaw.util.text import MEMORY_CHARS, shorten
 
     unit = MemoryUnit("f1", "fact", "owner", "memory/MEMORY.md", 3, LONG_FACT)
-    result = RecallResult("lasagne\n" * 50, "owner", "hybrid", [RecallHit(unit, 0.9, Signal(1, 2.0), Signal(1, 0.5))])
+    result = RecallResult(
+        "lasagne\n" * 50,
+        "owner",
+        "hybrid",
+        [RecallHit(unit=unit, score=0.9, bm25=Signal(1, 2.0), vector=Signal(1, 0.5))],
+    )
     short = shorten(LONG_FACT, MEMORY_CHARS)
     assert len(short) <= MEMORY_CHARS and short.endswith(" chars)") and short.startswith(LONG_FACT[:150])
     console = Console(width=100, record=True, color_system=None)

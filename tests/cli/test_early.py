@@ -17,8 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memclaw.cli.early import DEFAULT_MODE, DEFAULT_RECALL_K, EarlyChoice, early_choice, load_model_early
+from memclaw.cli.early import EarlyChoice, early_choice, load_model_early
 from memclaw.config import ContextConfig, EmbeddingsConfig, RecallConfig, load_config
+from memclaw.defaults import CONTEXT_RECALL_K, EMBEDDINGS_BACKEND, EMBEDDINGS_MODEL, RECALL_MODE
 from memclaw.errors import ConfigError
 from tests.service.test_memory_service import make_workspace
 
@@ -28,7 +29,17 @@ DEFAULT = EarlyChoice()
 def test_the_guess_starts_from_the_configs_defaults():
     cfg = EmbeddingsConfig()
     assert (DEFAULT.model, DEFAULT.backend, DEFAULT.cache_dir) == (cfg.model, cfg.backend, cfg.cache_dir)
-    assert (RecallConfig().mode, ContextConfig().recall_k) == (DEFAULT_MODE, DEFAULT_RECALL_K)
+    assert (RecallConfig().mode, ContextConfig().recall_k) == (RECALL_MODE, CONTEXT_RECALL_K)
+
+
+def test_the_early_guess_holds_no_default_of_its_own():
+    """One source of each default: the guess reads memclaw.defaults, the module the config builds its fields from."""
+    import memclaw.cli.early as early
+
+    source = Path(early.__file__).read_text("utf-8")
+    for value in (EMBEDDINGS_MODEL, EMBEDDINGS_BACKEND, RECALL_MODE):
+        assert repr(value) not in source and f'"{value}"' not in source, value
+    assert not re.search(rf"\b{CONTEXT_RECALL_K}\b", source)
 
 
 @pytest.mark.parametrize(

@@ -124,7 +124,10 @@ def unit(text: str, source: str = "memory/MEMORY.md", section: str | None = None
 
 
 def result(query: str, scope: str, units: list[MemoryUnit]) -> RecallResult:
-    hits = [RecallHit(u, 1.0 - i / 10, Signal(i + 1, 2.5), Signal(i + 1, 0.4)) for i, u in enumerate(units)]
+    hits = [
+        RecallHit(unit=u, score=1.0 - i / 10, bm25=Signal(i + 1, 2.5), vector=Signal(i + 1, 0.4))
+        for i, u in enumerate(units)
+    ]
     return RecallResult(query, scope, "hybrid", hits, scope_size=len(hits) + 5)
 
 
@@ -176,7 +179,7 @@ def test_excerpts_show_any_text_literally(text, other, speaker, query, terminal)
     """An archived turn's excerpt (issue 22) in every view: the recall table (and its memory-section cut), chat's
     /recall, `memory list` and `memory forget` of a conversation, and the context view's memory section."""
     window = [turn(other, speaker, "a0", 0), turn(text, speaker, "a1", 1), turn(other + "!", "memclaw", "a2", 2)]
-    hits = [RecallHit(window[1], 1.0, Signal(1, 2.5), Signal(1, 0.4), excerpt=tuple(window))]
+    hits = [RecallHit(unit=window[1], score=1.0, bm25=Signal(1, 2.5), vector=Signal(1, 0.4), excerpt=tuple(window))]
     res = RecallResult(query, "owner", "hybrid", hits, scope_size=3)
     for fill in (None, fill_hits(hits, 1000, words), fill_hits(hits, words(window[1].text) + 12, words)):
         with Captured() as c:
@@ -243,7 +246,9 @@ def test_context_view_shows_any_text_literally(context_ws, message, text, name, 
 
     def recall(query: str, *, scope: str, k: int) -> list[RecallHit]:
         window_here = tuple(replace(t, scope=scope) for t in window)
-        excerpt = RecallHit(window_here[1], 0.5, Signal(2, 1.0), Signal(2, 0.3), excerpt=window_here)
+        excerpt = RecallHit(
+            unit=window_here[1], score=0.5, bm25=Signal(2, 1.0), vector=Signal(2, 0.3), excerpt=window_here
+        )
         return result(query, scope, [replace(unit(text, uid="f1"), scope=scope)]).hits + [excerpt]
 
     built = build_messages(config=Config(), workspace=context_ws, message=message, sender=sender, recall=recall)

@@ -91,7 +91,10 @@ def test_fill_leaves_out_a_fact_whose_session_summary_is_in():
 
 def test_fill_hits_counts_the_rendered_items_with_the_prompt_counter():
     units = [fact_unit("owner", f"fact number {i} about the garden", "Garden") for i in range(5)]
-    hits = [RecallHit(u, 1.0 - i / 10, Signal(i + 1, 1.0), Signal(None, None)) for i, u in enumerate(units)]
+    hits = [
+        RecallHit(unit=u, score=1.0 - i / 10, bm25=Signal(i + 1, 1.0), vector=Signal(None, None))
+        for i, u in enumerate(units)
+    ]
     one = COUNT(memory_item(units[0])) + 1
     f = fill_hits(hits, 3 * one, COUNT)
     assert len(f.kept) == 3 and f.used == 3 * one
@@ -155,7 +158,14 @@ WORDS = lambda t: len(t.split())  # noqa: E731 - a token counter that is easy to
 
 
 def hit(u: MemoryUnit, window: list[MemoryUnit], score: float = 1.0, covered_by: tuple[str, ...] = ()) -> RecallHit:
-    return RecallHit(u, score, Signal(1, 1.0), Signal(None, None), covered_by=covered_by, excerpt=tuple(window))
+    return RecallHit(
+        unit=u,
+        score=score,
+        bm25=Signal(1, 1.0),
+        vector=Signal(None, None),
+        covered_by=covered_by,
+        excerpt=tuple(window),
+    )
 
 
 def test_an_excerpt_is_one_item_with_its_date_speakers_and_turns():
@@ -245,7 +255,10 @@ def test_a_reply_elided_beside_one_excerpt_is_shown_whole_when_another_of_its_ch
 def test_an_excerpt_covered_by_its_summary_is_not_served():
     ts = turn_units("A: Lena recommended Taberna da Ribeira")
     summary = history_unit("owner", "Lena recommended Taberna da Ribeira in Lisbon.", datetime(2026, 11, 25, 14, 0))
-    hs = [RecallHit(summary, 2.0, Signal(1, 1.0), Signal(None, None)), hit(ts[0], ts, covered_by=(summary.id,))]
+    hs = [
+        RecallHit(unit=summary, score=2.0, bm25=Signal(1, 1.0), vector=Signal(None, None)),
+        hit(ts[0], ts, covered_by=(summary.id,)),
+    ]
     f = fill_hits(hs, 1000, COUNT)
     assert f.kept == [0] and f.skipped[0].reason.startswith(f"covered by {summary.id}")
 
@@ -258,7 +271,7 @@ def test_an_excerpt_covered_by_its_summary_is_not_served():
 def test_fill_with_excerpts_never_exceeds_the_budget_nor_serves_a_turn_twice(spec, budget):
     ts = turn_units(*(f"{'AB'[i % 2]}: {'word ' * (1 + i % 4)}{i}" for i in range(10)))
     summary = history_unit("owner", "the summary of it all", datetime(2026, 11, 25, 18, 0))
-    hits = [RecallHit(summary, 1.0, Signal(1, 1.0), Signal(None, None))]
+    hits = [RecallHit(unit=summary, score=1.0, bm25=Signal(1, 1.0), vector=Signal(None, None))]
     for at, before, after, covered in {at: (at, b, a, c) for at, b, a, c in spec}.values():  # (a unit hits once)
         window = ts[max(0, at - before) : at + after + 1]
         hits.append(hit(ts[at], window, covered_by=(summary.id,) if covered else ()))

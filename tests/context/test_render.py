@@ -22,17 +22,17 @@ TEXTS = [
 def _result() -> RecallResult:
     hits = [
         RecallHit(
-            MemoryUnit("f1", "fact", "owner", "memory/MEMORY.md", 26, TEXTS[0]),
-            0.9953,
-            Signal(1, 5.03),
-            Signal(2, 0.295),
+            unit=MemoryUnit("f1", "fact", "owner", "memory/MEMORY.md", 26, TEXTS[0]),
+            score=0.9953,
+            bm25=Signal(1, 5.03),
+            vector=Signal(2, 0.295),
         ),
         RecallHit(
-            MemoryUnit("h1", "history", "owner", "memory/HISTORY.md", 3, TEXTS[1], datetime(2025, 1, 27, 9, 30)),
-            0.41,
-            Signal(None, None),
-            Signal(1, 0.312),
-            {"link": 0.1},
+            unit=MemoryUnit("h1", "history", "owner", "memory/HISTORY.md", 3, TEXTS[1], datetime(2025, 1, 27, 9, 30)),
+            score=0.41,
+            bm25=Signal(None, None),
+            vector=Signal(1, 0.312),
+            boosts={"link": 0.1},
         ),
     ]
     return RecallResult("what is Maya allergic to", "owner", "hybrid", hits)

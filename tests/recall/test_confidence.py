@@ -4,18 +4,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memclaw.recall.confidence import (
+from memclaw.recall.fusion import (
     BM25_TYPICAL,
     GAP_UNITS,
     VECTOR_SPAN_FROM,
     VECTOR_TYPICAL,
     bm25_confidence,
+    fuse,
     signal_weights,
     vector_confidence,
 )
-from memclaw.recall.fusion import FusionParams, fuse
+from tests.recall.ranking_params import params
 
-ADAPTIVE = FusionParams(method="adaptive", bm25_weight=0.6, vector_weight=1.0, min_similarity=0.15)
+ADAPTIVE = params(method="adaptive", bm25_weight=0.6, vector_weight=1.0, min_similarity=0.15)
 
 
 def test_bm25_knows_more_when_its_best_hit_matches_more_of_the_query():
@@ -59,7 +60,7 @@ def test_a_strong_semantic_match_outranks_a_weak_lexical_one():
     vector = [("semantic", 0.62), ("lexical", 0.30), ("other", 0.29), ("x", 0.28), ("y", 0.27)]
     adaptive = fuse(bm25, vector, ADAPTIVE, bm25_bound=20.0)
     assert adaptive[0].id == "semantic"
-    weighted = fuse(bm25, vector, FusionParams(method="weighted", bm25_weight=0.7, vector_weight=1.0))
+    weighted = fuse(bm25, vector, params(method="weighted", bm25_weight=0.7, vector_weight=1.0))
     assert weighted[0].id == "lexical"  # the previous default: 0.7 + 0.30 against 0.62
 
 

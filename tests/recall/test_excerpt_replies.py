@@ -16,7 +16,7 @@ from memclaw.config import Config
 from memclaw.context.memory_section import candidates, fill, fill_hits
 from memclaw.index.unittable import UnitTable
 from memclaw.markdown.units import MemoryUnit
-from memclaw.recall.archive import ArchiveHits, agent_turns, elided
+from memclaw.recall.archive import ExcerptBuilder, agent_turns, elided
 from memclaw.recall.results import RecallHit
 from memclaw.service.facade import MemoryService
 from memclaw.workspace import Workspace
@@ -96,14 +96,14 @@ def test_only_the_agents_replies_beside_the_match_are_elided():
     """The matched turn is served as itself even when it is the agent's; a turn of anyone else is never elided; a
     reply of at most `agent_words` words is shown whole."""
     table = UnitTable.from_units([_unit(0, "Maya"), _unit(1, "memclaw"), _unit(2, "Lena"), _unit(3, "memclaw")])
-    short = ArchiveHits(table, {}, str.split, (1, 1), 5, said_by_agent=agent_turns(table, "memclaw"), agent_words=5)
+    short = ExcerptBuilder(table, {}, str.split, (1, 1), 5, said_by_agent=agent_turns(table, "memclaw"), agent_words=5)
     assert [t.text for t in short.excerpt(table["a2"])][0] == "memclaw: turn 1 said at length"  # 5 words
-    hits = ArchiveHits(table, {}, str.split, (1, 1), 5, said_by_agent=agent_turns(table, "memclaw"), agent_words=4)
+    hits = ExcerptBuilder(table, {}, str.split, (1, 1), 5, said_by_agent=agent_turns(table, "memclaw"), agent_words=4)
     assert [t.text for t in hits.excerpt(table["a2"])] == ["memclaw: …", "Lena: turn 2 said at length", "memclaw: …"]
     assert [t.text for t in hits.excerpt(table["a1"])] == [
         "Maya: turn 0 said at length", "memclaw: turn 1 said at length", "Lena: turn 2 said at length"]  # fmt: skip
     assert all("elided" not in t.extra for t in hits.excerpt(table["a1"]))
-    nobody = ArchiveHits(table, {}, str.split, (1, 1), 5, said_by_agent=agent_turns(table, " "), agent_words=0)
+    nobody = ExcerptBuilder(table, {}, str.split, (1, 1), 5, said_by_agent=agent_turns(table, " "), agent_words=0)
     assert [t.text for t in nobody.excerpt(table["a2"])][0] == "memclaw: turn 1 said at length"  # no agent named
 
 

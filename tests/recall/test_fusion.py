@@ -6,11 +6,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memclaw.recall.dates import DateRange
-from memclaw.recall.fusion import Fused, FusionParams, apply_floors, date_boost, fuse, link_boost, recency_boost
+from memclaw.recall.fusion import Fused, apply_floors, date_boost, fuse, link_boost, recency_boost
+from tests.recall.ranking_params import params
 
 
 def test_rrf_combines_ranks_and_keeps_provenance():
-    p = FusionParams(rrf_k=60)
+    p = params(rrf_k=60)
     out = fuse([("a", 5.0), ("b", 3.0)], [("b", 0.8), ("c", 0.7)], p)
     assert [h.id for h in out] == ["b", "a", "c"]
     b = out[0]
@@ -20,7 +21,7 @@ def test_rrf_combines_ranks_and_keeps_provenance():
 
 def test_keyword_only_hit_survives_floors():
     # A hit that only BM25 found (vector similarity too low to be a candidate) is kept on its own evidence.
-    p = FusionParams(min_similarity=0.3)
+    p = params(min_similarity=0.3)
     bm, vec = apply_floors([("kw", 2.0)], [("kw", 0.1), ("other", 0.5)], p)
     out = fuse(bm, vec, p)
     assert [h.id for h in out] == ["other", "kw"] or [h.id for h in out] == ["kw", "other"]
@@ -29,20 +30,20 @@ def test_keyword_only_hit_survives_floors():
 
 
 def test_floors_drop_unrelated_vectors_and_zero_bm25():
-    p = FusionParams(min_similarity=0.25)
+    p = params(min_similarity=0.25)
     bm, vec = apply_floors([("a", 0.0)], [("x", 0.1)], p)
     assert bm == [] and vec == []
 
 
 def test_weighted_fusion_normalises_bm25():
-    p = FusionParams(method="weighted", bm25_weight=1.0, vector_weight=1.0)
+    p = params(method="weighted", bm25_weight=1.0, vector_weight=1.0)
     out = fuse([("a", 10.0), ("b", 5.0)], [("b", 0.9)], p)
     assert out[0].id == "b" and abs(out[0].score - 1.4) < 1e-9
     assert abs(out[1].score - 1.0) < 1e-9
 
 
 def test_link_boost_lifts_linked_history_entry():
-    p = FusionParams()
+    p = params()
     hits = fuse([("fact1", 3.0), ("h_other", 2.0)], [], p)
     out = link_boost(hits, {"fact1": ["h_session"]}, weight=0.5)
     ids = [h.id for h in out]
@@ -53,7 +54,7 @@ def test_link_boost_lifts_linked_history_entry():
 
 def test_recency_boost_touches_history_only():
     now = datetime(2026, 1, 1)
-    p = FusionParams()
+    p = params()
     hits = fuse([("old", 1.0), ("new", 1.0), ("fact", 1.0)], [], p)
     ts = {"old": now - timedelta(days=400), "new": now - timedelta(days=1), "fact": now}
     kinds = {"old": "history", "new": "history", "fact": "fact"}
@@ -71,7 +72,7 @@ ranked = st.lists(st.tuples(st.sampled_from("abcdefgh"), st.floats(0.01, 10)), m
 def test_fusion_is_a_sorted_union_without_duplicates(bm, vec):
     bm = sorted(bm, key=lambda t: -t[1])
     vec = sorted([(i, min(s / 10, 1.0)) for i, s in vec], key=lambda t: -t[1])
-    out = fuse(bm, vec, FusionParams())
+    out = fuse(bm, vec, params())
     ids = [h.id for h in out]
     assert len(ids) == len(set(ids))
     assert set(ids) == {i for i, _ in bm} | {i for i, _ in vec}

@@ -1,10 +1,10 @@
-"""The guarantee of memclaw.recall.keep: what one signal alone ranks r-th ends within the first factor * r."""
+"""The guarantee of memclaw.recall.ranking: what one signal alone ranks r-th ends within the first factor * r."""
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memclaw.recall.keep import deadlines, keep_signal_ranks
+from memclaw.recall.ranking import deadlines, keep_signal_ranks
 
 IDS = [f"u{i}" for i in range(40)]
 

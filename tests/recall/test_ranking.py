@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memclaw.recall.dates import DateRange
-from memclaw.recall.fusion import FusionParams
-from memclaw.recall.ranking import RankInput, RankSettings, rank
+from memclaw.recall.ranking import RankInput, rank
+from tests.recall.ranking_params import params, ranking
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,16 @@ def cases(draw):
     ranges = draw(st.sampled_from([[], [DateRange(DAY[3], DAY[9], "that week")]]))
     turns = [i for i, u in units.items() if u.kind == "archive"]
     agent = frozenset(draw(st.lists(st.sampled_from(turns), unique=True))) if turns else frozenset()
-    return RankInput(signal(0.01, 30.0), signal(0.15, 1.0), units, links, ranges, None, DAY[-1], 40.0,
-                     agent_turns=agent.__contains__)  # fmt: skip
+    return RankInput(
+        bm25=signal(0.01, 30.0),
+        vector=signal(0.15, 1.0),
+        units=units,
+        links=links,
+        ranges=ranges,
+        now=DAY[-1],
+        bm25_bound=40.0,
+        agent_turns=agent.__contains__,
+    )
 
 
 def _distinct_ranks(inp: RankInput, sig, kind: str | None) -> list[tuple[str, str]]:
@@ -73,7 +81,7 @@ def _distinct_ranks(inp: RankInput, sig, kind: str | None) -> list[tuple[str, st
 def test_a_signals_top_k_stays_within_the_first_factor_k_for_every_k(inp, factor, k, kind, method, agent):
     """For every unit but, with `keep_agent_turns` off, the agent's own turns (weighed down by design)."""
     weight, keep_agent = agent
-    s = RankSettings(fusion=FusionParams(method=method, min_similarity=0.15), keep_factor=factor,
+    s = ranking(fusion=params(method=method, min_similarity=0.15), keep_factor=factor,
                      agent_weight=weight, keep_agent_turns=keep_agent)  # fmt: skip
     out = rank(inp, s, k=k, n_cand=50, kind=kind)
     texts = [inp.units[h.id].text for h in out]
@@ -99,10 +107,10 @@ def test_without_the_guarantee_a_weak_signal_top_can_be_buried_and_with_it_canno
     units = {f"b{i}": U("fact", None, f"bm25 {i}") for i in range(10)} | {"v": U("fact", None, "vector only")}
     bm25 = [(f"b{i}", 10.0 - i) for i in range(10)]
     vector = [("v", 0.5)] + [(f"b{i}", 0.49 - 0.01 * i) for i in range(10)]  # the vector's best, by a hair
-    inp = RankInput(bm25, vector, units)
-    weighted = FusionParams(method="weighted", bm25_weight=0.7, min_similarity=0.15)
-    off = [h.id for h in rank(inp, RankSettings(fusion=weighted), k=10, n_cand=50)]
-    on = [h.id for h in rank(inp, RankSettings(fusion=weighted, keep_factor=2), k=10, n_cand=50)]
+    inp = RankInput(bm25=bm25, vector=vector, units=units)
+    weighted = params(method="weighted", bm25_weight=0.7, min_similarity=0.15)
+    off = [h.id for h in rank(inp, ranking(fusion=weighted), k=10, n_cand=50)]
+    on = [h.id for h in rank(inp, ranking(fusion=weighted, keep_factor=2), k=10, n_cand=50)]
     assert off.index("v") == 9 and on.index("v") == 1  # vector rank 1: within the first 2, not one place more
 
 
@@ -112,8 +120,10 @@ def test_a_named_date_outranks_what_a_signal_found_outside_it():
         "in": U("history", datetime(2026, 11, 17, 9), "dinner with Anna"),
     }
     last_week = DateRange(datetime(2026, 11, 16), datetime(2026, 11, 23), "last week")
-    inp = RankInput([], [("week", 0.35), ("in", 0.16)], units, {}, [last_week], lambda rs, n: ["in"])
-    s = RankSettings(fusion=FusionParams(method="adaptive", min_similarity=0.15), date_scale="full", keep_factor=3)
+    inp = RankInput(
+        bm25=[], vector=[("week", 0.35), ("in", 0.16)], units=units, ranges=[last_week], dated_in=lambda rs, n: ["in"]
+    )
+    s = ranking(fusion=params(method="adaptive", min_similarity=0.15), date_scale="full", keep_factor=3)
     assert [h.id for h in rank(inp, s, k=2, n_cand=50)] == ["in", "week"]
 
 
@@ -126,13 +136,30 @@ def test_the_agents_own_turns_rank_by_their_weight_not_by_the_placement():
     }
     bm25 = [("reply", 12.0)] + [(f"o{i}", 10.0 - i) for i in range(6)]
     vector = [("reply", 0.9)] + [(f"o{i}", 0.8 - 0.05 * i) for i in range(6)]
-    inp = RankInput(bm25, vector, units, agent_turns=lambda i: i == "reply")
-    fusion = FusionParams(method="adaptive", min_similarity=0.15)
+    inp = RankInput(bm25=bm25, vector=vector, units=units, agent_turns=lambda i: i == "reply")
+    fusion = params(method="adaptive", min_similarity=0.15)
 
     def order(keep: bool, weight: float = 0.1) -> list[str]:
-        s = RankSettings(fusion=fusion, keep_factor=3, agent_weight=weight, keep_agent_turns=keep)
+        s = ranking(fusion=fusion, keep_factor=3, agent_weight=weight, keep_agent_turns=keep)
         return [h.id for h in rank(inp, s, k=7, n_cand=50)]
 
     assert order(True).index("reply") == 2
     assert order(False) == ["o0", "o1", "o2", "o3", "o4", "o5", "reply"]
     assert order(False, weight=1.0)[0] == "reply"  # not weighed: as any unit
+
+
+def test_the_config_is_the_one_source_of_the_ranking_defaults():
+    """The ranking dataclasses hold no default of a setting RecallConfig has: recall, the lab and the tests all
+    build their settings from the config (`rank_settings`) or spell every value out."""
+    from dataclasses import MISSING, fields
+
+    from memclaw.config import RecallConfig
+    from memclaw.recall.fusion import FusionParams
+    from memclaw.recall.ranking import RankSettings
+    from memclaw.recall.search import rank_settings
+
+    for cls in (FusionParams, RankSettings):
+        defaulted = {f.name for f in fields(cls) if f.default is not MISSING or f.default_factory is not MISSING}
+        assert defaulted <= {"vector_span_from", "date_only_max_days", "recency_weight"}, (cls, defaulted)
+    s = rank_settings(RecallConfig())
+    assert (s.fusion.method, s.fusion.min_similarity) == (RecallConfig().fusion, RecallConfig().min_similarity)
