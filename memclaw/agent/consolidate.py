@@ -49,7 +49,8 @@ from memclaw.agent.conversation import (
     message_time,
     owner_speaker,
 )
-from memclaw.agent.sessions import CHUNK_PROGRESS, CLAIM_SUFFIX
+from memclaw.agent.sessions import CLAIM_SUFFIX
+from memclaw.agent.sessions import CONSOLIDATION_PROGRESS as CHUNK_PROGRESS
 from memclaw.agent.turnlock import lock_held
 from memclaw.errors import ConsolidationError, LLMError, MemclawError, MemoryFileError
 from memclaw.markdown.archive import consolidation_id

@@ -44,10 +44,10 @@ class ReadOnlyFileError(PermissionError):
 
 
 def check_writable(st: os.stat_result, path: Path) -> None:
-    """Raise ReadOnlyFileError (EACCES) if the mode of the file `st` describes takes writing it away from this
-    process: the owner's write bit for its owner, and for root too (whom the kernel lets write anything, and a
-    rename replaces a file whatever its mode: a file made read-only is meant to stay as it is), the group's for a
-    member of its group, the others' for anyone else."""
+    """Raise ReadOnlyFileError (EACCES) if the mode of the file `st` describes denies this process writing it.
+
+    The owner's write bit counts for its owner, and for root too: a file made read-only is meant to stay as it is.
+    The group's bit counts for a member of its group, the others' bit for anyone else."""
     if not hasattr(os, "geteuid"):  # pragma: no cover - not POSIX
         return
     euid = os.geteuid()

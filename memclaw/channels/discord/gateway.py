@@ -6,13 +6,13 @@ memclaw.channels.chunking (pure); ordering by memclaw.channels.queue (one chat's
 concurrently); the slash commands by .slash. The agent runs on its own event loop in a worker thread
 (.runner.AgentThread), so blocking work inside a turn never stalls discord.py's heartbeat.
 
-Identity: the sender id passed to the agent is the Discord user id (a number as a string) on channel "discord";
-the agent recognises the owner from `owners.discord` (ids only, never names) and gives everyone else the outsider
-context, tool policy and their own memory scope.
+Identity: the sender id passed to the agent is the Discord user id, as a string, on channel "discord". The agent
+recognises the owner from `owners.discord`, by id and never by name. Everyone else gets the outsider context, tool
+policy and their own memory scope.
 
-Sessions: a DM is one session (chat id = the DM channel id). In a guild channel or thread each person has their
-own session in that place (chat id = "<channel or thread id>:<user id>"), so a thread is its own session and one
-person's conversation (and tool results) never lands in another person's context.
+Sessions: a DM is one session, keyed by the DM channel id. In a guild channel or thread each person has their own
+session there, keyed "<channel or thread id>:<user id>". So one person's conversation never lands in another
+person's context.
 """
 
 from __future__ import annotations
@@ -21,14 +21,13 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import discord
 from discord import app_commands
 
-from memclaw.agent.turn import apology
+from memclaw.agent.turn import AgentReply, InboundMessage, apology
 from memclaw.channels.access import AccessPolicy, Decision, decide
 from memclaw.channels.chunking import split_message
 from memclaw.channels.discord.errors import quiet_voice_warnings, raise_connect_error, unreachable
@@ -36,10 +35,8 @@ from memclaw.channels.discord.messages import (
     chat_id_for,
     describe_attachment,
     is_image,
-    make_inbound,
     message_facts,
     message_text,
-    reply_text,
 )
 from memclaw.channels.discord.runner import AgentThread
 from memclaw.channels.discord.slash import CHANNEL, NO_MENTIONS, SlashCommands
@@ -57,12 +54,12 @@ SHUTDOWN_GRACE_S = 60.0
 
 
 class AgentLike(Protocol):
-    async def handle(self, message: Any) -> Any: ...
+    async def handle(self, message: InboundMessage) -> AgentReply: ...
 
 
 @dataclass
 class DiscordTurn:
-    """What happened to one accepted message (kept for logs and tests)."""
+    """What happened to one accepted message: the result of its turn's future."""
 
     message_id: int
     chat_id: str
@@ -88,10 +85,8 @@ class DiscordGateway:
         client: discord.Client | None = None,
         agent_thread: bool = True,
         shutdown_grace_s: float = SHUTDOWN_GRACE_S,
-        inbound: Callable[..., Any] = make_inbound,
     ) -> None:
         self.agent = agent
-        self._inbound = inbound
         self.config = config
         self.policy = AccessPolicy.from_config(config)
         quiet_voice_warnings()
@@ -100,15 +95,12 @@ class DiscordGateway:
         self.queue = ChannelQueue()
         self.runner = AgentThread() if agent_thread else None
         self.shutdown_grace_s = shutdown_grace_s
-        self.turns: list[DiscordTurn] = []
         self._closing = False
         self._aborted = False
         self._shutdown: asyncio.Future[bool] | None = None
         self._synced = False
         self._register_events()
-        self.slash = SlashCommands(
-            self.tree, self.policy, self.queue, memory=memory, run_agent=self._run_agent, inbound=inbound
-        )
+        self.slash = SlashCommands(self.tree, self.policy, self.queue, memory=memory, run_agent=self._run_agent)
 
     # ----- wiring ------------------------------------------------------------------------------------------
     def _register_events(self) -> None:
@@ -125,7 +117,7 @@ class DiscordGateway:
             raise MemclawError("the Discord client is not logged in yet")
         return user
 
-    async def _run_agent(self, inbound: Any) -> Any:
+    async def _run_agent(self, inbound: InboundMessage) -> AgentReply:
         coro = self.agent.handle(inbound)
         if self.runner is not None:
             return await self.runner.run(coro)
@@ -189,11 +181,10 @@ class DiscordGateway:
             chat_id_for(message.channel.id, message.author.id, is_dm=is_dm),
             str(message.author.id),
         )
-        self.turns.append(rec)
         try:
             async with self._typing(message.channel):
                 images, described = await self._attachments(message)
-                inbound = self._inbound(
+                inbound = InboundMessage(
                     channel=CHANNEL,
                     chat_id=rec.chat_id,
                     sender_id=rec.sender_id,
@@ -203,7 +194,7 @@ class DiscordGateway:
                     attachments=described,
                 )
                 reply = await self._run_agent(inbound)
-            text = reply_text(reply)
+            text = reply.text
         except asyncio.CancelledError:  # a forced shutdown: the agent saved the message before the model call
             rec.ok = False
             raise
