@@ -613,7 +613,7 @@ def test_apology_text_is_short():
     ],
 )
 def test_connect_errors_are_one_line_config_errors(bad):
-    from memclaw.channels.discord.errors import raise_connect_error
+    from memclaw.channels.discord.gateway import raise_connect_error
 
     with pytest.raises(ConfigError) as e:
         raise_connect_error(bad)

@@ -1,10 +1,11 @@
 """The Discord channel: turns discord.py events into agent turns and the agent's replies back into messages.
 
-Thin on purpose: events, replies and the connection's lifecycle. Who may talk is decided by
-memclaw.channels.access (pure); a message's facts and text by .messages; splitting long answers by
-memclaw.channels.chunking (pure); ordering by memclaw.channels.queue (one chat's turns in order, chats
-concurrently); the slash commands by .slash. The agent runs on its own event loop in a worker thread
-(.runner.AgentThread), so blocking work inside a turn never stalls discord.py's heartbeat.
+This module holds events, replies and the connection's lifecycle. Who may talk is decided by
+memclaw.channels.access; a message's facts by .messages; splitting long answers by memclaw.channels.chunking.
+memclaw.channels.queue keeps one chat's turns in order; .slash holds the slash commands.
+The agent runs on its own event loop in a thread (AgentThread), so a turn never stalls discord.py's heartbeat.
+discord.py's connection failures are said as memclaw's errors: a refused token or a missing intent is a
+ConfigError (exit 2), Discord out of reach is DiscordUnreachable (exit 4).
 
 Identity: the sender id passed to the agent is the Discord user id, as a string, on channel "discord". The agent
 recognises the owner from `owners.discord`, by id and never by name. Everyone else gets the outsider context, tool
@@ -21,8 +22,10 @@ import asyncio
 import contextlib
 import logging
 import signal
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import discord
 from discord import app_commands
@@ -30,7 +33,6 @@ from discord import app_commands
 from memclaw.agent.turn import AgentReply, InboundMessage, apology
 from memclaw.channels.access import AccessPolicy, Decision, decide
 from memclaw.channels.chunking import split_message
-from memclaw.channels.discord.errors import quiet_voice_warnings, raise_connect_error, unreachable
 from memclaw.channels.discord.messages import (
     chat_id_for,
     describe_attachment,
@@ -38,17 +40,18 @@ from memclaw.channels.discord.messages import (
     message_facts,
     message_text,
 )
-from memclaw.channels.discord.runner import AgentThread
 from memclaw.channels.discord.slash import CHANNEL, NO_MENTIONS, SlashCommands
 from memclaw.channels.queue import ChannelQueue
 from memclaw.context.images import MAX_IMAGE_BYTES
-from memclaw.errors import ConfigError, MemclawError
+from memclaw.errors import ConfigError, DiscordUnreachable, MemclawError
 
 if TYPE_CHECKING:
     from memclaw.config import Config
     from memclaw.service.facade import MemoryService
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 SHUTDOWN_GRACE_S = 60.0
 
@@ -362,3 +365,88 @@ def default_intents() -> discord.Intents:
     intents = discord.Intents.default()
     intents.message_content = True
     return intents
+
+
+# ----- the agent's own event loop --------------------------------------------------------------------------
+class AgentThread:
+    """Runs coroutines on a private event loop in a daemon thread; `await run(coro)` from any other loop."""
+
+    def __init__(self, name: str = "memclaw-agent") -> None:
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
+        self._thread.start()
+        self._ready.wait()
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.call_soon(self._ready.set)
+        self._loop.run_forever()
+
+    async def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self._loop))
+
+    def call(self, fn: Callable[[], Awaitable[T]] | Callable[[], T]) -> T:
+        """Run `fn` on the agent loop from a plain thread and wait for it (used at shutdown)."""
+
+        async def wrapper() -> Any:
+            r = fn()
+            return await r if asyncio.iscoroutine(r) else r
+
+        return asyncio.run_coroutine_threadsafe(wrapper(), self._loop).result()
+
+    def stop(self) -> None:
+        if self._loop.is_closed():
+            return
+
+        async def cancel_leftovers() -> None:  # e.g. litellm's background logging worker
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self._loop.shutdown_asyncgens()
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(cancel_leftovers(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+
+# ----- discord.py's failures in memclaw's words -------------------------------------------------------------
+def raise_connect_error(exc: BaseException | None) -> None:
+    """How discord.py's connect task ended, as memclaw's error (None or a cancellation: nothing to say)."""
+    if exc is None or isinstance(exc, asyncio.CancelledError):
+        return
+    if isinstance(exc, discord.PrivilegedIntentsRequired):
+        raise ConfigError(
+            "Discord refused the Message Content intent: enable it for the bot in the Discord developer portal "
+            "(Bot > Privileged Gateway Intents)"
+        ) from None
+    if isinstance(exc, discord.LoginFailure) or (isinstance(exc, discord.ConnectionClosed) and exc.code == 4004):
+        raise ConfigError("the Discord token was rejected: set a valid bot token in MEMCLAW_DISCORD_TOKEN") from None
+    if isinstance(exc, OSError | discord.GatewayNotFound):
+        raise unreachable(exc) from None
+    if isinstance(exc, Exception):
+        raise MemclawError(f"the Discord connection failed: {type(exc).__name__}: {exc}") from None
+
+
+def unreachable(e: BaseException) -> MemclawError:
+    """Discord out of reach (exit 4, a service unreachable), its own 5xx included; any other HTTP error at login
+    stays exit 1."""
+    if isinstance(e, discord.HTTPException) and not isinstance(e, discord.DiscordServerError):
+        return MemclawError(f"Discord refused the login ({type(e).__name__}: HTTP {e.status}); try again later")
+    return DiscordUnreachable(
+        f"cannot reach Discord ({type(e).__name__}); check the network (DNS, proxy, firewall), then start the "
+        "gateway again"
+    )
+
+
+def quiet_voice_warnings() -> None:
+    """discord.py warns at its first client that PyNaCl/davey are missing and voice will not work: memclaw has no
+    voice, so those two lines are only noise at start-up."""
+    from discord.voice_client import VoiceClient
+
+    VoiceClient.warn_nacl = False
+    VoiceClient.warn_dave = False
