@@ -1,5 +1,6 @@
-"""How the console script ends when its output cannot be written: a reader that went away (`| head -1`: quietly,
-141), a closed stdout (`>&-`: as /dev/null), an output that cannot take the text (a full disk: one line, exit 1).
+"""How the console script ends when its output cannot be written.
+A reader that went away (`| head -1`) ends it quietly with 141. A closed stdout (`>&-`) is treated as /dev/null.
+An output that cannot take the text, such as a full disk, gives one line and exit 1.
 memclaw.cli.main.run is the one place that calls these."""
 
 from __future__ import annotations

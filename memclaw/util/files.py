@@ -1,9 +1,8 @@
 """Durable file replacement and inter-process file locks: the helpers every writer of memclaw's files uses.
 
-`replace_atomically(path, data)` writes a temp file in the same folder, fsyncs it, gives it the mode of the file it
-replaces, renames it over `path` and fsyncs the folder: a reader (or a crash) sees the old content or the new one,
-never a torn file. It never replaces a symlink (which would turn a link to a file elsewhere into a copy), nor a file
-made read-only (`check_writable`: by its mode bits, for root too).
+`replace_atomically(path, data)` writes a temp file in the same folder, fsyncs it, gives it the old file's mode,
+renames it over `path` and fsyncs the folder. A reader or a crash sees the old content or the new one, never a
+torn file. It never replaces a symlink, nor a file made read-only (`check_writable`, for root too).
 `file_lock(path)` holds an flock on a lock file (never through a symlink) for a `with` block. Errors are plain
 OSError; each caller turns them into its own message.
 """
