@@ -78,8 +78,8 @@ def recall_title(result: RecallResult) -> str:
 def recall_text(result: RecallResult, *, markdown: bool = False, limit: int | None = None) -> str:
     """The recall view as compact text for a chat: the title, the warnings, one line per hit with its id.
 
-    `markdown`: numbers, scores and ids in code spans, for Discord. `limit`: at most this many characters; the
-    last lines are left out, and the text says so."""
+    With `markdown`, numbers, scores and ids go in code spans, for Discord. With `limit`, the text has at most this
+    many characters; the last lines are left out, and the text says so."""
 
     def code(s: str) -> str:
         return f"`{s}`" if markdown else s

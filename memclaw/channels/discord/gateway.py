@@ -4,7 +4,7 @@ This module holds events, replies and the connection's lifecycle. Who may talk i
 memclaw.channels.access; a message's facts by .messages; splitting long answers by memclaw.channels.chunking.
 memclaw.channels.queue keeps one chat's turns in order; .slash holds the slash commands.
 The agent runs on its own event loop in a thread (AgentThread), so a turn never stalls discord.py's heartbeat.
-discord.py's connection failures are said as memclaw's errors: a refused token or a missing intent is a
+Connection failures of discord.py are said as memclaw's errors: a refused token or a missing intent is a
 ConfigError (exit 2), Discord out of reach is DiscordUnreachable (exit 4).
 
 Identity: the sender id passed to the agent is the Discord user id, as a string, on channel "discord". The agent
