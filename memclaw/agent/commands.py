@@ -1,12 +1,13 @@
-"""The memory commands a chat offers, `/recall <query>`, `/forget <id>...` and `/incognito`, in one place: the agent
-loop answers them when typed, the Discord gateway when used as slash commands. Owner only: an outsider never sees
-nor changes the owner's memories, nor turns off what is remembered of a conversation. Blocking (recall and forget
-touch the index, incognito the session file): run in a worker thread.
+"""The memory commands a chat offers, `/recall <query>`, `/forget <id>...` and `/incognito`, and their replies.
 
-`/incognito` makes the rest of the session private: every message from then on is marked in the session file
-(memclaw.agent.sessions.INCOGNITO), the `remember` tool is withdrawn, and consolidation neither sends those
-messages to the model nor archives them: the next trim drops them. `/new` ends it (what came before `/incognito` is
-consolidated as usual)."""
+The agent loop answers them when typed, the Discord gateway when used as slash commands. Owner only: an outsider
+never sees nor changes the owner's memories. They block on the index or the session file: run them in a worker
+thread.
+
+`/incognito` makes the rest of the session private. Every message from then on is marked in the session file
+(memclaw.agent.sessions.INCOGNITO), and the `remember` tool is withdrawn. Consolidation neither sends those
+messages to the model nor archives them; the next trim drops them. `/new` ends it.
+"""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memclaw.context.recall_view import recall_text
-from memclaw.context.views import forgot_text, mentioned_text
 from memclaw.errors import MemclawError
+from memclaw.util.text import MEMORY_CHARS, counted, shorten
 
 if TYPE_CHECKING:
     from memclaw.agent.sessions import SessionStore
+    from memclaw.markdown.units import MemoryUnit
     from memclaw.recall.results import RecallResult
     from memclaw.service.facade import MemoryService
 
@@ -47,6 +49,32 @@ class CommandOutcome:
 def owner_only(cmd: str) -> str:
     """The refusal an outsider gets for a memory command."""
     return f"{cmd} is only available to the owner."
+
+
+def listed_text(u: MemoryUnit) -> str:
+    """A memory's text as a list shows it: an archive chunk's (`memory list`) with its speakers and turn count."""
+    if u.kind == "archive" and "speakers" in u.extra:
+        return f"{', '.join(u.extra['speakers'].split(chr(10)))} · {counted(int(u.extra['turns']), 'turn')} · {u.text}"
+    return u.text
+
+
+def forgot_text(units: list[MemoryUnit]) -> str:
+    """What /forget removed, one line per memory (plain text for chat channels)."""
+    return "\n".join(["Forgot:"] + [f"- {u.id} ({u.kind}): {shorten(listed_text(u), MEMORY_CHARS)}" for u in units])
+
+
+def mentioned_text(also: list[MemoryUnit], forget_command: str) -> str | None:
+    """The line after a forget naming the facts and history entries that still restate what it forgot, and the
+    command (`forget_command`, quoted by the caller) that forgets them too; None when there are none."""
+    if not also:
+        return None
+    n_hist = sum(u.kind == "history" for u in also)
+    n_fact = len(also) - n_hist
+    kinds = [f"{n} {word}" for n, word in ((n_hist, "history entry" if n_hist == 1 else "history entries"),
+                                           (n_fact, "fact" if n_fact == 1 else "facts")) if n]  # fmt: skip
+    it = "it" if len(also) == 1 else "them"
+    return (f"also mentioned in {' and '.join(kinds)}: {', '.join(u.id for u in also)} (recall hides it there); "
+            f"forget {it} too with {forget_command} {' '.join(u.id for u in also)}")  # fmt: skip
 
 
 def memory_command(

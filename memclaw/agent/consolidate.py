@@ -38,7 +38,8 @@ from memclaw.agent.conversation import (
     message_time,
     owner_speaker,
 )
-from memclaw.agent.sessions import CHUNK_PROGRESS, CLAIM_SUFFIX
+from memclaw.agent.sessions import CLAIM_SUFFIX
+from memclaw.agent.sessions import CONSOLIDATION_PROGRESS as CHUNK_PROGRESS
 from memclaw.agent.turnlock import lock_held
 from memclaw.context.inputs import content_text
 from memclaw.errors import ConsolidationError, ConsolidationOverBudget, LLMError, MemclawError, MemoryFileError

@@ -9,16 +9,14 @@
    after its turn failed replaces its unanswered first copy (SessionStore.drop_retried).
 3. `memclaw.context.builder.build_messages` assembles the prompt for this sender (owner or outsider) with recalled
    memories of the sender's scope and the session history.
-4. The LLM is called with the tools this sender may use; tool calls are executed and their results appended (to
-   the conversation and the session) until the model answers without tools or `agent.max_tool_iterations` is
-   reached (then an honest "I stopped" reply).
+4. The LLM is called with the tools this sender may use. Tool calls run and their results are appended, until
+   the model answers without tools. At `agent.max_tool_iterations` the reply honestly says it stopped.
 5. The reply is appended to the session (fsynced) and returned; if the session is now longer than
    `agent.memory_window`, its older part is consolidated into memory (in the background by default).
 
-Turns of one chat run one at a time (a lock per chat in this process, and the session's turn lock across
-processes and threads, memclaw.agent.turnlock: held from step 2 to step 5, so each reply directly follows its own
-message; `/new` holds it too); different chats run concurrently. Blocking work (index, embedding, files) runs in
-worker threads. A failure gives a short apology; the session and memory stay intact.
+Turns of one chat run one at a time: a lock per chat in this process, and the session's turn lock across
+processes (memclaw.agent.turnlock), held from step 2 to step 5. Different chats run concurrently. Blocking work
+runs in worker threads. A failure gives a short apology; the session and memory stay intact.
 """
 
 from __future__ import annotations
@@ -27,7 +25,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import deque
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -113,8 +110,6 @@ class Agent:
         self.tools = tools or ToolRegistry()
         self.background_consolidation = background_consolidation
         self.consolidator = Consolidator(config, self.llm, memory, self.sessions) if memory is not None else None
-        self.turns: deque[TurnRecord] = deque(maxlen=100)
-        self.last_consolidation: ConsolidationReport | None = None
         self._locks = _KeyedLocks()
         self._consolidating = _KeyedLocks()
         self._background: set[asyncio.Task[Any]] = set()
@@ -138,7 +133,6 @@ class Agent:
                 rec.failure = e
                 reply = AgentReply(apology(unsaved=rec.unsaved), ok=False, record=rec)
             reply.record.timings_ms["total"] = (time.perf_counter() - t0) * 1000
-            self.turns.append(reply.record)
             return reply
 
     def _refused(self, msg: InboundMessage) -> AgentReply | None:
@@ -161,7 +155,6 @@ class Agent:
         async with self._consolidating.hold((channel, chat_id)):
             session = await asyncio.to_thread(self.sessions.load, channel, chat_id)
             report = await self.consolidator.consolidate(session, everything=everything)
-        self.last_consolidation = report
         if not report.nothing_to_do:
             log.info("session %s/%s: %s", channel, chat_id, describe(report))
         return report

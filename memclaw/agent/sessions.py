@@ -1,24 +1,20 @@
 """Crash-safe conversation sessions: one JSONL file per (channel, chat id) under `<workspace>/sessions/`.
 
-Each line is one message (an OpenAI-style dict plus `ts` and, for user messages, who sent it) or a metadata record
-`{"_meta": {...}}` (the last one wins; it carries the consolidation pointer `last_consolidated`: how many of the
-file's messages are already in long-term memory).
+Each line is one message or a metadata record `{"_meta": {...}}`. A message is an OpenAI-style dict plus `ts`, and
+for a user message who sent it. The last metadata record wins. Its `last_consolidated` counts the file's messages
+already in long-term memory.
 
-- Appends take an exclusive lock (memclaw.util.files.file_lock) on a sidecar `.lock` file (stable across
-  rewrites), write whole lines with one `write` and fsync before returning, so two writers (threads or processes)
-  never interleave and an acknowledged message is on disk.
-- Loading drops a torn last line (a crash mid-write) and skips a corrupt line in the middle, each with a warning;
-  never the whole session. The next append first cuts a torn tail off so new lines start clean.
-- Every read-modify-write (`set_pointer`, `drop`/`trim`/`clear`) happens under that same lock on the file as it is
-  then, never on the caller's earlier snapshot: `drop` (after consolidation) finds the run of messages the caller
-  read by content, not position, and rewrites the file without it atomically (memclaw.util.files.replace_atomically),
-  so messages appended meanwhile are kept and a run already gone removes nothing; `set_pointer` writes a pointer only
-  while the messages it counts are still the file's first ones.
-- A consolidation holds the session's claim (`try_claim`, a second lock file) from reading to trimming, so two
-  processes sharing a session (`agent -m`, `chat`, the gateway) never consolidate it at once; a turn holds its
-  turn lock (a third, TURN_SUFFIX; memclaw.agent.turnlock) from its user message to its reply.
-- A failed turn keeps the user's message (it is on disk before the model is asked). Sent again, it is not stored
-  twice: `drop_retried` removes the unanswered run before the retry appends it, under the claim.
+- Appends take an exclusive lock on a sidecar `.lock` file and write whole lines with one `write`, then fsync. Two
+  writers never interleave, and an acknowledged message is on disk.
+- Loading drops a torn last line and skips a corrupt line in the middle, each with a warning. The next append cuts
+  a torn tail off first.
+- Every read-modify-write (`drop`, `clear`, `drop_retried`) works under that lock on the file as it is then.
+  `drop` finds the caller's run of messages by content, not position, and rewrites the file without it atomically.
+  So messages appended meanwhile are kept, and a run already gone removes nothing.
+- A consolidation holds the session's claim (`try_lock`, a second lock file) from reading to trimming. So two
+  processes sharing a session never consolidate it at once. A turn holds the turn lock (memclaw.agent.turnlock).
+- A failed turn keeps the user's message. Sent again, it is not stored twice: `drop_retried` removes the
+  unanswered run first.
 """
 
 from __future__ import annotations
@@ -45,13 +41,13 @@ LLM_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 _MAX_NAME = 180
 
 
-CHUNK_PROGRESS = "consolidating"
+CONSOLIDATION_PROGRESS = "consolidating"
 """Meta key: which scopes of the chunk being consolidated are already written to memory, so a retry after a
 partial failure does not write them twice. Cleared when the pointer moves past the chunk."""
 
 
 CLAIM_SUFFIX = ".consolidation.lock"
-"""The consolidation claim's lock file is the session file's name plus this (see SessionStore.try_claim)."""
+"""The consolidation claim's lock file is the session file's name plus this (see SessionStore.try_lock)."""
 TURN_SUFFIX = ".turn.lock"
 """The turn lock's file: one turn at a time per session, across processes and threads (memclaw.agent.turnlock)."""
 
@@ -108,9 +104,10 @@ class Session:
 
 
 def llm_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Session messages -> OpenAI messages: only the keys the API takes, and no dangling tool calls (an assistant
-    tool call whose results never made it to disk is dropped with its partial results, so the provider never
-    sees a call without its answer)."""
+    """Session messages as OpenAI messages: only the keys the API takes, and no dangling tool call.
+
+    A tool call whose results never reached the disk is dropped with its partial results. So the provider never
+    sees a call without its answer."""
     out: list[dict[str, Any]] = []
     i = 0
     n = len(messages)
@@ -167,11 +164,11 @@ class SessionStore:
         with held:
             yield
 
-    def try_claim(self, session: Session, suffix: str = CLAIM_SUFFIX) -> contextlib.ExitStack | None:
-        """The session's consolidation claim, if no one else (thread or process) holds it now (None otherwise): a
-        second lock file beside the session's own, held by a consolidation from reading the session to trimming it,
-        so that two consolidations of one session never overlap (or, with TURN_SUFFIX, its turn lock). Closing the
-        returned stack releases it."""
+    def try_lock(self, session: Session, suffix: str = CLAIM_SUFFIX) -> contextlib.ExitStack | None:
+        """Take one of the session's lock files without waiting: None when another thread or process holds it.
+
+        The default is the consolidation claim, held from reading the session to trimming it. With TURN_SUFFIX it is
+        the turn lock. Closing the returned stack releases the lock."""
         stack = contextlib.ExitStack()
         try:
             stack.enter_context(self._locked(session.path, Path(str(session.path) + suffix), wait=False))
@@ -252,22 +249,6 @@ class SessionStore:
         self._write_lines(session.path, [json.dumps(r, ensure_ascii=False, default=str) for r in recs])
         session.messages.extend(recs)
 
-    def set_pointer(self, session: Session, last_consolidated: int) -> bool:
-        """Record durably that the first `last_consolidated` messages of `session` are in long-term memory: under the
-        lock, on the file as it is now, and only while those messages are still the file's first ones (a pointer
-        counted on a stale view is never written: False, and `session` is brought up to date)."""
-        n = min(max(0, last_consolidated), len(session.messages))
-        values = {"last_consolidated": n, CHUNK_PROGRESS: None}
-        with self._locked(session.path):
-            fresh = self._read(session.channel, session.chat_id, session.path)
-            ok = _same(fresh.messages[:n], session.messages[:n])
-            if ok:
-                self._append(session.path, [json.dumps({"_meta": values})])
-                fresh.meta.update(values)
-                fresh.last_consolidated = n
-        _adopt(session, fresh)
-        return ok
-
     def set_meta(self, session: Session, **values: Any) -> None:
         """Record metadata durably (a `_meta` line; the last value of each key wins when the file is read)."""
         self._write_lines(session.path, [json.dumps({"_meta": values}, ensure_ascii=False, default=str)])
@@ -315,7 +296,7 @@ class SessionStore:
         """Rewrite `fresh`'s file without its messages [at, at + n); the caller holds the lock."""
         keep = fresh.messages[:at] + fresh.messages[at + n :]
         overlap = max(0, min(fresh.last_consolidated, at + n) - at)
-        meta = {k: v for k, v in fresh.meta.items() if k not in ("last_consolidated", CHUNK_PROGRESS)}
+        meta = {k: v for k, v in fresh.meta.items() if k not in ("last_consolidated", CONSOLIDATION_PROGRESS)}
         meta["last_consolidated"] = fresh.last_consolidated - overlap
         meta["trimmed_at"] = datetime.now().astimezone().isoformat(timespec="seconds")
         lines = [json.dumps({"_meta": meta})] + [json.dumps(m, ensure_ascii=False, default=str) for m in keep]
@@ -334,15 +315,11 @@ class SessionStore:
         run = unanswered_retry(session.unconsolidated, message)
         if not run:
             return False
-        claim = self.try_claim(session)
+        claim = self.try_lock(session)
         if claim is None:
             return False
         with claim:
             return self.drop(session, run)
-
-    def trim(self, session: Session, upto: int) -> bool:
-        """Drop the first `upto` messages of `session` (as it holds them) from the file: `drop` of that run."""
-        return self.drop(session, session.messages[: max(0, upto)])
 
     def clear(self, session: Session) -> bool:
         """Start a fresh session: drop every message `session` holds (all must already be consolidated or deliberately

@@ -55,7 +55,7 @@ class ToolUse:
 
 @dataclass
 class TurnRecord:
-    """What one turn cost and did (kept on the reply, in `Agent.turns`, and usage/reasoning in the session)."""
+    """What one turn cost and did: kept on the reply; its usage and reasoning also go to the session."""
 
     channel: str = ""
     chat_id: str = ""

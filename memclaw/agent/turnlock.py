@@ -1,16 +1,14 @@
 """One turn at a time per session, across processes and threads: the session's turn lock.
 
-Processes share a session (`agent -m` and `chat` share the CLI's; the gateway may run too). A turn holds the
-session's turn lock (a lock file beside the session file, memclaw.agent.sessions.TURN_SUFFIX, taken with
-memclaw.util.files.file_lock) from before it reads the session and appends the user's message until its reply (and
-any tool messages) is appended, so each reply lands directly after its own message and the next turn reads the
-session as the file then is. A second turn waits: polling without blocking (an uncontended lock is taken at once,
-in microseconds), so a Ctrl-C or a cancellation while waiting stops it at once with nothing written; after
-`NOTE_AFTER_S` it says once why it waits.
+Processes share a session: `agent -m` and `chat` share the CLI's, and the gateway may run too. The turn lock is a
+lock file beside the session file (memclaw.agent.sessions.TURN_SUFFIX). A turn holds it from before it reads the
+session until its reply is appended. So each reply lands directly after its own message.
+A second turn waits by polling without blocking, so a Ctrl-C or a cancellation stops it at once with nothing
+written. After `NOTE_AFTER_S` it says once why it waits.
 
-Ordering with the consolidation claim (SessionStore.try_claim): a consolidation never takes the turn lock, so
-whoever holds the turn lock may wait for the claim (`/new` does: turn lock, then claim) and no cycle can form. A
-turn's own consolidation runs after the turn lock is released.
+A consolidation never takes the turn lock, so whoever holds it may wait for the consolidation claim
+(SessionStore.try_lock). `/new` does: turn lock, then claim. No cycle can form. A turn's own consolidation runs
+after the turn lock is released.
 """
 
 from __future__ import annotations
@@ -47,10 +45,11 @@ async def turn_held(store: SessionStore, channel: str, chat_id: str) -> AsyncIte
 async def lock_held(
     store: SessionStore, session: Session, suffix: str, *, note: str | None = None
 ) -> AsyncIterator[None]:
-    """Hold one of the session's lock files (SessionStore.try_claim: the consolidation claim, or with TURN_SUFFIX the
-    turn lock) for the `async with` block, polling every POLL_S while a thread or process holds it (a Ctrl-C or a
-    cancellation stops the wait at once); after NOTE_AFTER_S, `note` (if any) is logged once."""
-    held = store.try_claim(session, suffix)
+    """Hold one of the session's lock files (SessionStore.try_lock) for the `async with` block.
+
+    While another thread or process holds it, poll every POLL_S; a Ctrl-C or a cancellation stops the wait at once.
+    After NOTE_AFTER_S, `note` is logged once if given."""
+    held = store.try_lock(session, suffix)
     if held is None:
         held = await _wait(store, session, suffix, note)
     with held:
@@ -62,7 +61,7 @@ async def _wait(store: SessionStore, session: Session, suffix: str, note: str | 
     since = time.monotonic()
     while True:
         await asyncio.sleep(POLL_S)
-        held = store.try_claim(session, suffix)
+        held = store.try_lock(session, suffix)
         if held is not None:
             if noted:
                 log.info("session %s/%s: the lock is free again; going on", *session.key)

@@ -88,10 +88,6 @@ class ChannelQueue:
         return len(self._pending.get(key, ()))
 
     @property
-    def active_keys(self) -> list[str]:
-        return list(self._workers)
-
-    @property
     def closed(self) -> bool:
         return self._closed
 

@@ -56,7 +56,7 @@ def _print_reply(reply: AgentReply) -> None:
     if _failed(reply):  # an error is not a reply: stderr, so a script reading stdout never takes it for one
         err_console.print(lit(text, "yellow"))
     elif reply.recall is not None and reply.recall.hits:  # /recall: the table of `memclaw recall`, with ids
-        from memclaw.context.views import recall_table
+        from memclaw.cli.tables import recall_table
 
         for w in reply.recall.warnings:
             err_console.print(warning(w))
@@ -81,7 +81,7 @@ async def _turn(agent: Agent, text: str) -> AgentReply:
         return await agent.handle(InboundMessage.cli(text))
 
 
-def agent_command(message: str, workspace: Path | None = None) -> None:
+def agent_command(message: str, *, workspace: Path | None = None) -> None:
     """Send one message as the owner and print the reply on stdout. When the model was unavailable (or has no key),
     nothing goes to stdout: LLMError (one line on stderr, exit 5)."""
     from memclaw.errors import LLMError, MemclawError, UsageError
@@ -148,7 +148,7 @@ def _saved(agent: Agent, text: str) -> bool:
     return False
 
 
-def chat_command(workspace: Path | None = None) -> None:
+def chat_command(*, workspace: Path | None = None) -> None:
     """Interactive chat as the owner, with line editing and history; Ctrl-D, `exit` or `/exit` to leave. An unknown
     /command is answered with the list of commands, never sent to the model."""
     from memclaw.agent.loop import COMMANDS

@@ -39,10 +39,10 @@ def open_memory(workspace: Path | None = None, *, json_out: bool = False) -> Mem
 
 
 def memory_service(cfg: Config, ws: Workspace, *, progress: bool = True, embeds: bool = False) -> MemoryService:
-    """The workspace's memory, showing long index work (a rebuild, a large first sync) on stderr unless `progress`
-    is off (--json). `embeds`: the command is about to embed a query (recall, context, an agent turn), so the
-    embedding model starts loading now, in the background, beside the rest of its start-up
-    (memclaw.embedding.load.load_in_background)."""
+    """The workspace's memory, showing long index work on stderr unless `progress` is off (--json).
+
+    `embeds`: the command is about to embed a query. Then the embedding model starts loading now, in the
+    background, beside the rest of its start-up (memclaw.embedding.load.load_in_background)."""
     if embeds:
         from memclaw.embedding.load import load_in_background
 
@@ -98,8 +98,9 @@ class _ConsoleLogHandler(logging.Handler):
 
 @contextlib.contextmanager
 def held_warnings(logger: str = "memclaw") -> Iterator[list[str]]:
-    """Hold back the WARNING records of `logger` while a command runs and hand their messages to it, so it shows
-    each warning once (with those it returns itself) instead of once as a log line and once as its own message."""
+    """Hold back the WARNING records of `logger` while a command runs, and hand their messages to it.
+
+    So the command shows each warning once, with those it returns itself, not also as a log line."""
     held: list[str] = []
 
     def hold(record: logging.LogRecord) -> bool:

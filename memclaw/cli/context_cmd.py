@@ -57,7 +57,7 @@ def memory_section_table(built: BuiltContext) -> Table:
     from rich.table import Table
     from rich.text import Text
 
-    from memclaw.context.views import section_status
+    from memclaw.cli.tables import section_status
     from memclaw.util.richtext import lit
     from memclaw.util.text import MEMORY_CHARS, counted, shorten
 
@@ -104,7 +104,7 @@ def build_for_cli(
     return built, config_secrets(cfg)
 
 
-def context_command(message: str, sender: str | None, channel: str, json_out: bool, workspace: Path | None) -> None:
+def context_command(message: str, *, channel: str, sender: str | None, json_out: bool, workspace: Path | None) -> None:
     """Print the assembled messages and the budget table (or {messages, report, ...} as JSON)."""
     from memclaw.cli.common import arg_or_stdin
     from memclaw.markdown.formats import clean_text

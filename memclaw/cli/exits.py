@@ -1,5 +1,6 @@
-"""How the console script ends when its output cannot be written: a reader that went away (`| head -1`: quietly,
-141), a closed stdout (`>&-`: as /dev/null), an output that cannot take the text (a full disk: one line, exit 1).
+"""How the console script ends when its output cannot be written.
+A reader that went away (`| head -1`) ends it quietly with 141. A closed stdout (`>&-`) is treated as /dev/null.
+An output that cannot take the text, such as a full disk, gives one line and exit 1.
 memclaw.cli.main.run is the one place that calls these."""
 
 from __future__ import annotations
@@ -57,8 +58,10 @@ def closed_streams_to_devnull() -> None:
 
 
 def exit_for_unwritable_output(e: OSError) -> None:
-    """One line on stderr (if it can take it) naming what could not be written (a file, or the output), then exit 1
-    with stdout on /dev/null, so that the interpreter's last flush of what is still buffered does not fail again."""
+    """One line on stderr naming what could not be written, then exit 1 with stdout on /dev/null.
+
+    The stderr line is skipped if stderr cannot take it. The redirect keeps the interpreter's last flush from
+    failing again."""
     what = f"cannot write {e.filename}" if e.filename else "cannot write the output"
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write(f"Error: {what}: {e.strerror or e}; free some space, or send the output elsewhere\n")

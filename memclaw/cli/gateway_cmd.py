@@ -56,7 +56,7 @@ def gateway_logging() -> None:
     redact_logs()
 
 
-def gateway_command(workspace: Path | None) -> None:
+def gateway_command(*, workspace: Path | None) -> None:
     """Run the Discord gateway until SIGINT/SIGTERM. Missing or rejected token: ConfigError (exit code 2)."""
     from memclaw.cli.common import err_console
     from memclaw.config import load_config

@@ -85,7 +85,7 @@ def onboard(
     """Create the config and a workspace (idempotent: never overwrites a file you edited)."""
     from memclaw.cli import memory_cmds
 
-    memory_cmds.onboard(workspace, demo)
+    memory_cmds.onboard(demo=demo, workspace=workspace)
 
 
 @app.command()
@@ -96,7 +96,7 @@ def demo(
     """Build a demo workspace with a few dozen memories, index it, and show `memclaw recall` on it."""
     from memclaw.cli import memory_cmds
 
-    memory_cmds.demo(workspace, queries or [])
+    memory_cmds.demo(queries or [], workspace=workspace)
 
 
 @app.command()
@@ -121,7 +121,9 @@ def recall(
     """Show exactly what memory retrieval returns for a query, and why (each signal's rank and score)."""
     from memclaw.cli import memory_cmds
 
-    memory_cmds.recall(query, k, sender, mode, kind, json_out, workspace, tokens)
+    memory_cmds.recall(
+        query, k=k, mode=mode, tokens=tokens, sender=sender, kind=kind, json_out=json_out, workspace=workspace
+    )
 
 
 @memory_app.command("sync")
@@ -129,7 +131,7 @@ def memory_sync(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) -> No
     """Index new, edited and deleted memories (incremental; also runs before recall)."""
     from memclaw.cli import memory_cmds
 
-    memory_cmds.sync(workspace, json_out)
+    memory_cmds.sync(json_out=json_out, workspace=workspace)
 
 
 @memory_app.command("reindex")
@@ -137,7 +139,7 @@ def memory_reindex(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) ->
     """Rebuild the whole index from the Markdown (progress on stderr; interrupted, the next command finishes it)."""
     from memclaw.cli import memory_cmds
 
-    memory_cmds.reindex(workspace, json_out)
+    memory_cmds.reindex(json_out=json_out, workspace=workspace)
 
 
 @memory_app.command("add")
@@ -163,7 +165,7 @@ def memory_add(
     """Append a fact to the right MEMORY.md, marked with the day it was learned, and index it."""
     from memclaw.cli import memory_cmds
 
-    memory_cmds.add(text, sender, section, workspace, json_out, learned=learned)
+    memory_cmds.add(text, section=section, learned=learned, sender=sender, json_out=json_out, workspace=workspace)
 
 
 @memory_app.command("list")
@@ -179,7 +181,7 @@ def memory_list(
     conversation (its id, day, time, speakers, turns, first words)."""
     from memclaw.cli import memory_cmds
 
-    memory_cmds.list_memories(sender, kind, json_out, workspace)
+    memory_cmds.list_memories(sender=sender, kind=kind, json_out=json_out, workspace=workspace)
 
 
 @memory_app.command("forget")
@@ -199,7 +201,7 @@ def memory_forget(
     changes)."""
     from memclaw.cli import memory_cmds
 
-    memory_cmds.forget(ids, sender, json_out, workspace)
+    memory_cmds.forget(ids, sender=sender, json_out=json_out, workspace=workspace)
 
 
 @memory_app.command("stats")
@@ -207,7 +209,7 @@ def memory_stats(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) -> N
     """Counts per scope and kind, index freshness and model."""
     from memclaw.cli import memory_cmds
 
-    memory_cmds.stats(workspace, json_out)
+    memory_cmds.stats(json_out=json_out, workspace=workspace)
 
 
 @memory_app.command("migrate")
@@ -218,7 +220,7 @@ def memory_migrate(
     """Copy the embedded index to a Chroma server."""
     from memclaw.cli import memory_cmds
 
-    memory_cmds.migrate(to, workspace)
+    memory_cmds.migrate(to, workspace=workspace)
 
 
 @app.command()
@@ -232,7 +234,7 @@ def context(
     """Show the assembled prompt and the token-budget table: why something was or was not in the prompt."""
     from memclaw.cli.context_cmd import context_command
 
-    context_command(message, sender, channel, json_out, workspace)
+    context_command(message, channel=channel, sender=sender, json_out=json_out, workspace=workspace)
 
 
 @app.command()
@@ -245,7 +247,7 @@ def agent(
     """Send one message to the assistant (you are the owner) and print its reply."""
     from memclaw.cli.agent_cmd import agent_command
 
-    agent_command(message, workspace)
+    agent_command(message, workspace=workspace)
 
 
 @app.command()
@@ -253,7 +255,7 @@ def chat(workspace: WorkspaceOpt = None) -> None:
     """Talk to the assistant in the terminal (you are the owner)."""
     from memclaw.cli.agent_cmd import chat_command
 
-    chat_command(workspace)
+    chat_command(workspace=workspace)
 
 
 @app.command()
@@ -261,7 +263,7 @@ def gateway(workspace: WorkspaceOpt = None) -> None:
     """Run the Discord channel, the agent loop and the memory (token from MEMCLAW_DISCORD_TOKEN or config)."""
     from memclaw.cli.gateway_cmd import gateway_command
 
-    gateway_command(workspace)
+    gateway_command(workspace=workspace)
 
 
 @app.command()
@@ -301,7 +303,7 @@ def status(workspace: WorkspaceOpt = None, json_out: JsonOpt = False) -> None:
     """Config, model, workspace, memory counts per scope, index freshness, configured channels."""
     from memclaw.cli import memory_cmds
 
-    memory_cmds.status(workspace, json_out)
+    memory_cmds.status(json_out=json_out, workspace=workspace)
 
 
 def run() -> None:

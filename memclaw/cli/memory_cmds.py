@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from memclaw.recall.results import RecallResult
 
 
-def onboard(workspace: Path | None, demo: bool) -> None:
+def onboard(*, demo: bool, workspace: Path | None) -> None:
     from memclaw.config import load_config, memclaw_home
     from memclaw.workspace import build_demo_workspace
     from memclaw.workspace import onboard as do_onboard
@@ -44,9 +44,9 @@ def onboard(workspace: Path | None, demo: bool) -> None:
     console.print(line("Workspace ready at ", (str(report.workspace), "bold")))
 
 
-def demo(workspace: Path | None, queries: list[str]) -> None:
+def demo(queries: list[str], *, workspace: Path | None) -> None:
+    from memclaw.cli.tables import recall_table
     from memclaw.config import Config, memclaw_home
-    from memclaw.context.views import recall_table
     from memclaw.service.facade import MemoryService
     from memclaw.util.progress import stderr_progress
     from memclaw.workspace import build_demo_workspace, demo_queries
@@ -67,13 +67,14 @@ def demo(workspace: Path | None, queries: list[str]) -> None:
 
 def recall(
     query: str,
+    *,
     k: int | None,
-    sender: str | None,
     mode: str | None,
+    tokens: int | None,
+    sender: str | None,
     kind: str | None,
     json_out: bool,
     workspace: Path | None,
-    tokens: int | None = None,
 ) -> None:
     query = arg_or_stdin(query)
     cfg, ws = load(workspace)
@@ -100,7 +101,7 @@ def recall(
 
 def print_recall(result: RecallResult, section: SectionFill | None, asked: int) -> None:
     """The recall view: the table (with the memory-section cut when `section`), or why there is none."""
-    from memclaw.context.views import recall_table
+    from memclaw.cli.tables import recall_table
 
     if not result.hits:
         shown = shorten(result.query, ECHO_CHARS)
@@ -121,12 +122,12 @@ def print_recall(result: RecallResult, section: SectionFill | None, asked: int) 
         )
 
 
-def sync(workspace: Path | None, json_out: bool) -> None:
+def sync(*, json_out: bool, workspace: Path | None) -> None:
     mem = open_memory(workspace, json_out=json_out)
     _print_reports(mem.sync(), json_out)
 
 
-def reindex(workspace: Path | None, json_out: bool) -> None:
+def reindex(*, json_out: bool, workspace: Path | None) -> None:
     mem = open_memory(workspace, json_out=json_out)
     _print_reports(mem.sync(full=True), json_out)
 
@@ -150,19 +151,19 @@ def _print_reports(reports, json_out: bool) -> None:
     for r in reports:
         for w in r.warnings:
             err_console.print(warning(w))
-    from memclaw.context.views import sync_table
+    from memclaw.cli.tables import sync_table
 
     console.print(sync_table(rows))
 
 
 def add(
     text: str,
-    sender: str | None,
-    section: str | None,
-    workspace: Path | None,
-    json_out: bool,
     *,
-    learned: str | None = None,
+    section: str | None,
+    learned: str | None,
+    sender: str | None,
+    json_out: bool,
+    workspace: Path | None,
 ) -> None:
     """Remember a fact, marked with the day it was learned (a fact already there, whatever its date, is not written
     again). A provider embedding model without its key: the fact is saved, its vector pending, and that is the one
@@ -237,7 +238,7 @@ def unit_json(u: MemoryUnit) -> dict:
     } | listed
 
 
-def list_memories(sender: str | None, kind: str | None, json_out: bool, workspace: Path | None) -> None:
+def list_memories(*, sender: str | None, kind: str | None, json_out: bool, workspace: Path | None) -> None:
     mem = open_memory(workspace)
     scope = sender_scope_for(mem.config, sender).scope
     units = mem.list_units(scope, kind)
@@ -246,15 +247,15 @@ def list_memories(sender: str | None, kind: str | None, json_out: bool, workspac
     if json_out:
         print_json([unit_json(u) | {"restates_forgotten": notes.get(u.id)} for u in units])
         return
-    from memclaw.context.views import memory_table
+    from memclaw.cli.tables import memory_table
 
     console.print(memory_table(units, scope, width=console.width, notes=notes))
 
 
-def forget(ids: list[str], sender: str | None, json_out: bool, workspace: Path | None) -> None:
+def forget(ids: list[str], *, sender: str | None, json_out: bool, workspace: Path | None) -> None:
     mem = open_memory(workspace, json_out=json_out)
     forgot = mem.forget_detailed(ids, scope=sender_scope_for(mem.config, sender).scope)
-    command = forget_command(sender, workspace)
+    command = forget_command(sender=sender, workspace=workspace)
     if json_out:
         out = []
         for u in forgot.gone:
@@ -264,14 +265,14 @@ def forget(ids: list[str], sender: str | None, json_out: bool, workspace: Path |
         print_json(out)
         return
     print_forgot(forgot.gone)
-    from memclaw.context.views import mentioned_text
+    from memclaw.agent.commands import mentioned_text
 
     also = mentioned_text(forgot.also, command)
     if also is not None:
         console.print(line(also), soft_wrap=True)
 
 
-def forget_command(sender: str | None, workspace: Path | None) -> str:
+def forget_command(*, sender: str | None, workspace: Path | None) -> str:
     """The `memory forget` command for the same sender and workspace, for the ids to append to it."""
     import shlex
 
@@ -283,24 +284,24 @@ def forget_command(sender: str | None, workspace: Path | None) -> str:
 
 def print_forgot(gone: list[MemoryUnit]) -> None:
     """What `memory forget` removed, one line each. The memories are gone by now: printing them cannot fail."""
-    from memclaw.context.views import forgot_lines
+    from memclaw.cli.tables import forgot_lines
 
     for text in forgot_lines(gone):
         console.print(text, soft_wrap=True)
 
 
-def stats(workspace: Path | None, json_out: bool) -> None:
+def stats(*, json_out: bool, workspace: Path | None) -> None:
     mem = open_memory(workspace)
     data = mem.stats()
     if json_out:
         print_json(data)
         return
-    from memclaw.context.views import stats_table
+    from memclaw.cli.tables import stats_table
 
     console.print(stats_table(data))
 
 
-def migrate(to: str, workspace: Path | None) -> None:
+def migrate(to: str, *, workspace: Path | None) -> None:
     from memclaw.service.migrate import migrate_to_server
 
     cfg, ws = load(workspace)
@@ -309,7 +310,7 @@ def migrate(to: str, workspace: Path | None) -> None:
     console.print(line(f"migrated {counted(n, 'memory')} to {where}; set memory.chroma_url to this URL to use it"))
 
 
-def status(workspace: Path | None, json_out: bool) -> None:
+def status(*, json_out: bool, workspace: Path | None) -> None:
     from memclaw.cli.gateway_cmd import token_source
     from memclaw.config import config_path, dump_config
     from memclaw.llm.client import LLMClient
@@ -349,7 +350,7 @@ def status(workspace: Path | None, json_out: bool) -> None:
 def print_status(data: dict) -> None:
     """`memclaw status` for people (the data is `status --json`'s)."""
     from memclaw.cli.gateway_cmd import TOKEN_ENV
-    from memclaw.context.views import stats_table
+    from memclaw.cli.tables import stats_table
 
     console.print(line(("config", "bold"), f"    {data['config_file'] or '(defaults + environment)'}"))
     console.print(

@@ -12,8 +12,8 @@ lower-priority section never survives while a higher one was cut. How a section 
   the oldest are dropped first.
 
 Every section carries `overhead`: tokens it costs when anything of it is kept (headers, separators). A text section
-may yield to lower-priority sections (`yields_to`; the current message yields to the profile, bootstrap files and
-memories): it is cut to what their whole cost leaves (never below half of what is left), and that cut drops nothing.
+may yield to lower-priority sections (`yields_to`): the current message yields to the profile, bootstrap files and
+memories. It is cut to what their whole cost leaves, never below half of what is left, and that cut drops nothing.
 """
 
 from __future__ import annotations
@@ -95,9 +95,10 @@ class Allocation:
 
 
 def _largest_fitting(n: int, build: Callable[[int], str], cost: Callable[[str], int], cap: int) -> tuple[str, int]:
-    """The candidate build(i) for the largest i in 1..n whose cost fits `cap` (cost grows with i), and its cost.
-    Galloping first (1, 2, 4, ...), then bisection: the longest prefix ever counted is under twice the answer,
-    so a 1 MB message cut to a 2k-token budget costs a few counts of a few kB, not twenty of a megabyte."""
+    """The candidate build(i) for the largest i in 1..n whose cost fits `cap`, and its cost. Cost grows with i.
+
+    Galloping first (1, 2, 4, ...), then bisection. The longest prefix ever counted is under twice the answer.
+    So a 1 MB message cut to a 2k-token budget costs a few counts of a few kB."""
     found, found_cost = "", 0
     lo, step = 1, 1
     while lo <= n:  # gallop: find a failing bound

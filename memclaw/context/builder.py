@@ -1,14 +1,12 @@
 """The sender-aware ContextBuilder: what the LLM sees before every reply, inside a priority-ordered token budget.
 
-`build_messages(...)` returns an OpenAI-style message list: one system message (identity and rules, bootstrap
-files, always-on skills, skills summary, then the recalled memories), the session history, a runtime-metadata user
-message and the current user message (text, plus images as data URLs for vision models). Static sections come
-first and volatile ones last, so a provider's prompt cache keeps working: everything in the system prompt before
-the recalled memories is identical from one message to the next (the memories change with every message, so they
-close the system prompt instead of sitting between the bootstrap files and the skills), and the time lives in the
-runtime message at the end. The owner (configured per channel; the CLI always) gets USER.md and the owner's
-memories; anyone else gets a neutral identity block, only their own memories, and a note that they are not the
-owner.
+`build_messages(...)` returns an OpenAI-style message list. First one system message: identity and rules,
+bootstrap files, always-on skills, skills summary, then the recalled memories. Then the session history, a
+runtime-metadata user message, and the current user message with any images as data URLs. Static sections come
+first and volatile ones last, so a provider's prompt cache keeps working. The recalled memories change with every
+message, so they close the system prompt; the time lives in the runtime message at the end. The owner gets USER.md
+and the owner's memories. Anyone else gets a neutral identity block, only their own memories, and a note that they
+are not the owner.
 
 Budget priorities (highest first), see memclaw.context.budget: identity and rules (never dropped), runtime metadata,
 current message, USER.md / neutral block, AGENTS.md, SOUL.md, IDENTITY.md, recalled memories (at most

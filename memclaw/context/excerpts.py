@@ -7,16 +7,16 @@ order, each as `speaker: text`, separated by ` / ` (a turn's own further lines a
 
     - (2026-11-25 14:02, conversation) Maya: Lena booked Taberna da Ribeira for Friday / memclaw: … / Maya: ...
 
-(a reply of the agent beside the matched turn is shown as said, not what: memclaw.recall.archive.elided; such a
-turn is not served by the excerpt, memclaw.context.memory_section). Two excerpts of one chunk are one item (the
-memory section joins them: one date label, the conversation in order), a run of turns left out between them marked
-with `…` in their place:
+A reply of the agent beside the matched turn is shown as said, not what (memclaw.recall.archive.elided). Such a
+turn is not served by the excerpt. Two excerpts of one chunk are one item with one date label, the conversation in
+order. A run of turns left out between them is marked with `…`:
 
     - (2026-11-25 14:02, conversation) Maya: ... / memclaw: ... / … / Maya: ...
 
-When the whole window does not fit, the turns farthest from the one that matched go first, those before it
-before those after it (an answer follows its question); when the matched turn alone does not fit, its text is cut
-at a word, marked with `…`, down to MIN_CUT_WORDS. Nothing but the window is ever served: never a whole chunk or day.
+When the whole window does not fit, the turns farthest from the one that matched go first. Turns before it go
+before those after it, since an answer follows its question. When the matched turn alone does not fit, its text is
+cut at a word, marked with `…`, down to MIN_CUT_WORDS. Nothing but the window is ever served: never a whole chunk
+or day.
 """
 
 from __future__ import annotations

@@ -1,28 +1,24 @@
-"""The memory section of the prompt (pure): how a recalled memory is written into it, and which memories fit.
+"""The memory section of the prompt: how a recalled memory is written into it, and which memories fit. Pure.
 
-One code path fills the section for every caller: the ContextBuilder (each reply), `memclaw recall --tokens N`
-(what the section would hold) and the recall benchmarks (recall within a budget of B tokens). So the benchmark
-measures exactly what the model is given.
+One code path fills the section for every caller: the ContextBuilder, `memclaw recall --tokens N` and the recall
+benchmarks. So a benchmark measures exactly what the model is given.
 
-A memory is one list item of the `<recalled-memories>` block: `- (date, section) text`, its text as written but
-for a `<` that would open or close the block (`&lt;`: memclaw.context.tag_guard.unforgeable), and its continuation
-lines indented (nothing in it can start an item of its own). Nothing is said twice: a fact's trailing
-`(YYYY-MM-DD)` is dropped when the item shows that date, and the section when the text names it already. Ids and
-kinds stay out (a date with a time marks a conversation summary): the prompt pays for every token of every memory,
-so the item carries only what the model reads.
+A memory is one list item of the `<recalled-memories>` block: `- (date, section) text`. Its text is kept as written,
+but a `<` that would open or close the block is escaped (memclaw.context.tag_guard.unforgeable). Its continuation
+lines are indented, so nothing in it starts an item of its own. Nothing is said twice: a fact's trailing date goes
+when the item shows that date, the section when the text names it. Ids and kinds stay out, since the prompt pays for
+every token.
 
-An archived turn is served as an excerpt of its conversation (memclaw.context.excerpts): the window of turns
-around it that recall gave it, cut to what the budget leaves.
+An archived turn is served as an excerpt of its conversation (memclaw.context.excerpts), cut to what the budget
+leaves.
 
-Filling: the recalled memories are taken in rank order, each at its full text (an excerpt: its whole window if it fits,
-else the largest part of it that does). A memory that does not fit in what is left of the budget is skipped (a shorter,
-lower-ranked one may still fit), a memory whose consolidation's summary is already in the section and says the same is
-skipped as redundant (the summary covers it), and so is a turn already inside a kept excerpt (an excerpt's window leaves
-out the turns others serve). An excerpt of a chunk another kept excerpt comes from joins that item (`joined`: one date
-label, the turns in conversation order, a gap marked; memclaw.context.excerpts), at what the item grows by: a
-conversation read in one piece, each label paid once. Every skip is reported with its reason, and every kept item with
-the units it serves (`served`: a fact or entry itself, an excerpt's turns but those shown as said, not what,
-memclaw.recall.archive.elided, which can still come on their own): what the benchmarks credit.
+Filling takes the recalled memories in rank order, each at its full text; an excerpt gets the largest part of its
+window that fits. A memory is skipped when:
+- it does not fit in what is left of the budget; a shorter, lower-ranked one may still fit;
+- its consolidation's summary is already in the section and says the same;
+- it is a turn already inside a kept excerpt.
+An excerpt from the same chunk as a kept excerpt joins that item, at what the item grows by. Every skip is reported
+with its reason. Every kept item lists the units it serves (`served`): what the benchmarks credit.
 """
 
 from __future__ import annotations
@@ -172,10 +168,13 @@ def fill_hits(hits: Sequence[RecallHit], budget: int, count: Callable[[str], int
 def fill(
     cands: Sequence[Candidate], budget: int, count: Callable[[str], int] | None = None, *, join: bool = True
 ) -> SectionFill:
-    """Which candidates (best first) go into a memory section of `budget` tokens (see the module docstring). An
-    excerpt that does not fit whole is cut with `count` (without it, it is skipped as any memory that does not fit);
-    the section's candidates then hold the excerpt as served. `join`: an excerpt of a kept excerpt's chunk joins
-    its item (measured: docs/decisions/0006-one-item-per-conversation.md); without it, each is an item."""
+    """Which candidates, best first, go into a memory section of `budget` tokens (see the module docstring).
+
+    An excerpt that does not fit whole is cut with `count`; without `count` it is skipped like any memory that does
+    not fit. The section's candidates then hold the excerpt as served.
+
+    `join`: an excerpt of a kept excerpt's chunk joins its item (docs/decisions/0006-one-item-per-conversation.md).
+    Without it, each excerpt is an item."""
     res = SectionFill(budget, list(cands))
     kept_ids: set[str] = set()
     served_by: dict[str, str] = {}  # a turn -> the kept excerpt it is in

@@ -1,7 +1,9 @@
-"""What a recall view shows, in one place: one `RecallRow` per hit (rank, fused score, each signal's rank and score,
-kind, date, source, the shortened text, the id; an archived turn as its excerpt: the turns around it, the matched
-one marked), rendered per medium: `recall_text` for chat and Discord (plain
-text, or Markdown with code spans), and the rich table of memclaw.context.views.recall_table for a terminal."""
+"""What a recall view shows, in one place, rendered per medium.
+
+One `RecallRow` per hit holds its rank, fused score, each signal's rank and score, kind, date, source, shortened
+text and id. An archived turn shows as its excerpt, the matched turn marked. `recall_text` renders the rows for
+chat and Discord; memclaw.cli.tables.recall_table renders them for a terminal.
+"""
 
 from __future__ import annotations
 
@@ -74,9 +76,10 @@ def recall_title(result: RecallResult) -> str:
 
 
 def recall_text(result: RecallResult, *, markdown: bool = False, limit: int | None = None) -> str:
-    """The recall view as compact text for a chat: the title, the warnings, one line per hit (with the id that
-    /forget takes). `markdown`: numbers, scores and ids in code spans (Discord). `limit`: at most this many
-    characters, the last lines left out (and said so)."""
+    """The recall view as compact text for a chat: the title, the warnings, one line per hit with its id.
+
+    With `markdown`, numbers, scores and ids go in code spans, for Discord. With `limit`, the text has at most this
+    many characters; the last lines are left out, and the text says so."""
 
     def code(s: str) -> str:
         return f"`{s}`" if markdown else s

@@ -13,7 +13,6 @@ import html
 import logging
 import os
 import shutil
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,7 +126,6 @@ def parse_skill(text: str, path: Path, source: Source = "workspace") -> Skill:
 
 
 # ----- caches ------------------------------------------------------------------------------------------------
-_cache_lock = threading.Lock()
 _which_cache: dict[tuple[str, str], tuple[float, bool]] = {}
 _WHICH_TTL_S = 30.0
 
@@ -247,10 +245,3 @@ def skills_summary(skills: list[Skill], *, show_location: bool = True) -> str:
         out.append("  </skill>")
     out.append("</skills>")
     return "\n".join(out)
-
-
-def clear_caches() -> None:
-    with _cache_lock:
-        for cache in _skill_files.values():
-            cache.clear()
-        _which_cache.clear()

@@ -1,9 +1,9 @@
 """The owner's `exec` tool (off unless `agent.exec_enabled`): a shell command in the workspace with a timeout, an
 output cap and a deny list for destructive commands, run inside a bubblewrap sandbox (`agent.exec_sandbox`).
 
-The sandbox (`sandbox_argv`) gives the command new PID, mount, IPC, UTS and network namespaces, an empty environment
-but PATH, HOME and LANG, a fresh /proc, /dev and /tmp, the system's programs read-only (/usr and an allow-list of
-/etc), and the workspace read-write. memclaw's process, home, config file and environment, and the user's home, are
+The sandbox (`sandbox_argv`) gives the command new PID, mount, IPC, UTS and network namespaces. Its environment
+holds only PATH, HOME and LANG. It gets a fresh /proc, /dev and /tmp, the system's programs read-only, and the
+workspace read-write. memclaw's process, home, config file and environment, and the user's home, are
 not in it; a config file or memclaw home inside the workspace is covered. Without bwrap, exec refuses in one line.
 `exec_sandbox = "none"` runs the command as memclaw's user with only secret-named variables removed: it can read
 memclaw's config and, through /proc, its environment."""

@@ -50,9 +50,10 @@ class ListDirArgs(Args):
 
 
 def resolve_path(ctx: ToolContext, raw: str, *, write: bool = False) -> Path:
-    """The path a file tool may use for `raw`: inside the workspace (unless agent.restrict_to_workspace is off) and
-    never through a symlink inside it (a link could reach a file outside, or another person's memory), so the
-    path's text says where it lands. Returned with the workspace's real location as its root."""
+    """The path a file tool may use for `raw`, rooted at the workspace's real location.
+
+    It stays inside the workspace unless agent.restrict_to_workspace is off. It never goes through a symlink inside
+    it, which could reach a file outside or another person's memory. So the path's text says where it lands."""
     root = ctx.root.resolve()
     p = Path(os.path.expanduser(raw.strip() or "."))
     if not p.is_absolute():

@@ -5,12 +5,11 @@ Tools by sender: the owner gets the file tools (`read_file`, `write_file`, `edit
 `agent.exec_enabled`) and the memory tools; anyone else gets only `memory_search` and `remember`, on their own
 scope. A tool the sender may not use is reported as unknown.
 
-Nothing a model sends can crash a turn: an unknown tool, arguments that are not JSON or do not validate, or a tool
-that fails all come back as a tool result starting with "Error:" so the model can correct itself.
+Nothing a model sends can crash a turn. An unknown tool, arguments that do not validate, or a tool that fails all
+come back as a tool result starting with "Error:", so the model can correct itself.
 
-File tools are confined to the workspace (`agent.restrict_to_workspace`) and never follow a symlink inside it (a
-link could lead outside it or into another person's memory: see memclaw.util.safepath); the derived index and the
-session files are never writable through them.
+File tools are confined to the workspace (`agent.restrict_to_workspace`) and never follow a symlink inside it
+(memclaw.util.safepath). The derived index and the session files are never writable through them.
 A write into `memory/` is followed by an index sync of that scope. `exec` (off by default) runs in the workspace
 inside a bubblewrap sandbox, with a timeout, an output cap and a deny list for destructive commands
 (memclaw.tools.exec).

@@ -1,12 +1,10 @@
 """Start-up work run in background threads (opening the vector store, loading the embedding model), and the one
 wait for it before the process exits.
 
-That work runs native code (chromadb's Rust bindings, which import Python modules from their own calls; ONNX
-Runtime). A command may end before it needs the result (a recall on a workspace with no memories, a usage error):
-if the interpreter then shuts down while such a thread still runs, the thread meets a half torn-down interpreter
-and the process dies with a segmentation fault. So every such thread is made here, never a daemon (the
-interpreter's own exit waits for it), and the console script calls `wait_for_background()` on every exit path,
-before the interpreter shuts down.
+That work runs native code: chromadb's Rust bindings and ONNX Runtime. A command may end before it needs the
+result. If the interpreter then shuts down while such a thread runs, the process dies with a segmentation fault.
+So every such thread is made here and is never a daemon. The console script calls `wait_for_background()` on
+every exit path, before the interpreter shuts down.
 """
 
 from __future__ import annotations

@@ -36,7 +36,3 @@ class FileCache(Generic[T]):
             with self._lock:
                 self._entries[path] = (sig, value)
         return value
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()

@@ -1,9 +1,8 @@
 """Durable file replacement and inter-process file locks: the helpers every writer of memclaw's files uses.
 
-`replace_atomically(path, data)` writes a temp file in the same folder, fsyncs it, gives it the mode of the file it
-replaces, renames it over `path` and fsyncs the folder: a reader (or a crash) sees the old content or the new one,
-never a torn file. It never replaces a symlink (which would turn a link to a file elsewhere into a copy), nor a file
-made read-only (`check_writable`: by its mode bits, for root too).
+`replace_atomically(path, data)` writes a temp file in the same folder, fsyncs it, gives it the old file's mode,
+renames it over `path` and fsyncs the folder. A reader or a crash sees the old content or the new one, never a
+torn file. It never replaces a symlink, nor a file made read-only (`check_writable`, for root too).
 `file_lock(path)` holds an flock on a lock file (never through a symlink) for a `with` block. Errors are plain
 OSError; each caller turns them into its own message.
 """
@@ -44,10 +43,10 @@ class ReadOnlyFileError(PermissionError):
 
 
 def check_writable(st: os.stat_result, path: Path) -> None:
-    """Raise ReadOnlyFileError (EACCES) if the mode of the file `st` describes takes writing it away from this
-    process: the owner's write bit for its owner, and for root too (whom the kernel lets write anything, and a
-    rename replaces a file whatever its mode: a file made read-only is meant to stay as it is), the group's for a
-    member of its group, the others' for anyone else."""
+    """Raise ReadOnlyFileError (EACCES) if the mode of the file `st` describes denies this process writing it.
+
+    The owner's write bit counts for its owner, and for root too: a file made read-only is meant to stay as it is.
+    The group's bit counts for a member of its group, the others' bit for anyone else."""
     if not hasattr(os, "geteuid"):  # pragma: no cover - not POSIX
         return
     euid = os.geteuid()

@@ -1,11 +1,10 @@
-"""A reply (the model's words, /help) rendered as Markdown on a terminal, safely: the one way memclaw builds one.
+"""A reply rendered as Markdown on a terminal, safely: the one way memclaw builds one.
 
-The model's text is not memclaw's: it can hold escape sequences (retitle the terminal, clear the screen, an OSC 8
-hyperlink whose target is hidden) and Markdown links whose text says one place and whose URL goes to another.
-`reply_markdown` draws every control character as a symbol (memclaw.util.visible; tabs kept, Markdown reads them
-as indentation) and makes no terminal hyperlink: a link is shown as its text followed by its URL in brackets, an
-image as its alt text and its URL, so the user always sees where a link goes. Rich's own styling is all the
-escape sequences that reach the terminal. (Imported lazily: rich.markdown loads markdown-it.)
+The model's text can hold escape sequences and links whose text names one place while the URL goes to another.
+`reply_markdown` draws every control character as a symbol (memclaw.util.visible), keeping tabs for indentation.
+It makes no terminal hyperlink: a link shows as its text followed by its URL, an image as its alt text and URL.
+Rich's own styling is the only escape sequence that reaches the terminal.
+Import it lazily: rich.markdown loads markdown-it.
 """
 
 from __future__ import annotations

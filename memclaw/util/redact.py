@@ -1,18 +1,11 @@
-"""Secrets are never shown: the one helper every place that prints a URL, an error or a log line goes through.
+"""Secrets are never shown: every place that prints a URL, an error or a log line goes through this module.
 
-* `redact_url` / `redact_text`: the credentials of a URL (`http://user:TOKEN@host` -> `http://***@host`, and
-  `?api_key=TOKEN` -> `?api_key=***`), wherever one appears in a text, and every value memclaw knows to be secret,
-  become `***`.
-* Known secret values: the config's keys, headers and tokens (`config_secrets`, remembered by `load_config`), and
-  the environment's variables whose names say they hold one (OPENAI_API_KEY, MEMCLAW_DISCORD_TOKEN, ...).
-* `RedactingFilter`: a logging filter that passes every record through `redact_text` (installed on memclaw's log
-  handlers by memclaw.runtime.setup_logging).
-* `environment_without_secrets`: the environment the `exec` tool gives a command: no variable whose name says it
-  holds a secret, whose value is (or holds) a known secret, or whose value carries URL credentials.
-* `mask_secrets`: what `redact_text` masks plus every secret recognisable by its shape (provider keys `sk-...`,
-  `ghp_...`, AWS access keys, Bearer tokens, JWTs, private key blocks) or by what precedes it ("my password is
-  ...", `api_key = ...`): for text memclaw keeps verbatim (the conversation archive), where no secret belongs.
-* `mask_for_memory`: `mask_secrets` for every fact and history entry about to be saved, with one warning line.
+- `redact_url` and `redact_text` turn URL credentials and every known secret value into `***`.
+- Known secret values are the config's keys, headers and tokens, and environment variables whose names say secret.
+- `RedactingFilter` passes every log record through `redact_text`; memclaw.runtime.setup_logging installs it.
+- `environment_without_secrets` is the environment the `exec` tool gives a command, with no secret in it.
+- `mask_secrets` also masks secrets recognisable by their shape or by what precedes them, for the archive.
+- `mask_for_memory` applies `mask_secrets` to a fact or history entry about to be saved, with one warning line.
 """
 
 from __future__ import annotations

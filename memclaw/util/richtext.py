@@ -1,19 +1,14 @@
 """The one way text reaches a rich view: markup comes only from memclaw's own constant strings.
 
-Any text a user or a file supplies (memory text, queries, file names, sender ids, Discord names, section names,
-config values, error messages that quote them) is data. rich parses `[...]` in a plain `str` as markup (a
-`[/b]` raises MarkupError, a `[link](x)` loses its brackets, `:smile:` turns into an emoji), so views never hand
-rich such a string: they build `Text` objects, which rich prints as they are.
+Text a user or a file supplies is data: memory text, queries, file names, sender ids, section names, config values.
+rich parses `[...]` in a plain `str` as markup, so `[/b]` raises and `[link](x)` loses its brackets.
+Views therefore never hand rich such a string: they build `Text` objects, which rich prints as they are.
 
-* `lit(text, style)`: user text as a Text (a table cell, a title, a caption, a line);
-* `line(*parts)`: a line made of memclaw's own words, styled by name, and user text: every `str` part is
-  literal, a `(text, style)` pair is literal text in that style;
-* `visible(text)` (memclaw.util.visible, which log lines use too): the text as a terminal should show it: control
-  characters (ESC, CSI, a bare carriage return, ...) drawn as visible symbols, so a memory cannot move the
-  cursor or recolour the terminal; a tab as a space.
+- `lit(text, style)`: user text as a Text, for a cell, a title, a caption or a line.
+- `line(*parts)`: a line of memclaw's own words and user text; every `str` part is literal.
+- `visible(text)`, from memclaw.util.visible: control characters drawn as symbols, a tab as a space.
 
-The consoles memclaw prints through (`memclaw.cli.common`) also have markup and emoji codes switched off, so
-even a plain `str` that slips through is shown as written.
+The consoles of memclaw.cli.common also switch markup and emoji codes off, as a second guard.
 """
 
 from __future__ import annotations

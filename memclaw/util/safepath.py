@@ -1,11 +1,10 @@
 """No symlink inside the memory folder is followed: the one check every reader and writer of memory files uses.
 
 A scope's files live in `memory/` (the owner) and `memory/people/<sender>/` (everyone else). A symlink anywhere
-below `memory/` (`memory/people`, a scope folder, `MEMORY.md`, `HISTORY.md`, a lock file) could make one scope read
-or write another's memory (`ln -s .. memory/people/discord%3A6666` gives that sender the owner's facts), or make a
-`memory add` read a file outside the workspace and replace the link with a copy. So a path with a symlink below its
-base is refused (MemoryFileError, exit 3) before anything is read or written through it, and files are opened with
-O_NOFOLLOW where the platform has it, so a link put in place after the check is refused too. The workspace and its
+below `memory/` could make one scope read or write another's memory. `ln -s .. memory/people/discord%3A6666` would
+give that sender the owner's facts. So a path with a symlink below its base is refused (MemoryFileError, exit 3)
+before anything is read or written through it. Files are opened with O_NOFOLLOW where the platform has it, so a
+link put in place after the check is refused too. The workspace and its
 `memory/` folder themselves may be symlinks (to keep them on another disk): every scope is below them alike.
 """
 

@@ -20,6 +20,7 @@ from memclaw.errors import LLMError  # noqa: E402
 from memclaw.llm.client import LLMClient  # noqa: E402
 from memclaw.service.facade import MemoryService  # noqa: E402
 from memclaw.service.learned import bare_fact  # noqa: E402
+from tests.agent.recording import RecordingAgent  # noqa: E402
 from tests.llm_server import scripted_server  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -56,7 +57,7 @@ def env(tmp_path, embedder):
     cfg.agent.memory_window = 6
     cfg.owners = {"discord": ["1001"]}
     mem = MemoryService(ws, cfg, embedder=embedder)
-    agent = Agent(
+    agent = RecordingAgent(
         cfg, ws, mem, llm=LLMClient(cfg, backoff_base_s=0.01, max_backoff_s=0.02), background_consolidation=False
     )
     yield agent
@@ -324,14 +325,14 @@ def test_cli_agent_command_one_shot(tmp_path, llm_server, capsys, monkeypatch):
     (root / "memory").mkdir(parents=True)
     (root / "memory" / "MEMORY.md").write_text(MEMORY, "utf-8")
     llm_server.reply("You work at Solaris Energy.")
-    agent_command("where do I work?", root)
+    agent_command("where do I work?", workspace=root)
     assert "You work at Solaris Energy." in capsys.readouterr().out
     system = llm_server.requests[0]["messages"][0]["content"]
     assert "Solaris Energy" in system  # auto-recall put the owner's fact in the prompt
     assert SessionStore(root / "sessions").load("cli", "cli").messages[-1]["content"] == "You work at Solaris Energy."
     llm_server.status(500, times=10)
     with pytest.raises(LLMError) as ei:  # the console script makes it one line on stderr and exit code 5
-        agent_command("still there?", root)
+        agent_command("still there?", workspace=root)
     assert ei.value.exit_code == 5 and "is unavailable after 1 attempt" in str(ei.value)
     assert capsys.readouterr().out == ""  # an error is never printed as if it were the reply
 

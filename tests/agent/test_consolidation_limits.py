@@ -20,7 +20,7 @@ from datetime import date
 import pytest
 
 from memclaw.agent.loop import Agent
-from memclaw.agent.sessions import CHUNK_PROGRESS, SessionStore
+from memclaw.agent.sessions import CONSOLIDATION_PROGRESS, SessionStore
 from memclaw.config import Config, EmbeddingsConfig
 from memclaw.llm.client import LLMClient
 from memclaw.markdown.files import lock_path
@@ -28,6 +28,7 @@ from memclaw.markdown.formats import fact_mark
 from memclaw.markdown.unit_size import MAX_SECTION_CHARS, MAX_UNIT_CHARS
 from memclaw.service.facade import MemoryService
 from memclaw.workspace import Workspace
+from tests.agent.recording import RecordingAgent
 from tests.agent.test_agent_memory import cli, consolidation_json, memory_files, talk
 from tests.llm_server import scripted_server
 
@@ -54,7 +55,9 @@ def agent(tmp_path):
     cfg.agent.max_retries = 0  # one HTTP request per model call
     cfg.agent.memory_window = 6
     mem = MemoryService(Workspace(root), cfg)
-    a = Agent(cfg, Workspace(root), mem, llm=LLMClient(cfg, backoff_base_s=0.01), background_consolidation=False)
+    a = RecordingAgent(
+        cfg, Workspace(root), mem, llm=LLMClient(cfg, backoff_base_s=0.01), background_consolidation=False
+    )
     yield a
     mem.close()
 
@@ -84,7 +87,7 @@ def assert_kept_whole(agent: Agent, before: dict[str, bytes], vectors: int) -> N
     assert memory_files(agent.root) == before  # no fact, no history entry, no archive chunk
     assert agent.memory.store.count("owner") == vectors
     s = SessionStore(agent.root / "sessions").load("cli", "cli")
-    assert len(s.messages) == 8 and s.last_consolidated == 0 and not s.meta.get(CHUNK_PROGRESS)
+    assert len(s.messages) == 8 and s.last_consolidated == 0 and not s.meta.get(CONSOLIDATION_PROGRESS)
 
 
 def test_a_fact_over_the_limit_is_refused_and_the_session_kept(agent, llm_server):
@@ -182,10 +185,10 @@ def test_an_answer_kept_over_the_limit_is_asked_for_again(agent, llm_server):
     assert not agent.last_consolidation.ok
     store = SessionStore(agent.root / "sessions")
     s = store.load("cli", "cli")
-    progress = s.meta[CHUNK_PROGRESS]
+    progress = s.meta[CONSOLIDATION_PROGRESS]
     assert progress["done"] == ["owner#archive"]
     progress["answers"]["owner"]["facts"][0]["text"] = words(150_036)  # as an older memclaw kept it
-    store.set_meta(s, **{CHUNK_PROGRESS: progress})
+    store.set_meta(s, **{CONSOLIDATION_PROGRESS: progress})
     lock_path(memory_md).rmdir()
 
     llm_server.reply("ok: five")
@@ -195,4 +198,4 @@ def test_an_answer_kept_over_the_limit_is_asked_for_again(agent, llm_server):
     assert llm_server.pending() == 0
     text = memory_md.read_text()
     assert "Huge fact" not in text and "- Counts to four (" in text
-    assert json.loads(json.dumps(store.load("cli", "cli").meta.get(CHUNK_PROGRESS) or {})) == {}
+    assert json.loads(json.dumps(store.load("cli", "cli").meta.get(CONSOLIDATION_PROGRESS) or {})) == {}

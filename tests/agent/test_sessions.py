@@ -77,13 +77,13 @@ def test_pointer_and_trim_keep_concurrent_appends(tmp_path):
     st = SessionStore(tmp_path)
     s = st.load("cli", "cli")
     st.append(s, *({"role": "user", "content": f"m{i}"} for i in range(6)))
-    st.set_pointer(s, 4)
+    st.set_meta(s, last_consolidated=4)
     assert st.load("cli", "cli").last_consolidated == 4
     assert [m["content"] for m in st.load("cli", "cli").unconsolidated] == ["m4", "m5"]
     # another writer appends after `s` was loaded; trim must keep it
     other = st.load("cli", "cli")
     st.append(other, {"role": "user", "content": "late"})
-    st.trim(s, 4)
+    st.drop(s, s.messages[:4])
     after = st.load("cli", "cli")
     assert [m["content"] for m in after.messages] == ["m4", "m5", "late"]
     assert after.last_consolidated == 0
@@ -137,9 +137,9 @@ def test_concurrent_writers_in_processes_never_interleave(tmp_path):
     assert all(v == list(range(40)) for v in seen.values())  # per-writer order kept, nothing lost
 
 
-def test_a_stale_view_never_trims_or_points_past_what_it_read(tmp_path):
-    """Two processes' views of one session: the one that consolidated trims; the other's stale pointer and trim of
-    the same chunk (gone now) change nothing, and the turns appended since stay."""
+def test_a_stale_view_never_trims_past_what_it_read(tmp_path):
+    """Two processes' views of one session: the one that consolidated trims; the other's stale trim of
+    the same chunk (gone now) changes nothing, and the turns appended since stay."""
     st = SessionStore(tmp_path)
     a = st.load("cli", "cli")
     st.append(a, *({"role": "user", "content": f"m{i}"} for i in range(5)))
@@ -147,9 +147,8 @@ def test_a_stale_view_never_trims_or_points_past_what_it_read(tmp_path):
     stale = list(b.messages)
     st.append(b, *({"role": "user", "content": f"late{i}"} for i in range(3)))
     assert st.drop(a, a.messages[:5]) and [m["content"] for m in a.messages] == ["late0", "late1", "late2"]
-    assert not st.set_pointer(b, 5)  # counted on a view whose first 5 messages are gone: not written
-    assert b.messages == a.messages  # ... and the view is brought up to date
     assert not st.drop(b, stale)  # that chunk is gone: nothing trimmed
+    assert b.messages == a.messages  # ... and the view is brought up to date
     after = st.load("cli", "cli")
     assert [m["content"] for m in after.messages] == ["late0", "late1", "late2"] and after.last_consolidated == 0
     assert not st.holds(after, stale[:1])
@@ -169,10 +168,10 @@ def test_clear_keeps_messages_appended_after_it_read(tmp_path):
 def test_the_consolidation_claim_is_exclusive_across_stores(tmp_path):
     one, two = SessionStore(tmp_path), SessionStore(tmp_path)
     s = one.load("cli", "cli")
-    held = one.try_claim(s)
-    assert held is not None and two.try_claim(two.load("cli", "cli")) is None
+    held = one.try_lock(s)
+    assert held is not None and two.try_lock(two.load("cli", "cli")) is None
     held.close()
-    again = two.try_claim(s)
+    again = two.try_lock(s)
     assert again is not None
     again.close()
 
@@ -190,7 +189,7 @@ def test_a_retried_message_replaces_its_unanswered_first_copy(tmp_path):
     st.append(s, ask, call, result)
     assert not st.drop_retried(s, dict(ask, sender_id="7"))  # another sender
     assert not st.drop_retried(s, dict(ask, content="where do I live?"))  # another message
-    claim = st.try_claim(s)
+    claim = st.try_lock(s)
     assert claim is not None
     with claim:
         assert not st.drop_retried(s, ask)  # a consolidation may be reading it

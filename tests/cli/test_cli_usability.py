@@ -122,8 +122,8 @@ def test_a_long_query_and_a_long_fact_are_shortened_in_the_table_not_in_json(cli
 
 
 def test_one_shortening_for_the_table_chat_and_discord():
+    from memclaw.cli.tables import recall_table
     from memclaw.context.recall_view import recall_text
-    from memclaw.context.views import recall_table
     from memclaw.markdown.units import MemoryUnit
     from memclaw.recall.results import RecallHit, RecallResult, Signal
     from memclaw.util.text import MEMORY_CHARS, shorten

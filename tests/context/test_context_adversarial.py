@@ -224,22 +224,17 @@ def _owner_tools(ws):
 
 
 def test_an_always_on_skill_written_by_the_model_reaches_no_prompt_in_full(ws):
-    from memclaw.context.skills import clear_caches
-
     tool = _owner_tools(ws)
     assert tool("write_file", {"path": "skills/evil/SKILL.md", "content": EVIL_SKILL}).ok
-    clear_caches()
     outsider = all_text(build(ws, "hello").messages)
     assert "EVIL-SKILL-BODY" not in outsider
     owner = all_text(build(ws, "hello", sender=Sender("discord", OWNER_ID, "Maya", "dm-1")).messages)
     assert "EVIL-SKILL-BODY" not in owner and "evil" in owner  # listed for the owner, not in every prompt
     # the owner trusts it by removing its line from sessions/model-skills.txt: then it is always-on
     (ws / "sessions" / "model-skills.txt").write_text("", "utf-8")
-    clear_caches()
     assert "EVIL-SKILL-BODY" in all_text(build(ws, "hello").messages)
     # an edit by the model makes it the model's again
     assert tool("edit_file", {"path": "skills/evil/SKILL.md", "old_text": "Helpful", "new_text": "Useful"}).ok
-    clear_caches()
     assert "EVIL-SKILL-BODY" not in all_text(build(ws, "hello").messages)
 
 

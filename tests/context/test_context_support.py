@@ -30,7 +30,6 @@ OWNER_FACTS = [
     ("Health", "Maya takes bisoprolol every morning"),
     ("People", "Maya's sister Lena lives in Porto"),
 ]
-OUTSIDER_FACTS = [("Orders", "Tom ordered a blue bicycle bell on 2026-01-02")]
 
 
 def make_workspace(root: Path, *, bootstrap: bool = True) -> Path:
@@ -46,18 +45,6 @@ def make_workspace(root: Path, *, bootstrap: bool = True) -> Path:
             (root / name).write_text(text, encoding="utf-8")
     (root / "skills").mkdir(exist_ok=True)
     return root
-
-
-def write_memory(root: Path, scope: str, facts: list[tuple[str, str]]) -> Path:
-    """Write a scope's MEMORY.md as the Markdown memory format describes (bullets under headings)."""
-    d = root / scope_dirname(scope)
-    d.mkdir(parents=True, exist_ok=True)
-    lines = ["# Memory", ""]
-    for section, text in facts:
-        lines += [f"## {section}", "", f"- {text}", ""]
-    path = d / "MEMORY.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
 
 
 def fact_unit(scope: str, text: str, section: str | None = None, when: datetime | None = None) -> MemoryUnit:

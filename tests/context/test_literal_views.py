@@ -29,8 +29,10 @@ from hypothesis import strategies as st
 from rich.cells import cell_len
 from rich.console import Console
 
+from memclaw.agent.commands import forgot_text
 from memclaw.agent.turn import AgentReply
 from memclaw.cli import agent_cmd, common, context_cmd, memory_cmds
+from memclaw.cli.tables import memory_table
 from memclaw.config import Config
 from memclaw.context.builder import build_messages
 from memclaw.context.excerpts import MEMORIES_TAG
@@ -38,7 +40,6 @@ from memclaw.context.memory_section import fill_hits
 from memclaw.context.recall_view import recall_text
 from memclaw.context.senders import Sender
 from memclaw.context.tag_guard import unforgeable
-from memclaw.context.views import forgot_text, memory_table
 from memclaw.errors import UsageError
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.results import RecallHit, RecallResult, Signal

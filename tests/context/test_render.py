@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 from rich.console import Console
 
-from memclaw.context.views import recall_table
+from memclaw.cli.tables import recall_table
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.results import RecallHit, RecallResult, Signal
 
@@ -62,8 +62,8 @@ def test_every_word_survives_and_columns_fit_the_width(width):
 def test_memory_list_and_recall_tokens_wrap_whole_words_at_any_width(width):
     """Issue 19.9: `memory list` and `recall --tokens` cut the text mid-word at 80 columns (their tables were
     wider than the terminal, so the right edge was cropped). Now the table fits, and the text wraps at words."""
+    from memclaw.cli.tables import memory_table
     from memclaw.context.memory_section import fill_hits
-    from memclaw.context.views import memory_table
 
     units = [h.unit for h in _result().hits]
     section = fill_hits(_result().hits, 30, lambda t: len(t.split()))

@@ -221,7 +221,7 @@ def test_with_context_keeps_the_better_score_and_says_which_came_from_the_contex
 def test_recall_shows_a_score_from_the_context(svc):
     from rich.console import Console
 
-    from memclaw.context.views import recall_table
+    from memclaw.cli.tables import recall_table
 
     result = svc.recall_detailed("dinosaur exhibit", kind="archive", mode="bm25", k=5)
     console = Console(width=220, record=True)

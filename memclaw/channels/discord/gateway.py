@@ -1,18 +1,19 @@
 """The Discord channel: turns discord.py events into agent turns and the agent's replies back into messages.
 
-Thin on purpose: events, replies and the connection's lifecycle. Who may talk is decided by
-memclaw.channels.access (pure); a message's facts and text by .messages; splitting long answers by
-memclaw.channels.chunking (pure); ordering by memclaw.channels.queue (one chat's turns in order, chats
-concurrently); the slash commands by .slash. The agent runs on its own event loop in a worker thread
-(.runner.AgentThread), so blocking work inside a turn never stalls discord.py's heartbeat.
+This module holds events, replies and the connection's lifecycle. Who may talk is decided by
+memclaw.channels.access; a message's facts by .messages; splitting long answers by memclaw.channels.chunking.
+memclaw.channels.queue keeps one chat's turns in order; .slash holds the slash commands.
+The agent runs on its own event loop in a thread (AgentThread), so a turn never stalls discord.py's heartbeat.
+Connection failures of discord.py are said as memclaw's errors: a refused token or a missing intent is a
+ConfigError (exit 2), Discord out of reach is DiscordUnreachable (exit 4).
 
-Identity: the sender id passed to the agent is the Discord user id (a number as a string) on channel "discord";
-the agent recognises the owner from `owners.discord` (ids only, never names) and gives everyone else the outsider
-context, tool policy and their own memory scope.
+Identity: the sender id passed to the agent is the Discord user id, as a string, on channel "discord". The agent
+recognises the owner from `owners.discord`, by id and never by name. Everyone else gets the outsider context, tool
+policy and their own memory scope.
 
-Sessions: a DM is one session (chat id = the DM channel id). In a guild channel or thread each person has their
-own session in that place (chat id = "<channel or thread id>:<user id>"), so a thread is its own session and one
-person's conversation (and tool results) never lands in another person's context.
+Sessions: a DM is one session, keyed by the DM channel id. In a guild channel or thread each person has their own
+session there, keyed "<channel or thread id>:<user id>". So one person's conversation never lands in another
+person's context.
 """
 
 from __future__ import annotations
@@ -21,31 +22,28 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Callable
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import discord
 from discord import app_commands
 
-from memclaw.agent.turn import apology
+from memclaw.agent.turn import AgentReply, InboundMessage, apology
 from memclaw.channels.access import AccessPolicy, Decision, decide
 from memclaw.channels.chunking import split_message
-from memclaw.channels.discord.errors import quiet_voice_warnings, raise_connect_error, unreachable
 from memclaw.channels.discord.messages import (
     chat_id_for,
     describe_attachment,
     is_image,
-    make_inbound,
     message_facts,
     message_text,
-    reply_text,
 )
-from memclaw.channels.discord.runner import AgentThread
 from memclaw.channels.discord.slash import CHANNEL, NO_MENTIONS, SlashCommands
 from memclaw.channels.queue import ChannelQueue
 from memclaw.context.images import MAX_IMAGE_BYTES
-from memclaw.errors import ConfigError, MemclawError
+from memclaw.errors import ConfigError, DiscordUnreachable, MemclawError
 
 if TYPE_CHECKING:
     from memclaw.config import Config
@@ -53,16 +51,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 SHUTDOWN_GRACE_S = 60.0
 
 
 class AgentLike(Protocol):
-    async def handle(self, message: Any) -> Any: ...
+    async def handle(self, message: InboundMessage) -> AgentReply: ...
 
 
 @dataclass
 class DiscordTurn:
-    """What happened to one accepted message (kept for logs and tests)."""
+    """What happened to one accepted message: the result of its turn's future."""
 
     message_id: int
     chat_id: str
@@ -88,10 +88,8 @@ class DiscordGateway:
         client: discord.Client | None = None,
         agent_thread: bool = True,
         shutdown_grace_s: float = SHUTDOWN_GRACE_S,
-        inbound: Callable[..., Any] = make_inbound,
     ) -> None:
         self.agent = agent
-        self._inbound = inbound
         self.config = config
         self.policy = AccessPolicy.from_config(config)
         quiet_voice_warnings()
@@ -100,15 +98,12 @@ class DiscordGateway:
         self.queue = ChannelQueue()
         self.runner = AgentThread() if agent_thread else None
         self.shutdown_grace_s = shutdown_grace_s
-        self.turns: list[DiscordTurn] = []
         self._closing = False
         self._aborted = False
         self._shutdown: asyncio.Future[bool] | None = None
         self._synced = False
         self._register_events()
-        self.slash = SlashCommands(
-            self.tree, self.policy, self.queue, memory=memory, run_agent=self._run_agent, inbound=inbound
-        )
+        self.slash = SlashCommands(self.tree, self.policy, self.queue, memory=memory, run_agent=self._run_agent)
 
     # ----- wiring ------------------------------------------------------------------------------------------
     def _register_events(self) -> None:
@@ -125,7 +120,7 @@ class DiscordGateway:
             raise MemclawError("the Discord client is not logged in yet")
         return user
 
-    async def _run_agent(self, inbound: Any) -> Any:
+    async def _run_agent(self, inbound: InboundMessage) -> AgentReply:
         coro = self.agent.handle(inbound)
         if self.runner is not None:
             return await self.runner.run(coro)
@@ -189,11 +184,10 @@ class DiscordGateway:
             chat_id_for(message.channel.id, message.author.id, is_dm=is_dm),
             str(message.author.id),
         )
-        self.turns.append(rec)
         try:
             async with self._typing(message.channel):
                 images, described = await self._attachments(message)
-                inbound = self._inbound(
+                inbound = InboundMessage(
                     channel=CHANNEL,
                     chat_id=rec.chat_id,
                     sender_id=rec.sender_id,
@@ -203,7 +197,7 @@ class DiscordGateway:
                     attachments=described,
                 )
                 reply = await self._run_agent(inbound)
-            text = reply_text(reply)
+            text = reply.text
         except asyncio.CancelledError:  # a forced shutdown: the agent saved the message before the model call
             rec.ok = False
             raise
@@ -371,3 +365,88 @@ def default_intents() -> discord.Intents:
     intents = discord.Intents.default()
     intents.message_content = True
     return intents
+
+
+# ----- the agent's own event loop --------------------------------------------------------------------------
+class AgentThread:
+    """Runs coroutines on a private event loop in a daemon thread; `await run(coro)` from any other loop."""
+
+    def __init__(self, name: str = "memclaw-agent") -> None:
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
+        self._thread.start()
+        self._ready.wait()
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.call_soon(self._ready.set)
+        self._loop.run_forever()
+
+    async def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self._loop))
+
+    def call(self, fn: Callable[[], Awaitable[T]] | Callable[[], T]) -> T:
+        """Run `fn` on the agent loop from a plain thread and wait for it (used at shutdown)."""
+
+        async def wrapper() -> Any:
+            r = fn()
+            return await r if asyncio.iscoroutine(r) else r
+
+        return asyncio.run_coroutine_threadsafe(wrapper(), self._loop).result()
+
+    def stop(self) -> None:
+        if self._loop.is_closed():
+            return
+
+        async def cancel_leftovers() -> None:  # e.g. litellm's background logging worker
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self._loop.shutdown_asyncgens()
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(cancel_leftovers(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+
+# ----- discord.py's failures in memclaw's words -------------------------------------------------------------
+def raise_connect_error(exc: BaseException | None) -> None:
+    """How discord.py's connect task ended, as memclaw's error (None or a cancellation: nothing to say)."""
+    if exc is None or isinstance(exc, asyncio.CancelledError):
+        return
+    if isinstance(exc, discord.PrivilegedIntentsRequired):
+        raise ConfigError(
+            "Discord refused the Message Content intent: enable it for the bot in the Discord developer portal "
+            "(Bot > Privileged Gateway Intents)"
+        ) from None
+    if isinstance(exc, discord.LoginFailure) or (isinstance(exc, discord.ConnectionClosed) and exc.code == 4004):
+        raise ConfigError("the Discord token was rejected: set a valid bot token in MEMCLAW_DISCORD_TOKEN") from None
+    if isinstance(exc, OSError | discord.GatewayNotFound):
+        raise unreachable(exc) from None
+    if isinstance(exc, Exception):
+        raise MemclawError(f"the Discord connection failed: {type(exc).__name__}: {exc}") from None
+
+
+def unreachable(e: BaseException) -> MemclawError:
+    """Discord out of reach (exit 4, a service unreachable), its own 5xx included; any other HTTP error at login
+    stays exit 1."""
+    if isinstance(e, discord.HTTPException) and not isinstance(e, discord.DiscordServerError):
+        return MemclawError(f"Discord refused the login ({type(e).__name__}: HTTP {e.status}); try again later")
+    return DiscordUnreachable(
+        f"cannot reach Discord ({type(e).__name__}); check the network (DNS, proxy, firewall), then start the "
+        "gateway again"
+    )
+
+
+def quiet_voice_warnings() -> None:
+    """discord.py warns at its first client that PyNaCl/davey are missing and voice will not work: memclaw has no
+    voice, so those two lines are only noise at start-up."""
+    from discord.voice_client import VoiceClient
+
+    VoiceClient.warn_nacl = False
+    VoiceClient.warn_dave = False

@@ -1,15 +1,14 @@
-"""A Discord message (or slash-command interaction) as plain facts: its session key, what the access policy needs,
-its text without the bot's mention, its attachments; and the agent's side of the boundary (InboundMessage in,
-reply text out)."""
+"""A Discord message or slash-command interaction as plain facts.
+
+The facts are its session key, what the access policy needs, its text without the bot's mention, and its
+attachments."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import discord
 
-from memclaw.agent.turn import InboundMessage
 from memclaw.channels.access import MessageFacts
 
 
@@ -84,18 +83,3 @@ def interaction_facts(interaction: discord.Interaction) -> MessageFacts:
         parent_channel_id=parent_id,
         mentions_bot=True,  # a slash command is addressed to the bot
     )
-
-
-def make_inbound(**fields: Any) -> Any:
-    """memclaw.agent.turn.InboundMessage for this channel."""
-    return InboundMessage(**fields)
-
-
-def reply_text(reply: Any) -> str:
-    if isinstance(reply, str):
-        return reply
-    for attr in ("text", "content"):
-        value = getattr(reply, attr, None)
-        if isinstance(value, str):
-            return value
-    return str(reply)

@@ -1,22 +1,24 @@
-"""The Discord slash commands: /recall and /forget (owner only, answered by memclaw.agent.commands, the same code
-that answers them typed in a chat), /new and /incognito (the owner's only: the agent refuses anyone else's), both
-queued in the chat's order through the agent so they land between the messages around them, and /help."""
+"""The Discord slash commands: /recall, /forget, /new, /incognito and /help.
+
+/recall and /forget are owner only and answered by memclaw.agent.commands, as when typed in a chat. /new and
+/incognito go through the agent, which refuses anyone but the owner. Both are queued in the chat's order, so they
+land between the messages around them."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
 
 from memclaw.agent.commands import memory_command
-from memclaw.agent.turn import apology
+from memclaw.agent.turn import AgentReply, InboundMessage, apology
 from memclaw.channels.access import AccessPolicy, decide
 from memclaw.channels.chunking import DISCORD_LIMIT, split_message
-from memclaw.channels.discord.messages import chat_id_for, interaction_facts, reply_text
+from memclaw.channels.discord.messages import chat_id_for, interaction_facts
 from memclaw.channels.queue import ChannelQueue
 from memclaw.markdown.units import OWNER_SCOPE
 from memclaw.prompts import render
@@ -41,14 +43,12 @@ class SlashCommands:
         queue: ChannelQueue,
         *,
         memory: MemoryService | None,
-        run_agent: Callable[[Any], Awaitable[Any]],
-        inbound: Callable[..., Any],
+        run_agent: Callable[[InboundMessage], Awaitable[AgentReply]],
     ) -> None:
         self.policy = policy
         self.queue = queue
         self.memory = memory
         self._run_agent = run_agent
-        self._inbound = inbound
         self._register(tree)
 
     def _register(self, tree: app_commands.CommandTree) -> None:
@@ -125,7 +125,7 @@ class SlashCommands:
             return
         await interaction.response.defer(ephemeral=True, thinking=True)
         chat_id = chat_id_for(interaction.channel_id or 0, interaction.user.id, is_dm=facts.is_dm)
-        inbound = self._inbound(
+        inbound = InboundMessage(
             channel=CHANNEL,
             chat_id=chat_id,
             sender_id=facts.author_id,
@@ -137,7 +137,7 @@ class SlashCommands:
 
         async def job() -> str:
             try:
-                return reply_text(await self._run_agent(inbound))
+                return (await self._run_agent(inbound)).text
             except Exception:
                 log.exception("%s failed in chat %s", command, chat_id)
                 return apology()

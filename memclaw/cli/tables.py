@@ -1,5 +1,6 @@
-"""Rich tables for people; the recall table renders memclaw.context.recall_view's rows (the JSON forms are built
-by the data classes themselves).
+"""The CLI's rich tables and lines: recall, memory list, forget, sync and stats.
+
+The recall table renders memclaw.context.recall_view's rows; the JSON forms are built by the data classes.
 
 Every cell, title and caption that holds user or file text is a `Text` from memclaw.util.richtext (never markup). A
 table keeps its text column readable on any terminal: optional columns are left out, least useful first, until
@@ -17,6 +18,7 @@ from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
+from memclaw.agent.commands import listed_text
 from memclaw.context.recall_view import recall_rows, recall_title
 from memclaw.markdown.formats import split_trailing_date
 from memclaw.markdown.units import MemoryUnit
@@ -233,32 +235,6 @@ def _without_shown_date(u: MemoryUnit) -> str:
         if written == u.timestamp.strftime("%Y-%m-%d"):
             return body
     return text
-
-
-def listed_text(u: MemoryUnit) -> str:
-    """A memory's text as a list shows it: an archive chunk's (`memory list`) with its speakers and turn count."""
-    if u.kind == "archive" and "speakers" in u.extra:
-        return f"{', '.join(u.extra['speakers'].split(chr(10)))} · {counted(int(u.extra['turns']), 'turn')} · {u.text}"
-    return u.text
-
-
-def forgot_text(units: list[MemoryUnit]) -> str:
-    """What /forget removed, one line per memory (plain text for chat channels)."""
-    return "\n".join(["Forgot:"] + [f"- {u.id} ({u.kind}): {shorten(listed_text(u), MEMORY_CHARS)}" for u in units])
-
-
-def mentioned_text(also: list[MemoryUnit], forget_command: str) -> str | None:
-    """The line after a forget naming the facts and history entries that still restate what it forgot, and the
-    command (`forget_command`, quoted by the caller) that forgets them too; None when there are none."""
-    if not also:
-        return None
-    n_hist = sum(u.kind == "history" for u in also)
-    n_fact = len(also) - n_hist
-    kinds = [f"{n} {word}" for n, word in ((n_hist, "history entry" if n_hist == 1 else "history entries"),
-                                           (n_fact, "fact" if n_fact == 1 else "facts")) if n]  # fmt: skip
-    it = "it" if len(also) == 1 else "them"
-    return (f"also mentioned in {' and '.join(kinds)}: {', '.join(u.id for u in also)} (recall hides it there); "
-            f"forget {it} too with {forget_command} {' '.join(u.id for u in also)}")  # fmt: skip
 
 
 def forgot_lines(units: list[MemoryUnit]) -> list[Text]:
