@@ -42,13 +42,13 @@ class EmbeddingError(MemclawError):
     exit_code = 3
 
 
-class IndexError_(MemclawError):
+class DerivedIndexError(MemclawError):
     """The derived index cannot be opened or updated (it can always be rebuilt from the Markdown)."""
 
     exit_code = 3
 
 
-class VectorStoreCorrupted(IndexError_):
+class VectorStoreCorrupted(DerivedIndexError):
     """The vector store's files are damaged (e.g. chroma.sqlite3 overwritten, an HNSW segment truncated).
 
     The vectors are derived data: memclaw warns, drops them and rebuilds them from the Markdown."""

@@ -13,7 +13,7 @@ memclaw.agent.consolidation_output. Invariants:
 - Nothing is lost or written twice. The answers are kept in the session before any write; each write is idempotent
   by the chunk's consolidation id; the chunk leaves the session last, found by content under the session's lock.
 - Incognito messages are never read; what the owner forgot since is redacted (memclaw.service.forgotten).
-- One consolidation per session at a time, across processes (`SessionStore.try_claim`).
+- One consolidation per session at a time, across processes (`SessionStore.try_lock`).
 """
 
 from __future__ import annotations
@@ -38,8 +38,7 @@ from memclaw.agent.conversation import (
     message_time,
     owner_speaker,
 )
-from memclaw.agent.sessions import CLAIM_SUFFIX
-from memclaw.agent.sessions import CONSOLIDATION_PROGRESS as CHUNK_PROGRESS
+from memclaw.agent.sessions import CLAIM_SUFFIX, CONSOLIDATION_PROGRESS
 from memclaw.agent.turnlock import lock_held
 from memclaw.context.inputs import content_text
 from memclaw.errors import ConsolidationError, ConsolidationOverBudget, LLMError, MemclawError, MemoryFileError
@@ -179,7 +178,7 @@ class Consolidator:
             progress = {"start": start, "cut": cut, "chunk": fingerprint, "answers": answers, "done": done}
             # the answers are kept before anything is written: a retry writes exactly them
             if asked:
-                await asyncio.to_thread(self.sessions.set_meta, session, **{CHUNK_PROGRESS: progress})
+                await asyncio.to_thread(self.sessions.set_meta, session, **{CONSOLIDATION_PROGRESS: progress})
             await self._write(session, parts, answers, consolidation_id(fingerprint), progress, report)
         except ConsolidationOverBudget as e:
             # a first attempt of a chunk of several turns tries its first half; `/new` keeps its one chunk
@@ -287,7 +286,7 @@ class Consolidator:
                 pending -= 1
                 # after the last step the pointer moves past the chunk instead
                 if pending:
-                    await asyncio.to_thread(self.sessions.set_meta, session, **{CHUNK_PROGRESS: progress})
+                    await asyncio.to_thread(self.sessions.set_meta, session, **{CONSOLIDATION_PROGRESS: progress})
             res.history = res.history or bool(out.history_entry)
             report.scopes.append(res)
         if parts:
@@ -459,7 +458,7 @@ def _resume(session: Session, start: int, cut: int) -> tuple[list[str], dict[str
     killed: finish exactly that chunk with those answers (its steps already written are skipped; every step is
     idempotent by the consolidation id anyway), whatever arrived since. Otherwise: nothing done, no answers, the
     planned cut. An answer kept that no longer validates (a limit it breaks) is asked for again."""
-    progress = session.meta.get(CHUNK_PROGRESS) or {}
+    progress = session.meta.get(CONSOLIDATION_PROGRESS) or {}
     prev = progress.get("cut")
     if (
         progress.get("start") == start

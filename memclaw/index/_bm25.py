@@ -8,7 +8,7 @@ N, df and avgdl count live documents only, so removals are exact.
 `InvertedBM25` keeps numpy postings per term: `add` costs the document's length, `remove` is a tombstone.
 The index compacts itself when more than a quarter of its slots are dead; a query reads only its own terms' postings.
 The on-disk form is `MAGIC | sha256(body) | body`, the body a JSON header and raw little-endian int32 arrays.
-Nothing read back can run code; missing, damaged or foreign bytes raise `IndexError_`, and the caller rebuilds.
+Nothing read back can run code; missing, damaged or foreign bytes raise `DerivedIndexError`, and the caller rebuilds.
 Writers are not thread-safe: `add`, `remove` and `save` must be serialised against `search`.
 The reference the tests compare it with is `tests/index/bm25_reference.py`.
 """
@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from memclaw.errors import IndexError_, UsageError
+from memclaw.errors import DerivedIndexError, UsageError
 from memclaw.util.files import replace_atomically
 from memclaw.util.safepath import read_regular
 
@@ -48,8 +48,8 @@ def encode_index(meta: dict[str, Any], arrays: Sequence[np.ndarray] = ()) -> byt
     return _MAGIC + hashlib.sha256(body).digest() + body
 
 
-def corrupt(where: str | Path, why: str) -> IndexError_:
-    return IndexError_(f"BM25 index {where} is unusable ({why}); rebuild it with `memclaw memory reindex`")
+def corrupt(where: str | Path, why: str) -> DerivedIndexError:
+    return DerivedIndexError(f"BM25 index {where} is unusable ({why}); rebuild it with `memclaw memory reindex`")
 
 
 def read_index_file(path: Path) -> bytes:
@@ -63,7 +63,7 @@ def read_index_file(path: Path) -> bytes:
 
 
 def decode_index(raw: bytes, where: str | Path) -> tuple[dict[str, Any], memoryview]:
-    """The JSON header and the raw array bytes after it. Raises IndexError_ on any damage."""
+    """The JSON header and the raw array bytes after it. Raises DerivedIndexError on any damage."""
     n = len(_MAGIC)
     if not raw.startswith(_MAGIC):
         raise corrupt(where, "not a memclaw BM25 index")
@@ -444,7 +444,7 @@ class InvertedBM25:
 
     @classmethod
     def from_bytes(cls, raw: bytes, where: str | Path) -> InvertedBM25:
-        """The index `to_bytes` wrote; `where` names it in errors. Raises IndexError_ on any damage."""
+        """The index `to_bytes` wrote; `where` names it in errors. Raises DerivedIndexError on any damage."""
         meta, rest = decode_index(raw, where)
         k1, b = check_params(where, meta, cls.kind)
         ids, terms, n_post = meta.get("ids"), meta.get("terms"), meta.get("n_postings")

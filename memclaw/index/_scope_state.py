@@ -13,8 +13,8 @@ Adding one fact inserts a row or two instead of rewriting the whole state.
 A part is folded into its snapshot when its log holds more than `compact_after(n)` rows, or when a sync rewrites it.
 Every save is one SQLite transaction, so a reader or a crash sees the state before it or after it.
 The sync lock (memclaw.index.layout) keeps writers apart.
-A file that is not a database of this layout is damage: IndexError_, and the caller rebuilds the scope.
-A folder or other non-file at the path is not memclaw's to replace: IndexError_ with the fix.
+A file that is not a database of this layout is damage: DerivedIndexError, and the caller rebuilds the scope.
+A folder or other non-file at the path is not memclaw's to replace: DerivedIndexError with the fix.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from memclaw.errors import IndexError_, MemclawError
+from memclaw.errors import DerivedIndexError, MemclawError
 from memclaw.index._bm25 import InvertedBM25
 from memclaw.index.unittable import UnitTable, rows_from_json, table_from_bytes, table_json_rows, table_to_bytes
 from memclaw.markdown.incremental import FileMark
@@ -72,7 +72,7 @@ BUSY_TIMEOUT_S = 60.0
 
 
 def check_path(path: Path) -> bool:
-    """Whether a state file is there (False: none yet); IndexError_ if something else stands there."""
+    """Whether a state file is there (False: none yet); DerivedIndexError if something else stands there."""
     from memclaw.index.layout import regular_file
 
     return regular_file(path, path.parent.parent.parent)
@@ -103,9 +103,9 @@ def schema_ok(con: sqlite3.Connection) -> bool:
     return set(con.execute("SELECT type, name FROM sqlite_master")) == OBJECTS
 
 
-def damaged(path: Path, why: str) -> IndexError_:
+def damaged(path: Path, why: str) -> DerivedIndexError:
     """The error for a state file that is not of this layout (the caller rebuilds the scope)."""
-    return IndexError_(f"index state {path} is corrupted ({why})")
+    return DerivedIndexError(f"index state {path} is corrupted ({why})")
 
 
 def permission_denied(e: sqlite3.DatabaseError) -> bool:
@@ -114,11 +114,11 @@ def permission_denied(e: sqlite3.DatabaseError) -> bool:
     return "readonly" in text or "permission" in text or "unable to open" in text
 
 
-def write_error(path: Path, e: sqlite3.DatabaseError) -> IndexError_:
+def write_error(path: Path, e: sqlite3.DatabaseError) -> DerivedIndexError:
     """The error for a failed save, naming the fix."""
     if permission_denied(e):
-        return IndexError_(f"cannot write the index state {path} ({e}): fix the permissions of {path.parent}")
-    return IndexError_(f"cannot write the index state {path} ({type(e).__name__}: {e}); check the disk")
+        return DerivedIndexError(f"cannot write the index state {path} ({e}): fix the permissions of {path.parent}")
+    return DerivedIndexError(f"cannot write the index state {path} ({type(e).__name__}: {e}); check the disk")
 
 
 @contextlib.contextmanager
@@ -218,7 +218,7 @@ def file_sig(path: Path) -> tuple | None:
 
 
 def load(path: Path) -> Loaded | None:
-    """The saved state and BM25 index, None if there is none. Raises IndexError_ if the file is damaged or of
+    """The saved state and BM25 index, None if there is none. Raises DerivedIndexError if the file is damaged or of
     another format (the caller rebuilds the scope from the Markdown), PermissionError as it is."""
     if not check_path(path):
         return None
@@ -227,7 +227,7 @@ def load(path: Path) -> Loaded | None:
     except PermissionError:
         raise
     except OSError as e:
-        raise IndexError_(f"cannot read index state {path}: {e.strerror}") from e
+        raise DerivedIndexError(f"cannot read index state {path}: {e.strerror}") from e
     if head != HEADER:
         raise damaged(path, "not a memclaw index state")
     try:
@@ -245,7 +245,7 @@ def load(path: Path) -> Loaded | None:
             raise PermissionError(13, "permission denied", str(path)) from e
         raise damaged(path, f"{type(e).__name__}: {e}") from e
     if meta.get("format") != json.dumps(FORMAT):
-        raise IndexError_(f"index state {path} has another format ({meta.get('format')})")
+        raise DerivedIndexError(f"index state {path} has another format ({meta.get('format')})")
     try:
         state = _state_from(meta, snaps, log)
     except MemclawError:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from memclaw.embedding.base import Progress
-from memclaw.errors import EmbeddingUnavailable, IndexError_, MemclawError
+from memclaw.errors import DerivedIndexError, EmbeddingUnavailable, MemclawError
 from memclaw.markdown.formats import clean_text
 from memclaw.util.batches import even_chunk
 from memclaw.util.text import counted
@@ -124,4 +124,4 @@ def _embed_texts(embedder, texts: list[str], batch_size: int, progress: Progress
     except MemclawError:
         raise
     except Exception as e:
-        raise IndexError_(f"embedding {counted(len(texts), 'memory')} failed: {type(e).__name__}: {e}") from e
+        raise DerivedIndexError(f"embedding {counted(len(texts), 'memory')} failed: {type(e).__name__}: {e}") from e

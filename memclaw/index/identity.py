@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memclaw.errors import EmbeddingUnavailable, IndexError_
+from memclaw.errors import DerivedIndexError, EmbeddingUnavailable
 from memclaw.index import layout as ix
 from memclaw.util.text import counted
 
@@ -181,7 +181,7 @@ class IndexIdentity:
         if had == dim:
             return
         if had is not None:
-            raise IndexError_(
+            raise DerivedIndexError(
                 f"the embedding model now returns {dim} dimensions, the index holds {had}; "
                 "run `memclaw memory reindex` to rebuild it"
             )

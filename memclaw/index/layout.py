@@ -26,7 +26,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from memclaw.errors import IndexError_
+from memclaw.errors import DerivedIndexError
 from memclaw.util.files import replace_atomically
 from memclaw.util.pathkind import odd_path_error
 from memclaw.util.safepath import NotRegularFileError, read_regular
@@ -123,7 +123,7 @@ class IndexLayout:
             f = open(self.lock_file, "a+")  # noqa: SIM115 - closed by the with below
         except OSError as e:
             why = f"{e.strerror or e}; fix its permissions{rebuild_hint(self.root)}"
-            raise IndexError_(f"cannot write the index at {self.root}: {why}") from e
+            raise DerivedIndexError(f"cannot write the index at {self.root}: {why}") from e
         with f:
             try:
                 fcntl.flock(f.fileno(), fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
@@ -140,7 +140,7 @@ class IndexLayout:
 
 
 def check_layout(layout: IndexLayout, scope: str | None = None, *, embedded: bool = True) -> None:
-    """Raise IndexError_ if a path of the index (of `scope`'s part too, if given) exists as the wrong kind. A missing
+    """Raise DerivedIndexError if a path of the index (of `scope`'s part too, if given) exists as the wrong kind. A missing
     path is fine (made when needed); PermissionError passes through (the CLI says it in one line)."""
     expect: list[tuple[Path, str]] = [(layout.root, "folder"), (layout.manifest, "file"), (layout.lock_file, "file"),
                                       (layout.root / "scopes", "folder")]  # fmt: skip
@@ -161,7 +161,7 @@ def check_layout(layout: IndexLayout, scope: str | None = None, *, embedded: boo
 
 
 def regular_file(path: Path, root: Path) -> bool:
-    """Whether the file memclaw keeps at `path` (in the index at `root`) is there; False: not yet. Raises IndexError_
+    """Whether the file memclaw keeps at `path` (in the index at `root`) is there; False: not yet. Raises DerivedIndexError
     when something else stands there, or above it; PermissionError passes through."""
     try:
         st = os.stat(path)
@@ -171,7 +171,7 @@ def regular_file(path: Path, root: Path) -> bool:
         for parent in reversed(Path(path).parents):
             if parent.exists() and not parent.is_dir():
                 raise odd_path_error(parent, "folder", root) from e
-        raise IndexError_(f"cannot use {path}: a folder above it is not a folder") from e
+        raise DerivedIndexError(f"cannot use {path}: a folder above it is not a folder") from e
     if not stat.S_ISREG(st.st_mode):
         raise odd_path_error(path, "file", root)
     return True

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from memclaw.errors import IndexError_
+from memclaw.errors import DerivedIndexError
 from memclaw.index import layout as ix
 from memclaw.markdown.formats import NAMED_DAY_KINDS, event_days, without_cid
 from memclaw.markdown.units import OWNER_SCOPE, MemoryUnit
@@ -326,7 +326,7 @@ class ScopeCache:
         sig = scope_state.file_sig(sf)
         try:
             loaded = scope_state.load(sf)
-        except IndexError_ as e:
+        except DerivedIndexError as e:
             if not sf.is_file():
                 # not memclaw's file to replace (a directory...): said in one line, with the fix
                 raise

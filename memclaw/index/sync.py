@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memclaw.errors import EmbeddingUnavailable, IndexError_, VectorStoreCorrupted
+from memclaw.errors import DerivedIndexError, EmbeddingUnavailable, VectorStoreCorrupted
 from memclaw.index._links import changes_links, session_links
 from memclaw.index.passages import context_rows_all, turn_context, unit_of, unit_vectors
 from memclaw.index.scopes import Scope, ScopeCache, index_text
@@ -236,7 +236,7 @@ class ScopeSync:
             except VectorStoreCorrupted:
                 # the whole store is damaged: sync rebuilds every scope
                 raise
-            except IndexError_ as e:
+            except DerivedIndexError as e:
                 report.warnings.append(f"{e}; dropping the scope's vectors")
                 self._store().drop(scope)
                 in_store_passages = set()

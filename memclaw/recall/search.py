@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memclaw.errors import (
+    DerivedIndexError,
     EmbeddingUnavailable,
-    IndexError_,
     NothingToRecall,
     UsageError,
     VectorStoreCorrupted,
@@ -259,7 +259,7 @@ class Recall:
                 self._rebuild(scope)
                 sc = self.scopes.get(scope)
                 return self._unit_similarities(sc, self._store().query(scope, qv, n)) if sc else []
-            except (IndexError_, VectorStoreUnavailable) as e:
+            except (DerivedIndexError, VectorStoreUnavailable) as e:
                 err = e  # type: ignore[assignment]
         if mode == "vector":
             raise err

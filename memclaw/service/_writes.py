@@ -14,7 +14,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memclaw.errors import IndexError_, UsageError, VectorStoreUnavailable
+from memclaw.errors import DerivedIndexError, UsageError, VectorStoreUnavailable
 from memclaw.markdown.units import MemoryUnit
 from memclaw.permission_errors import from_permission_error
 
@@ -79,13 +79,13 @@ class MemoryWriter:
         found = append_fact(path, text, section=section, mark=self._mark(scope, path), known=known)
         try:
             self._sync([scope])
-        except (VectorStoreUnavailable, IndexError_, PermissionError) as e:
+        except (VectorStoreUnavailable, DerivedIndexError, PermissionError) as e:
             err = from_permission_error(e) if isinstance(e, PermissionError) else e
             raise type(err)(f"{err} (the fact is saved in {path}; the next sync indexes it)") from e
         written = found.text if found is not None else text
         match = self._read_back(scope, written, normalize_section(section) or DEFAULT_SECTION)
         if match is None:
-            raise IndexError_(f"the fact was written to {path} but could not be read back; check the file")
+            raise DerivedIndexError(f"the fact was written to {path} but could not be read back; check the file")
         return match, found is None
 
     def _read_back(self, scope: str, text: str, section: str) -> MemoryUnit | None:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from memclaw.config import Config
-from memclaw.errors import IndexError_, UsageError, VectorStoreUnavailable
+from memclaw.errors import DerivedIndexError, UsageError, VectorStoreUnavailable
 from memclaw.index import layout as ix
 from memclaw.workspace import Workspace
 
@@ -60,7 +60,7 @@ def _copy_all(ws: Workspace, cfg: Config, url: str, local: Any, src: Any, dst: A
         dst.drop(scope)
         try:
             copied += _copy_scope(src, dst, scope)
-        except IndexError_:
+        except DerivedIndexError:
             if console is not None:
                 from memclaw.util.richtext import warning
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memclaw.errors import IndexError_, MemclawError, VectorStoreCorrupted, VectorStoreUnavailable
+from memclaw.errors import DerivedIndexError, MemclawError, VectorStoreCorrupted, VectorStoreUnavailable
 
 # What chromadb / SQLite / the HNSW reader say about damaged files (versions differ in the wording).
 _CORRUPTION_MARKERS = (
@@ -39,9 +39,9 @@ def is_permission(e: Exception) -> bool:
     return isinstance(e, PermissionError) or "readonly database" in text or "permission denied" in text
 
 
-def permission_error(e: Exception, where: str | Path) -> IndexError_:
+def permission_error(e: Exception, where: str | Path) -> DerivedIndexError:
     first = str(e).splitlines()[0] if str(e) else type(e).__name__
-    return IndexError_(f"Chroma cannot use its files at {where} ({first}): fix the folder's permissions")
+    return DerivedIndexError(f"Chroma cannot use its files at {where} ({first}): fix the folder's permissions")
 
 
 def translate(e: Exception, where: str) -> Exception:
@@ -68,7 +68,7 @@ def translate(e: Exception, where: str) -> Exception:
         s in text for s in ("Could not connect", "Connection refused", "connect to tenant")
     ):
         return VectorStoreUnavailable(f"Chroma at {where} is unreachable ({name}); start it or unset memory.chroma_url")
-    return IndexError_(
+    return DerivedIndexError(
         f"Chroma at {where} failed: {name}: {text.splitlines()[0] if text else ''}; "
         "run `memclaw memory reindex` to rebuild it from the Markdown"
     )

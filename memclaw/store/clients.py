@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from memclaw.errors import IndexError_, UsageError, VectorStoreCorrupted
+from memclaw.errors import DerivedIndexError, UsageError, VectorStoreCorrupted
 from memclaw.store._failures import is_corruption, is_permission, permission_error, translate
 from memclaw.store._readers import HttpReader, client_running, engine_reader, forget_readers, reader_keys, system_idents
 from memclaw.store.base import VectorStore
@@ -242,7 +242,7 @@ def _persistent_client(path: Path) -> Any:
                 f"the Chroma store at {path} is damaged ({type(e).__name__}: {str(e).splitlines()[0]}); "
                 "run `memclaw memory reindex` to rebuild it from the Markdown"
             ) from e
-        raise IndexError_(f"cannot open the Chroma store at {path}: {type(e).__name__}: {e}") from e
+        raise DerivedIndexError(f"cannot open the Chroma store at {path}: {type(e).__name__}: {e}") from e
 
 
 def _http_timeout(timeout_s: float) -> Any:

@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from memclaw.errors import IndexError_
+from memclaw.errors import DerivedIndexError
 
 
 def kind_of(mode: int) -> str:
@@ -23,18 +23,18 @@ def kind_of(mode: int) -> str:
     return "a special file"
 
 
-def odd_path_error(path: Path, expected: str, root: Path) -> IndexError_:
+def odd_path_error(path: Path, expected: str, root: Path) -> DerivedIndexError:
     """The error for `path` holding something other than the `expected` kind ("folder" or "file")."""
     try:
         what = kind_of(os.stat(path).st_mode)
     except OSError:
         what = "something else"
     if Path(path) == Path(root):
-        return IndexError_(
+        return DerivedIndexError(
             f"the index folder {path} is {what}, not a folder: move it out of the way, or set memory.index_dir to a "
             "folder memclaw may use; memclaw then builds the index there from the Markdown"
         )
-    return IndexError_(
+    return DerivedIndexError(
         f"{path} is {what}, where memclaw keeps a {expected} of its index: move it out of the way; memclaw then "
         "rebuilds the index from the Markdown"
     )

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
-from memclaw.errors import IndexError_, UsageError
+from memclaw.errors import DerivedIndexError, UsageError
 from memclaw.index._bm25 import DEFAULT_B, DEFAULT_K1, InvertedBM25, LexicalIndex, lucene_idf
 from memclaw.index.tokenizer import Tokenizer
 from tests.index.bm25_reference import RankBM25Index
@@ -252,10 +252,10 @@ def test_damaged_files_raise_index_error(cls: type[LexicalIndex], tmp_path: Path
     }
     for why, data in damaged.items():
         bad.write_bytes(data)
-        with pytest.raises(IndexError_, match="reindex"):
+        with pytest.raises(DerivedIndexError, match="reindex"):
             cls.load(bad)
         assert why
-    with pytest.raises(IndexError_, match="missing"):
+    with pytest.raises(DerivedIndexError, match="missing"):
         cls.load(tmp_path / "nope.bm25")
 
 
@@ -264,11 +264,11 @@ def test_loading_the_other_kind_is_refused(tmp_path: Path) -> None:
     r = RankBM25Index()
     r.add("a", ["x"])
     r.save(p)
-    with pytest.raises(IndexError_, match="expected 'inverted'"):
+    with pytest.raises(DerivedIndexError, match="expected 'inverted'"):
         InvertedBM25.load(p)
     i = InvertedBM25()
     i.save(p)
-    with pytest.raises(IndexError_, match="expected 'rank_bm25'"):
+    with pytest.raises(DerivedIndexError, match="expected 'rank_bm25'"):
         RankBM25Index.load(p)
 
 

@@ -10,7 +10,7 @@ from datetime import datetime
 import pytest
 
 import memclaw.index._scope_state as scope_state
-from memclaw.errors import IndexError_
+from memclaw.errors import DerivedIndexError
 from memclaw.index._bm25 import InvertedBM25
 from memclaw.index.unittable import UnitTable
 from memclaw.markdown.incremental import parse_file
@@ -122,7 +122,7 @@ def test_anything_but_its_own_layout_is_damage_and_a_save_replaces_it(tmp_path, 
     scope_state.save(path, _state(UnitTable.from_units(units)), _lexical(units).to_bytes)
     with sqlite3.connect(path) as con:
         con.execute(damage)
-    with pytest.raises(IndexError_):
+    with pytest.raises(DerivedIndexError):
         scope_state.load(path)
     scope_state.save(path, _state(UnitTable.from_units(units)), _lexical(units).to_bytes)  # a rebuild replaces it
     assert scope_state.load(path).state.units.units() == units
@@ -131,13 +131,13 @@ def test_anything_but_its_own_layout_is_damage_and_a_save_replaces_it(tmp_path, 
 def test_garbage_and_a_folder_at_the_path(tmp_path):
     path = tmp_path / "state.sqlite3"
     path.write_bytes(b"not a database at all")
-    with pytest.raises(IndexError_, match="corrupted"):
+    with pytest.raises(DerivedIndexError, match="corrupted"):
         scope_state.load(path)
     path.unlink()
     path.mkdir()
-    with pytest.raises(IndexError_, match="move it out of the way"):
+    with pytest.raises(DerivedIndexError, match="move it out of the way"):
         scope_state.load(path)
     units = _units(0, 1)
-    with pytest.raises(IndexError_, match="move it out of the way"):
+    with pytest.raises(DerivedIndexError, match="move it out of the way"):
         scope_state.save(path, _state(UnitTable.from_units(units)), _lexical(units).to_bytes)
     assert path.is_dir()  # not memclaw's to remove

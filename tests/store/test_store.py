@@ -158,7 +158,7 @@ def test_a_write_in_this_process_retires_the_engine_reader(tmp_path):
 
 def test_an_unreadable_store_falls_back_to_the_client_and_its_errors(tmp_path):
     """Whatever the engine reader cannot do is left to the client, which reports it the usual way."""
-    from memclaw.errors import IndexError_
+    from memclaw.errors import DerivedIndexError
     from memclaw.store.clients import release_embedded
 
     path = tmp_path / "chroma"
@@ -166,7 +166,7 @@ def test_an_unreadable_store_falls_back_to_the_client_and_its_errors(tmp_path):
     release_embedded(path)
     (path / "chroma.sqlite3").write_bytes(b"this is not a database" * 100)
     damaged = open_chroma_store(path=path, namespace="ns-test")
-    with pytest.raises(IndexError_, match="reindex"):
+    with pytest.raises(DerivedIndexError, match="reindex"):
         damaged.query("owner", vecs[0], 5)
 
 
