@@ -19,6 +19,7 @@ def from_permission_error(e: PermissionError) -> MemclawError:
     parts = Path(str(path)).parts
     if INDEX_DIRNAME in parts:
         root = Path(*parts[: parts.index(INDEX_DIRNAME) + 1])
-        return DerivedIndexError(f"cannot use the index: {path}: permission denied; fix its permissions{rebuild_hint(root)}")
+        hint = rebuild_hint(root)
+        return DerivedIndexError(f"cannot use the index: {path}: permission denied; fix its permissions{hint}")
     cls = MemoryFileError if "memory" in parts else WorkspaceError
     return cls(f"cannot access {path}: permission denied; fix its permissions")

@@ -140,8 +140,9 @@ class IndexLayout:
 
 
 def check_layout(layout: IndexLayout, scope: str | None = None, *, embedded: bool = True) -> None:
-    """Raise DerivedIndexError if a path of the index (of `scope`'s part too, if given) exists as the wrong kind. A missing
-    path is fine (made when needed); PermissionError passes through (the CLI says it in one line)."""
+    """Raise DerivedIndexError if a path of the index, or of `scope`'s part, exists as the wrong kind.
+
+    A missing path is fine: it is made when needed. PermissionError passes through: the CLI says it in one line."""
     expect: list[tuple[Path, str]] = [(layout.root, "folder"), (layout.manifest, "file"), (layout.lock_file, "file"),
                                       (layout.root / "scopes", "folder")]  # fmt: skip
     if embedded:
@@ -161,8 +162,9 @@ def check_layout(layout: IndexLayout, scope: str | None = None, *, embedded: boo
 
 
 def regular_file(path: Path, root: Path) -> bool:
-    """Whether the file memclaw keeps at `path` (in the index at `root`) is there; False: not yet. Raises DerivedIndexError
-    when something else stands there, or above it; PermissionError passes through."""
+    """Whether the file memclaw keeps at `path`, in the index at `root`, is there yet.
+
+    Raises DerivedIndexError when something else stands there or above it. PermissionError passes through."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
