@@ -4,13 +4,14 @@ PY := $(VENV)/bin/python
 RUFF := $(VENV)/bin/ruff
 MKDOCS := NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs
 
-.PHONY: help install test test-fast lint format format-check docs docs-serve bench-quick check
+.PHONY: help install test test-fast lint deadcode format format-check docs docs-serve bench-quick check
 
 help:
 	@echo "make install       the venv with memclaw and its dev tools (torch first: the CPU build)"
 	@echo "make test          the whole test suite (10+ minutes on 2 cores)"
 	@echo "make test-fast     the tests not marked slow"
 	@echo "make lint          ruff check"
+	@echo "make deadcode      vulture: code nothing uses (reviewed exceptions: tools/vulture_whitelist.py)"
 	@echo "make format        ruff format, in place"
 	@echo "make format-check  ruff format --check"
 	@echo "make docs          build the docs strictly into site/"
@@ -32,6 +33,10 @@ test-fast:
 lint:
 	$(RUFF) check memclaw tests benchmarks tools
 
+# The dead-code check CI runs; its settings are [tool.vulture] in pyproject.toml.
+deadcode:
+	$(VENV)/bin/vulture
+
 format:
 	$(RUFF) format memclaw tests benchmarks tools
 
@@ -52,4 +57,4 @@ bench-quick:
 	$(PY) benchmarks/bench_embedding.py --quick --out $$out/embedding.md && \
 	echo "results in $$out"
 
-check: lint format-check docs
+check: lint deadcode format-check docs

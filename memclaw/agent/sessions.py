@@ -353,10 +353,6 @@ def find_run(messages: Sequence[Mapping[str, Any]], chunk: Sequence[Mapping[str,
     return None
 
 
-def _same(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> bool:
-    return len(a) == len(b) and find_run(a, b) == 0
-
-
 def _canonical(message: Mapping[str, Any]) -> str:
     return json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
 
