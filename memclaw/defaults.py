@@ -1,7 +1,10 @@
 """The config defaults that the start-up reads before pydantic is imported.
 
 memclaw.config builds its fields from these names, and memclaw.cli.early guesses the model to load from them. This
-module imports nothing, so reading it costs nothing at start-up; it is the one source of each value it holds."""
+module imports nothing, so reading it costs nothing at start-up; it is the one source of each value it holds.
+
+See docs/decisions/0034-one-source-of-ranking-defaults.md.
+"""
 
 from __future__ import annotations
 

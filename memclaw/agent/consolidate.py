@@ -14,6 +14,7 @@ memclaw.agent.consolidation_output. Invariants:
   by the chunk's consolidation id; the chunk leaves the session last, found by content under the session's lock.
 - Incognito messages are never read; what the owner forgot since is redacted (memclaw.service.forgotten).
 - One consolidation per session at a time, across processes (`SessionStore.try_lock`).
+See docs/decisions/0036-bounded-consolidation.md.
 """
 
 from __future__ import annotations

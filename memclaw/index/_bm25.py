@@ -11,6 +11,7 @@ The on-disk form is `MAGIC | sha256(body) | body`, the body a JSON header and ra
 Nothing read back can run code; missing, damaged or foreign bytes raise `DerivedIndexError`, and the caller rebuilds.
 Writers are not thread-safe: `add`, `remove` and `save` must be serialised against `search`.
 The reference the tests compare it with is `tests/index/bm25_reference.py`.
+See docs/decisions/0032-bm25-as-one-module.md.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ Forgetting rewrites the file once, locked, verified and atomic, and keeps every 
 header to the next header. A turn spans from its bullet to the next bullet or header, less the blank lines that end
 its chunk. Parsed again, the new text must hold exactly the old turns less those removed; else nothing is written
 (MemoryFileError).
+See docs/decisions/0033-the-archive-modules-and-consolidation-steps.md.
 """
 
 from __future__ import annotations

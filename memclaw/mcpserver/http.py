@@ -3,6 +3,7 @@
 The token comes from MEMCLAW_MCP_TOKEN and nowhere else: memclaw never generates, prints, logs or stores it, so a
 client's configuration keeps working across restarts. A request without `Authorization: Bearer <token>`, or with
 another token, is answered 401 before it reaches the MCP layer (compared in constant time).
+See docs/decisions/0037-mcp-transports-and-token.md.
 """
 
 from __future__ import annotations

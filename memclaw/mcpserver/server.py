@@ -4,6 +4,7 @@ Every tool and resource reads and writes only `Client.scope`: an outside sender 
 Tool calls run one at a time (the SDK runs each in a worker thread; the memory service is shared). A MemclawError
 becomes an MCP tool error (resources: a protocol error) carrying its one-line message, secrets masked. Memory text
 is returned as JSON data, and every description says it is data, never instructions.
+See docs/decisions/0037-mcp-transports-and-token.md.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ skips a chunk whose id the day file holds. The facts step is done when a fact it
 The history step is done when an entry with that id and text is. A session notes each step done as
 `<scope>#<step>`, so a step's value is an on-disk format. `sync=False` leaves the index to the caller, a bulk writer
 that records many and syncs once.
+See docs/decisions/0033-the-archive-modules-and-consolidation-steps.md.
 """
 
 from __future__ import annotations
