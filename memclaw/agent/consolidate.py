@@ -3,7 +3,7 @@ fact operations.
 
 Past `agent.memory_window` messages (and on `/new`), the older part is cut at a turn boundary. Each scope's part
 goes to the model with `prompts/consolidate.md`, and its JSON answer is checked by
-memclaw.agent.consolidation_output. Invariants:
+memclaw.agent._consolidation_output. Invariants:
 
 - The prompt fits `agent.consolidation_tokens`. It shows every fact of the scope when all fit; otherwise the facts
   the conversation's turns recall, best first, until the budget is full.
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memclaw.agent.consolidation_output import ConsolidationOut, FactOpIn, parse_output, to_fact_ops, usable
-from memclaw.agent.conversation import (
+from memclaw.agent._consolidation_output import ConsolidationOut, FactOpIn, parse_output, to_fact_ops, usable
+from memclaw.agent._conversation import (
     USER_SPEAKER,
     archived_turns,
     conversation_start,
@@ -39,8 +39,8 @@ from memclaw.agent.conversation import (
     message_time,
     owner_speaker,
 )
+from memclaw.agent._turnlock import lock_held
 from memclaw.agent.sessions import CLAIM_SUFFIX, CONSOLIDATION_PROGRESS
-from memclaw.agent.turnlock import lock_held
 from memclaw.context.inputs import content_text
 from memclaw.errors import ConsolidationError, ConsolidationOverBudget, LLMError, MemclawError, MemoryFileError
 from memclaw.llm.tokens import count_messages, counter_for

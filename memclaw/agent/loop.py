@@ -15,7 +15,7 @@
    `agent.memory_window`, its older part is consolidated into memory (in the background by default).
 
 Turns of one chat run one at a time: a lock per chat in this process, and the session's turn lock across
-processes (memclaw.agent.turnlock), held from step 2 to step 5. Different chats run concurrently. Blocking work
+processes (memclaw.agent._turnlock), held from step 2 to step 5. Different chats run concurrently. Blocking work
 runs in worker threads. A failure gives a short apology; the session and memory stay intact.
 """
 
@@ -29,11 +29,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memclaw.agent._turnlock import turn_held
 from memclaw.agent.commands import INCOGNITO_COMMAND, MEMORY_COMMANDS, incognito_command, memory_command
 from memclaw.agent.consolidate import ConsolidationReport, Consolidator, describe
 from memclaw.agent.sessions import INCOGNITO, Session, SessionStore
 from memclaw.agent.turn import AgentReply, InboundMessage, ToolUse, TurnRecord, apology
-from memclaw.agent.turnlock import turn_held
 from memclaw.config import config_secrets
 from memclaw.context.builder import IncomingMessage, build_messages
 from memclaw.context.senders import Sender, is_owner, scope_for

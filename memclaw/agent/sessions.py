@@ -12,7 +12,7 @@ already in long-term memory.
   `drop` finds the caller's run of messages by content, not position, and rewrites the file without it atomically.
   So messages appended meanwhile are kept, and a run already gone removes nothing.
 - A consolidation holds the session's claim (`try_lock`, a second lock file) from reading to trimming. So two
-  processes sharing a session never consolidate it at once. A turn holds the turn lock (memclaw.agent.turnlock).
+  processes sharing a session never consolidate it at once. A turn holds the turn lock (memclaw.agent._turnlock).
 - A failed turn keeps the user's message. Sent again, it is not stored twice: `drop_retried` removes the
   unanswered run first.
 """
@@ -49,12 +49,12 @@ partial failure does not write them twice. Cleared when the pointer moves past t
 CLAIM_SUFFIX = ".consolidation.lock"
 """The consolidation claim's lock file is the session file's name plus this (see SessionStore.try_lock)."""
 TURN_SUFFIX = ".turn.lock"
-"""The turn lock's file: one turn at a time per session, across processes and threads (memclaw.agent.turnlock)."""
+"""The turn lock's file: one turn at a time per session, across processes and threads (memclaw.agent._turnlock)."""
 
 
 INCOGNITO = "incognito"
 """Meta key: the rest of this session is private (`/incognito`, until `/new`); and message key: the message was
-sent while it was. Private messages are neither consolidated nor archived (memclaw.agent.conversation)."""
+sent while it was. Private messages are neither consolidated nor archived (memclaw.agent._conversation)."""
 
 
 def session_filename(channel: str, chat_id: str) -> str:

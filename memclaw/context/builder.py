@@ -8,7 +8,7 @@ message, so they close the system prompt; the time lives in the runtime message 
 and the owner's memories. Anyone else gets a neutral identity block, only their own memories, and a note that they
 are not the owner.
 
-Budget priorities (highest first), see memclaw.context.budget: identity and rules (never dropped), runtime metadata,
+Budget priorities (highest first), see memclaw.context._budget: identity and rules (never dropped), runtime metadata,
 current message, USER.md / neutral block, AGENTS.md, SOUL.md, IDENTITY.md, recalled memories (at most
 `context.memory_tokens`, filled by memclaw.context.memory_section), always-on skills, skills summary, TOOLS.md, session
 history. The message is capped at what the profile, bootstrap files and memories leave, so an oversized message
@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memclaw.context import memory_section
-from memclaw.context.budget import BudgetItem, BudgetSection, SectionReport, allocate
+from memclaw.context._budget import BudgetItem, BudgetSection, SectionReport, allocate
+from memclaw.context._skills import Skill, SkillSet, load_skills, skills_summary
+from memclaw.context._windows import context_window, supports_vision
 from memclaw.context.images import image_part
 from memclaw.context.inputs import agent_name, format_time, history_turns, read_cached, recall_query, runtime_info
 from memclaw.context.sections import (
@@ -39,9 +41,7 @@ from memclaw.context.sections import (
     cut_warnings,
 )
 from memclaw.context.senders import Sender, chat_label, clean_name, is_owner, scope_for
-from memclaw.context.skills import Skill, SkillSet, load_skills, skills_summary
 from memclaw.context.tag_guard import own_words
-from memclaw.context.windows import context_window, supports_vision
 from memclaw.errors import ConfigError, MemclawError, NothingToRecall
 from memclaw.llm.tokens import IMAGE_TOKENS, MESSAGE_OVERHEAD, REPLY_PRIMING, count_message, count_messages, counter_for
 from memclaw.markdown.units import OWNER_SCOPE
@@ -124,7 +124,7 @@ def build_messages(
     `recall` is called as `recall(query, scope=scope, k=config.context.recall_k)`; pass `MemoryService.recall`.
     A recall failure (MemclawError) leaves the memories out with a warning instead of failing the turn.
     `bundled_skills` overrides where bundled skills are looked up (default:
-    memclaw.context.skills.bundled_skills_dir()).
+    memclaw.context._skills.bundled_skills_dir()).
     Raises ConfigError when the identity and rules alone do not fit the model's window.
     """
     if isinstance(message, str):

@@ -9,7 +9,7 @@ lines are indented, so nothing in it starts an item of its own. Nothing is said 
 when the item shows that date, the section when the text names it. Ids and kinds stay out, since the prompt pays for
 every token.
 
-An archived turn is served as an excerpt of its conversation (memclaw.context.excerpts), cut to what the budget
+An archived turn is served as an excerpt of its conversation (memclaw.context._excerpts), cut to what the budget
 leaves.
 
 Filling takes the recalled memories in rank order, each at its full text; an excerpt gets the largest part of its
@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from memclaw.context.excerpts import escape, excerpt_item, fit_excerpt
+from memclaw.context._excerpts import escape, excerpt_item, fit_excerpt
 from memclaw.markdown.archive import chunk_of
 from memclaw.markdown.formats import split_trailing_date
 from memclaw.markdown.units import MemoryUnit
@@ -238,7 +238,7 @@ def _same_chunk(res: SectionFill, c: Candidate) -> int | None:
 
 def _join(res: SectionFill, i: int, into: int, count: Callable[[str], int]) -> bool:
     """Join excerpt `i` to the kept item `into` of its chunk: its largest part that the budget leaves room for
-    (memclaw.context.excerpts.fit_excerpt). The item grows; `i` records what it added. False when not even a cut of
+    (memclaw.context._excerpts.fit_excerpt). The item grows; `i` records what it added. False when not even a cut of
     its matched turn fits."""
     c, k = res.candidates[i], res.candidates[into]
     cut = fit_excerpt(c.window, c.focus, res.budget - res.used + k.tokens - ITEM_JOIN, count, around=k.window)

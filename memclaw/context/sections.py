@@ -7,8 +7,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memclaw.context.budget import Allocation, BudgetSection
-from memclaw.context.excerpts import MEMORIES_TAG
+from memclaw.context._budget import Allocation, BudgetSection
+from memclaw.context._excerpts import MEMORIES_TAG
 
 if TYPE_CHECKING:
     from memclaw.context.memory_section import SectionFill

@@ -39,7 +39,7 @@ def _leads(skeleton: str) -> list[tuple[int, int]]:
         while run > 0 and _NON_WORD.match(skeleton, run - 1):
             run -= 1
         start = next(
-            (i for i in range(run, end + 1) if i == 0 or skeleton[i - 1] == "\n" or skeleton[i:i + 1] in _OPENERS),
+            (i for i in range(run, end + 1) if i == 0 or skeleton[i - 1] == "\n" or skeleton[i : i + 1] in _OPENERS),
             None,
         )
         if start is not None:

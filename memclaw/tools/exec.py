@@ -229,7 +229,7 @@ def _refusal(why: str, *, install: bool = False) -> str:
     """exec's one line when its sandbox is missing or broken, naming the fix."""
     fix = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)" if install else "fix bubblewrap"
     line = (
-        f"exec is refused: {why}; {fix}, or set agent.exec_sandbox = \"none\" (unsafe: commands can then read "
+        f'exec is refused: {why}; {fix}, or set agent.exec_sandbox = "none" (unsafe: commands can then read '
         "memclaw's config and environment)"
     )
     log.warning("%s", line)

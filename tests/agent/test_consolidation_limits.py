@@ -1,6 +1,6 @@
 """Consolidation keeps the limits `memory add` and `remember` keep (memclaw.markdown.unit_size): a fact or history
 entry over the size limit of a memory, or a section over the length limit of a heading path, is refused where the
-model's answer is validated (memclaw.agent.consolidation_output), the way any other unusable answer is: the model is
+model's answer is validated (memclaw.agent._consolidation_output), the way any other unusable answer is: the model is
 asked once more with the reason, and if it answers the same the consolidation fails, nothing is written and the
 session is kept whole.
 

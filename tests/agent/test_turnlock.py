@@ -1,4 +1,4 @@
-"""The session's turn lock (memclaw.agent.turnlock) within one process: cheap when idle, exclusive across tasks and
+"""The session's turn lock (memclaw.agent._turnlock) within one process: cheap when idle, exclusive across tasks and
 threads, a note when a turn waits long, and a waiting turn cancelled cleanly."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from memclaw.agent import turnlock
+from memclaw.agent import _turnlock as turnlock
+from memclaw.agent._turnlock import turn_held
 from memclaw.agent.sessions import SessionStore
-from memclaw.agent.turnlock import turn_held
 
 
 def test_an_idle_session_takes_the_turn_lock_at_once(tmp_path):

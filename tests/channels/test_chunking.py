@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from memclaw.channels.chunking import DISCORD_LIMIT, split_message, text_len
+from memclaw.channels._chunking import DISCORD_LIMIT, split_message, text_len
 
 FENCE = re.compile(r"^(`{3,}|~{3,})(.*)$", re.M)
 

@@ -10,8 +10,8 @@ import json
 import pytest
 
 from memclaw.agent.commands import INCOGNITO_ON, INCOGNITO_REFUSED
+from memclaw.channels.discord._messages import chat_id_for
 from memclaw.channels.discord.gateway import DiscordGateway
-from memclaw.channels.discord.messages import chat_id_for
 from memclaw.markdown.units import OWNER_SCOPE, sender_scope
 from tests.channels.test_discord_gateway import OWNER, SECRET_PIN, llm_server, rig_factory, workspace
 from tests.discord_harness import DiscordWorld, snowflake

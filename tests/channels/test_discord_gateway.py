@@ -20,8 +20,8 @@ import pytest
 
 from memclaw.agent.commands import owner_only
 from memclaw.agent.turn import apology
+from memclaw.channels.discord._messages import chat_id_for
 from memclaw.channels.discord.gateway import DiscordGateway, default_intents
-from memclaw.channels.discord.messages import chat_id_for
 from memclaw.config import Config
 from memclaw.errors import ConfigError
 from memclaw.prompts import render

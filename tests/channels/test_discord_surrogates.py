@@ -8,8 +8,8 @@ import asyncio
 
 import pytest
 
+from memclaw.channels.discord._messages import chat_id_for
 from memclaw.channels.discord.gateway import DiscordGateway
-from memclaw.channels.discord.messages import chat_id_for
 from tests.channels.test_discord_gateway import llm_server, rig_factory, workspace
 from tests.discord_harness import DiscordWorld
 

@@ -153,7 +153,6 @@ def test_an_output_that_cannot_be_written_is_one_line_exit_1(home, args):
     ], p.stderr
 
 
-
 @pytest.mark.slow
 @pytest.mark.parametrize("json_out", [False, True])
 def test_a_reader_that_leaves_a_long_list_halfway_ends_it_with_141(home, json_out):

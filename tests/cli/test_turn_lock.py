@@ -20,7 +20,7 @@ from typing import IO, Any
 
 import pytest
 
-from memclaw.agent.turnlock import WAITING_NOTE
+from memclaw.agent._turnlock import WAITING_NOTE
 from memclaw.markdown.archive import parse_day
 from tests.cli.test_agent_cli import memclaw
 from tests.llm_server import Scripted, scripted_server

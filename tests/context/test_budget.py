@@ -1,4 +1,4 @@
-"""memclaw.context.budget: priority-ordered allocation (pure logic) and its properties."""
+"""memclaw.context._budget: priority-ordered allocation (pure logic) and its properties."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memclaw.context.budget import TRUNCATED, BudgetItem, BudgetSection, allocate, cut_text, section_cost
+from memclaw.context._budget import TRUNCATED, BudgetItem, BudgetSection, allocate, cut_text, section_cost
 from memclaw.errors import ConfigError
 from memclaw.llm.tokens import counter_for
 

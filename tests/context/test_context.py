@@ -15,13 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memclaw.config import Config
-from memclaw.context.budget import TRUNCATED
+from memclaw.context._budget import TRUNCATED
+from memclaw.context._windows import context_window
 from memclaw.context.builder import IncomingMessage, build_messages
 from memclaw.context.inputs import history_turns, recall_query
 from memclaw.context.memory_section import memory_item
 from memclaw.context.sections import RUNTIME_TAG
 from memclaw.context.senders import Sender, is_owner, scope_for
-from memclaw.context.windows import context_window
 from memclaw.errors import ConfigError, VectorStoreUnavailable
 from memclaw.llm.tokens import count_messages, count_tokens, token_family
 from tests.context.test_context_support import (
@@ -170,8 +170,8 @@ def test_static_sections_first_volatile_last(ws, bundled):
 
 
 def test_bootstrap_files_and_skills_are_cached_until_their_files_change(ws, bundled):
+    from memclaw.context._skills import load_skills
     from memclaw.context.inputs import read_cached
-    from memclaw.context.skills import load_skills
 
     p = ws / "SOUL.md"
     first = read_cached(p)

@@ -34,8 +34,8 @@ from memclaw.agent.turn import AgentReply
 from memclaw.cli import agent_cmd, common, context_cmd, memory_cmds
 from memclaw.cli.tables import memory_table
 from memclaw.config import Config
+from memclaw.context._excerpts import MEMORIES_TAG
 from memclaw.context.builder import build_messages
-from memclaw.context.excerpts import MEMORIES_TAG
 from memclaw.context.memory_section import fill_hits
 from memclaw.context.recall_view import recall_text
 from memclaw.context.senders import Sender

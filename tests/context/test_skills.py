@@ -1,4 +1,4 @@
-"""memclaw.context.skills: SKILL.md loading, overrides, requirements, broken frontmatter, caching; bundled skills."""
+"""memclaw.context._skills: SKILL.md loading, overrides, requirements, broken frontmatter, caching; bundled skills."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 
 from memclaw.config import Config
+from memclaw.context._skills import bundled_skills_dir, load_skills, skills_summary
 from memclaw.context.builder import build_messages
 from memclaw.context.senders import Sender
-from memclaw.context.skills import bundled_skills_dir, load_skills, skills_summary
 from tests.context.test_context_support import make_workspace
 
 
@@ -56,7 +56,7 @@ def test_broken_frontmatter_is_skipped_with_a_clear_warning(tmp_path, caplog):
     (ws / "nofm" / "SKILL.md").write_text("# just markdown\n")
     (ws / "binary").mkdir()
     (ws / "binary" / "SKILL.md").write_bytes(b"---\nname: x\xff\xfe\n---\n")
-    with caplog.at_level(logging.WARNING, logger="memclaw.context.skills"):
+    with caplog.at_level(logging.WARNING, logger="memclaw.context._skills"):
         skills = load_skills(ws, tmp_path / "none")
     assert [s.name for s in skills.skills] == ["good"]
     text = caplog.text

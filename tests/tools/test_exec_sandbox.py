@@ -114,7 +114,7 @@ def test_exec_still_works_in_the_sandbox(home):
     r = run("echo made > made.txt && mkdir -p sub && cp notes.md sub/copy.md && wc -l notes.md")
     assert r.ok and "[exit code 0]" in r.content, r.content
     assert (ws / "made.txt").read_text() == "made\n" and (ws / "sub" / "copy.md").read_text() == "line one\n"
-    r = run("python3 -c \"print(sum(range(10)))\"; echo tmp > /tmp/x && cat /tmp/x; id -u")
+    r = run('python3 -c "print(sum(range(10)))"; echo tmp > /tmp/x && cat /tmp/x; id -u')
     assert "45" in r.content and "tmp" in r.content and "[exit code 0]" in r.content, r.content
     r = run("ls /root /home 2>&1; ls /etc | grep -c shadow; touch /usr/evil 2>&1")
     assert "[exit code 1]" in r.content and "Read-only file system" in r.content, r.content

@@ -236,9 +236,18 @@ def test_debug_logging_never_dumps_requests_or_secrets(tmp_path, llm_server):
         ("mail me at a@b.example", "mail me at a@b.example"),
         ("http://127.0.0.1:18999/v1?api_key=QUERYSECRET", "http://127.0.0.1:18999/v1?api_key=***"),
         ("https://h/x?v=2&apiKey=abc123&sig=ZZ%2Fz#frag", "https://h/x?v=2&apiKey=***&sig=***#frag"),
-        ("https://h/o?X-Amz-Credential=AK%2F1&X-Amz-Signature=dead", "https://h/o?X-Amz-Credential=***&X-Amz-Signature=***"),
-        ("https://h/cb?code=1&access_token=tok&TOKEN=T2&client_secret=s", "https://h/cb?code=1&access_token=***&TOKEN=***&client_secret=***"),
-        ("https://h/search?q=token+usage&keyword=monkey&page=2", "https://h/search?q=token+usage&keyword=monkey&page=2"),
+        (
+            "https://h/o?X-Amz-Credential=AK%2F1&X-Amz-Signature=dead",
+            "https://h/o?X-Amz-Credential=***&X-Amz-Signature=***",
+        ),
+        (
+            "https://h/cb?code=1&access_token=tok&TOKEN=T2&client_secret=s",
+            "https://h/cb?code=1&access_token=***&TOKEN=***&client_secret=***",
+        ),
+        (
+            "https://h/search?q=token+usage&keyword=monkey&page=2",
+            "https://h/search?q=token+usage&keyword=monkey&page=2",
+        ),
     ],
 )
 def test_redact_url(url, shown):

@@ -1,7 +1,7 @@
 """The Discord channel: turns discord.py events into agent turns and the agent's replies back into messages.
 
 This module holds events, replies and the connection's lifecycle. Who may talk is decided by
-memclaw.channels.access; a message's facts by .messages; splitting long answers by memclaw.channels.chunking.
+memclaw.channels.access; a message's facts by .messages; splitting long answers by memclaw.channels._chunking.
 memclaw.channels.queue keeps one chat's turns in order; .slash holds the slash commands.
 The agent runs on its own event loop in a thread (AgentThread), so a turn never stalls discord.py's heartbeat.
 Connection failures of discord.py are said as memclaw's errors: a refused token or a missing intent is a
@@ -31,16 +31,16 @@ import discord
 from discord import app_commands
 
 from memclaw.agent.turn import AgentReply, InboundMessage, apology
+from memclaw.channels._chunking import split_message
 from memclaw.channels.access import AccessPolicy, Decision, decide
-from memclaw.channels.chunking import split_message
-from memclaw.channels.discord.messages import (
+from memclaw.channels.discord._messages import (
     chat_id_for,
     describe_attachment,
     is_image,
     message_facts,
     message_text,
 )
-from memclaw.channels.discord.slash import CHANNEL, NO_MENTIONS, SlashCommands
+from memclaw.channels.discord._slash import CHANNEL, NO_MENTIONS, SlashCommands
 from memclaw.channels.queue import ChannelQueue
 from memclaw.context.images import MAX_IMAGE_BYTES
 from memclaw.errors import ConfigError, DiscordUnreachable, MemclawError
@@ -75,7 +75,7 @@ class DiscordGateway:
     """discord.py client + event handlers + slash commands around one agent.
 
     `agent` needs `async handle(InboundMessage) -> AgentReply`; `memory` (optional) is the owner's memory for the
-    /recall and /forget slash commands (memclaw.channels.discord.slash). With `agent_thread=True` (default) the
+    /recall and /forget slash commands (memclaw.channels.discord._slash). With `agent_thread=True` (default) the
     agent runs on its own loop in a thread.
     """
 

@@ -16,9 +16,9 @@ from discord import app_commands
 
 from memclaw.agent.commands import memory_command
 from memclaw.agent.turn import AgentReply, InboundMessage, apology
+from memclaw.channels._chunking import DISCORD_LIMIT, split_message
 from memclaw.channels.access import AccessPolicy, decide
-from memclaw.channels.chunking import DISCORD_LIMIT, split_message
-from memclaw.channels.discord.messages import chat_id_for, interaction_facts
+from memclaw.channels.discord._messages import chat_id_for, interaction_facts
 from memclaw.channels.queue import ChannelQueue
 from memclaw.markdown.units import OWNER_SCOPE
 from memclaw.prompts import render
