@@ -67,7 +67,8 @@ def redact_logs() -> None:
     from memclaw.util.redact import RedactingFilter
 
     targets: list[logging.Filterer] = list(logging.getLogger().handlers)
-    targets += [logging.getLogger(n) for n in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")]  # own handlers
+    # Own handlers
+    targets += [logging.getLogger(n) for n in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")]
     for t in targets:
         if not any(isinstance(f, RedactingFilter) for f in t.filters):
             t.addFilter(RedactingFilter())

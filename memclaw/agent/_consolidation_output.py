@@ -25,7 +25,8 @@ from memclaw.util.jsonfix import extract_object
 
 SHORTER_FACT = "write it as a short fact (long text belongs in a file, not in memory)"
 SHORTER_ENTRY = "write a summary of a few sentences"
-_PROBE_CID = "c" + "0" * (CID_LEN - 1)  # every consolidation id has this length
+# Every consolidation id has this length
+_PROBE_CID = "c" + "0" * (CID_LEN - 1)
 
 
 class FactOpIn(BaseModel):

@@ -27,8 +27,10 @@ if TYPE_CHECKING:
 
 CONVERSATION_TAG = "conversation"
 """The tag that quotes the transcript in the consolidation prompt."""
-USER_SPEAKER = "user"  # a user message without a sender name (the terminal's owner)
-TOOL_RESULT_CHARS = 400  # how much of each tool result the consolidation prompt shows
+# A user message without a sender name (the terminal's owner)
+USER_SPEAKER = "user"
+# How much of each tool result the consolidation prompt shows
+TOOL_RESULT_CHARS = 400
 MAX_PROMPT_CHARS = 60_000
 
 
@@ -85,8 +87,10 @@ def format_conversation(messages: list[dict[str, Any]], agent_name: str) -> str:
             if len(text) > TOOL_RESULT_CHARS:
                 text = text[:TOOL_RESULT_CHARS] + " [...]"
             lines.append(f"    -> {m.get('name') or 'tool'} result: {text}")
-    out = unforgeable("\n".join(lines), CONVERSATION_TAG)  # it is quoted in <conversation> (prompts/consolidate.md)
-    if len(out) > MAX_PROMPT_CHARS:  # keep the end, where conclusions usually are, and the start
+    # It is quoted in <conversation> (prompts/consolidate.md)
+    out = unforgeable("\n".join(lines), CONVERSATION_TAG)
+    # Keep the end, where conclusions usually are, and the start
+    if len(out) > MAX_PROMPT_CHARS:
         half = MAX_PROMPT_CHARS // 2
         out = out[:half] + "\n[... middle of the conversation omitted ...]\n" + out[-half:]
     return out

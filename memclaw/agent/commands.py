@@ -43,7 +43,8 @@ INCOGNITO_REFUSED = "Sorry, only the owner can make a conversation incognito."
 class CommandOutcome:
     text: str
     ok: bool = True
-    recall: RecallResult | None = None  # /recall's result, for channels that draw their own table
+    # /recall's result, for channels that draw their own table
+    recall: RecallResult | None = None
 
 
 def owner_only(cmd: str) -> str:

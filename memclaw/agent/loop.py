@@ -123,7 +123,8 @@ class Agent:
             rec = TurnRecord(channel=message.channel, chat_id=message.chat_id)
             try:
                 reply = self._refused(message) or await self._handle(message, rec)
-            except Exception as e:  # the last line of defence: the user gets an answer, told whether it was kept
+            # The last line of defence: the user gets an answer, told whether it was kept
+            except Exception as e:
                 if isinstance(e, MemclawError):
                     # an error of memclaw's own names its fix in one line: no traceback
                     log.error("turn in %s/%s failed: %s", *key, e)
@@ -181,7 +182,8 @@ class Agent:
         cmd = text.split(maxsplit=1)[0].lower() if text.startswith("/") else ""
         if cmd in COMMANDS:
             return await self._command(cmd, text[len(cmd) :].strip(), msg, ctx, rec)
-        async with turn_held(self.sessions, msg.channel, msg.chat_id):  # one turn at a time per session
+        # One turn at a time per session
+        async with turn_held(self.sessions, msg.channel, msg.chat_id):
             reply, replied = await self._turn(msg, sender, ctx, rec)
         # 5. consolidation when the session outgrew the window (after the turn lock: it may wait for the claim)
         if replied and self.consolidator is not None and len(replied.unconsolidated) > self.config.agent.memory_window:
@@ -269,7 +271,8 @@ class Agent:
                 text = "Sorry, I can't answer right now. Please try again in a little while."
             return AgentReply(text, ok=False, record=rec), None
 
-        if not final:  # nothing memclaw said: shown, never stored or archived as its words (the message is kept)
+        # Nothing memclaw said: shown, never stored or archived as its words (the message is kept)
+        if not final:
             return AgentReply(EMPTY_REPLY, record=rec), None
 
         # 4. the reply, on disk before it is returned: a known secret's value is *** in the session and every channel
@@ -355,7 +358,8 @@ class Agent:
         pending = [t for t in self._background if t.get_name() == f"consolidate {key[0]}/{key[1]}"]
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
-        async with turn_held(self.sessions, msg.channel, msg.chat_id):  # a turn in flight ends first, then the claim
+        # A turn in flight ends first, then the claim
+        async with turn_held(self.sessions, msg.channel, msg.chat_id):
             return await self._new_session(msg, rec)
 
     async def _new_session(self, msg: InboundMessage, rec: TurnRecord) -> AgentReply:

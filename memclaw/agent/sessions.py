@@ -129,7 +129,8 @@ def llm_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 out.append({"role": "assistant", "content": m["content"]})
             i = j
             continue
-        if role == "tool":  # orphan result
+        # Orphan result
+        if role == "tool":
             i += 1
             continue
         if role in ("user", "assistant", "system"):
@@ -203,7 +204,8 @@ class SessionStore:
 
     def _parse_into(self, s: Session, raw: bytes) -> None:
         lines = raw.split(b"\n")
-        torn_tail = lines[-1] != b""  # no final newline: the last write did not complete
+        # No final newline: the last write did not complete
+        torn_tail = lines[-1] != b""
         last = _last_nonempty(lines)
         for i, line in enumerate(lines):
             if not line.strip():
@@ -393,7 +395,8 @@ def _cut_torn_tail(fd: int, path: Path) -> None:
         pos = start
     tail = os.pread(fd, size - cut, cut)
     try:
-        if isinstance(json.loads(tail), dict):  # complete record, only its newline is missing
+        # Complete record, only its newline is missing
+        if isinstance(json.loads(tail), dict):
             os.write(fd, b"\n")
             return
     except (ValueError, UnicodeDecodeError):

@@ -32,7 +32,8 @@ class InboundMessage:
     sender_name: str | None = None
     text: str = ""
     images: Sequence[Path | str | bytes] = ()
-    attachments: Sequence[str] = ()  # descriptions of non-image attachments, e.g. "report.pdf (1.2 MB)"
+    # Descriptions of non-image attachments, e.g. "report.pdf (1.2 MB)"
+    attachments: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         # where text enters from a channel: a lone surrogate (undecodable argv bytes, a Discord "\ud800") cannot be
@@ -65,13 +66,16 @@ class TurnRecord:
     llm_calls: int = 0
     tools: list[ToolUse] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
-    recalled: list[str] = field(default_factory=list)  # ids of memories that made it into the prompt
+    # Ids of memories that made it into the prompt
+    recalled: list[str] = field(default_factory=list)
     context_tokens: int = 0
     stopped_at_limit: bool = False
     error: str | None = None
-    failure: Exception | None = field(default=None, repr=False, compare=False)  # what ended a failed turn
+    # What ended a failed turn
+    failure: Exception | None = field(default=None, repr=False, compare=False)
     warnings: list[str] = field(default_factory=list)
-    timings_ms: dict[str, float] = field(default_factory=dict)  # session, context, llm, tools, total
+    # Session, context, llm, tools, total
+    timings_ms: dict[str, float] = field(default_factory=dict)
     unsaved: bool = False
     """The turn's message is not (yet) in the session: a failure now must not say it was kept."""
 
@@ -95,6 +99,8 @@ class TurnRecord:
 class AgentReply:
     text: str
     ok: bool = True
-    command: str | None = None  # "/new", "/help", "/recall" when the message was a command
+    # "/new", "/help", "/recall" when the message was a command
+    command: str | None = None
     record: TurnRecord = field(default_factory=TurnRecord)
-    recall: RecallResult | None = None  # /recall's result, for channels that draw their own table
+    # /recall's result, for channels that draw their own table
+    recall: RecallResult | None = None

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 DISCORD_LIMIT = 2000
 
 _FENCE_RE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})(.*)$")
-_MIN_FILL = 0.5  # a preferred boundary is used only if the chunk is at least this full
+# A preferred boundary is used only if the chunk is at least this full
+_MIN_FILL = 0.5
 
 
 def text_len(s: str) -> int:
@@ -27,8 +28,10 @@ def text_len(s: str) -> int:
 
 @dataclass(frozen=True)
 class _Fence:
-    marker: str  # e.g. "```" or "~~~~"
-    lang: str  # first word of the info string, e.g. "python"; may be empty
+    # e.g. "```" or "~~~~"
+    marker: str
+    # First word of the info string, e.g. "python"; may be empty
+    lang: str
 
     @property
     def open_line(self) -> str:
@@ -51,7 +54,8 @@ def _fence_states(lines: list[str]) -> list[_Fence | None]:
         marker, info = m.group(1), m.group(2)
         if cur is None:
             if marker[0] == "`" and "`" in info:
-                continue  # inline code like ```x``` is not a fence
+                # Inline code like ```x``` is not a fence
+                continue
             cur = _Fence(marker, info.strip().split(" ", 1)[0] if info.strip() else "")
         elif marker[0] == cur.marker[0] and len(marker) >= len(cur.marker) and not info.strip():
             cur = None
@@ -65,7 +69,8 @@ def _hard_split(line: str, width: int) -> list[str]:
     rest = line
     while text_len(rest) > width:
         cut = width
-        while text_len(rest[:cut]) > width:  # astral characters count twice
+        # Astral characters count twice
+        while text_len(rest[:cut]) > width:
             cut -= 1
         space = rest.rfind(" ", 0, cut)
         if space > cut // 2:
@@ -129,7 +134,8 @@ def split_message(text: str, limit: int = DISCORD_LIMIT) -> list[str]:
             s += 1
         if s >= n:
             break
-        e = s + 1  # at least one line always fits (over-long lines were cut above)
+        # At least one line always fits (over-long lines were cut above)
+        e = s + 1
         while e < n and chunk_len(s, e + 1) <= limit:
             e += 1
         if e < n:

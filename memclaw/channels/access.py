@@ -70,7 +70,8 @@ class MessageFacts:
     is_dm: bool = False
     guild_id: str | None = None
     channel_id: str = ""
-    parent_channel_id: str | None = None  # the channel a thread belongs to
+    # The channel a thread belongs to
+    parent_channel_id: str | None = None
     mentions_bot: bool = False
     replies_to_bot: bool = False
 

@@ -27,7 +27,8 @@ class ChannelQueue:
         self._idle: asyncio.Event | None = None
         self._closed = False
         self._aborted: list[asyncio.Task[None]] = []
-        self._running: set[str] = set()  # keys whose worker is inside a job
+        # Keys whose worker is inside a job
+        self._running: set[str] = set()
 
     # ----- submit ------------------------------------------------------------------------------------------
     def submit(self, key: str, job: Callable[[], Awaitable[T]]) -> asyncio.Future[T]:
@@ -58,7 +59,8 @@ class ChannelQueue:
                 except asyncio.CancelledError:
                     fut.cancel()
                     raise
-                except Exception as e:  # the job's own problem: report it on its future only
+                # The job's own problem: report it on its future only
+                except Exception as e:
                     log.exception("job for %s failed", key)
                     if not fut.done():
                         fut.set_exception(e)
@@ -112,7 +114,8 @@ class ChannelQueue:
             for _, fut in q:
                 fut.cancel()
             q.clear()
-        for t in workers:  # a worker cancelled before its first step never runs its cleanup: do it here
+        # A worker cancelled before its first step never runs its cleanup: do it here
+        for t in workers:
             t.cancel()
         self._aborted.extend(workers)
         self._pending.clear()

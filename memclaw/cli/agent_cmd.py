@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from memclaw.agent.turn import AgentReply
 
 EXIT_WORDS = {"exit", "quit", ":q", "/exit", "/quit"}
-_COMMAND_RE = re.compile(r"/[A-Za-z][\w-]*")  # "/recall", not "/etc/hosts is missing"
+# "/recall", not "/etc/hosts is missing"
+_COMMAND_RE = re.compile(r"/[A-Za-z][\w-]*")
 
 
 def make_agent(workspace: Path | None, *, need_key: bool = False) -> Agent:
@@ -39,7 +40,8 @@ def make_agent(workspace: Path | None, *, need_key: bool = False) -> Agent:
     if not llm.direct:
         # litellm imports while the memory, the agent and the turn's context are made
         import_in_background()
-    memory = memory_service(cfg, ws, embeds=auto_recall_embeds(cfg))  # (the model loads while the agent does)
+    # The model loads while the agent does
+    memory = memory_service(cfg, ws, embeds=auto_recall_embeds(cfg))
     from memclaw.agent.loop import Agent
 
     return Agent(cfg, ws, memory, llm=llm, background_consolidation=False)
@@ -53,9 +55,11 @@ def _print_reply(reply: AgentReply) -> None:
 
     style = "" if reply.ok else "yellow"
     text = redact_text(reply.text)
-    if _failed(reply):  # an error is not a reply: stderr, so a script reading stdout never takes it for one
+    # An error is not a reply: stderr, so a script reading stdout never takes it for one
+    if _failed(reply):
         err_console.print(lit(text, "yellow"))
-    elif reply.recall is not None and reply.recall.hits:  # /recall: the table of `memclaw recall`, with ids
+    # /recall: the table of `memclaw recall`, with ids
+    elif reply.recall is not None and reply.recall.hits:
         from memclaw.cli.tables import recall_table
 
         for w in reply.recall.warnings:
@@ -121,7 +125,8 @@ def _history_file() -> Path:
 def _setup_readline() -> None:
     try:
         import readline
-    except ImportError:  # not on every platform
+    # Not on every platform
+    except ImportError:
         return
     path = _history_file()
     with contextlib.suppress(OSError):
@@ -156,7 +161,8 @@ def chat_command(*, workspace: Path | None = None) -> None:
     agent = make_agent(workspace)
     from memclaw.runtime import steady_gc
 
-    steady_gc()  # a long session from here on
+    # A long session from here on
+    steady_gc()
     log_through(err_console)
     _setup_readline()
     known = ", ".join((*COMMANDS, "/exit"))
@@ -183,13 +189,15 @@ def chat_command(*, workspace: Path | None = None) -> None:
             if text.lower() in EXIT_WORDS:
                 break
             word = text.split(maxsplit=1)[0].lower()
-            if _COMMAND_RE.fullmatch(word) and word not in COMMANDS:  # a typo is not a message to the model
+            # A typo is not a message to the model
+            if _COMMAND_RE.fullmatch(word) and word not in COMMANDS:
                 console.print(line(f"unknown command {word}; commands: {known}"))
                 continue
             turn = loop.create_task(_turn(agent, text))
             try:
                 reply = loop.run_until_complete(turn)
-            except KeyboardInterrupt:  # stop the turn (it would hold the chat's lock), then say what was kept
+            # Stop the turn (it would hold the chat's lock), then say what was kept
+            except KeyboardInterrupt:
                 turn.cancel()
                 with contextlib.suppress(BaseException):
                     loop.run_until_complete(turn)

@@ -128,7 +128,8 @@ def log_through(target: Console) -> None:
             new = _ConsoleLogHandler(target)
             new.setFormatter(h.formatter)
             new.setLevel(h.level)
-            for f in h.filters:  # the redaction of secrets among them (memclaw.runtime.redact_logs)
+            # The redaction of secrets among them (memclaw.runtime.redact_logs)
+            for f in h.filters:
                 new.addFilter(f)
             root.removeHandler(h)
             root.addHandler(new)

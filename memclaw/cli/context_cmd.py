@@ -73,7 +73,8 @@ def memory_section_table(built: BuiltContext) -> Table:
     for col, kw in (("#", {"justify": "right"}), ("tokens", {"justify": "right"}), ("status", {}), ("memory", {})):
         t.add_column(col, overflow="fold", **kw)
     for i, c in enumerate(f.candidates):
-        n = len(c.serves)  # (the turns whose words it holds: a reply shown as said, not what, is not one)
+        # The turns whose words it holds: a reply shown as said, not what, is not one
+        n = len(c.serves)
         what = f"excerpt of {n} turn{'s' if n != 1 else ''}: " if c.window else ""
         t.add_row(
             str(i + 1),
@@ -95,7 +96,8 @@ def build_for_cli(
 
     cfg, ws = load(workspace)
     who = sender_scope_for(cfg, sender, channel)
-    ws.check_scope(who.scope)  # refused at once, not a recall that fails with a warning
+    # Refused at once, not a recall that fails with a warning
+    ws.check_scope(who.scope)
     mem = memory_service(cfg, ws, progress=progress, embeds=auto_recall_embeds(cfg))
     try:
         built = build_messages(config=cfg, workspace=ws, message=message, sender=who.sender, recall=mem.recall)
@@ -112,7 +114,8 @@ def context_command(message: str, *, channel: str, sender: str | None, json_out:
     message = arg_or_stdin(message)
     if not message or not message.strip():
         raise UsageError('empty message: say what the message is, e.g. memclaw context "what is my address"')
-    message = clean_text(message)  # undecodable argv bytes arrive as lone surrogates, which cannot be printed
+    # Undecodable argv bytes arrive as lone surrogates, which cannot be printed
+    message = clean_text(message)
     built, secrets = build_for_cli(message, sender, channel, workspace, progress=not json_out)
     print_context(built, secrets, json_out)
 

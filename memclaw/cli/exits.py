@@ -30,7 +30,8 @@ def reader_gone() -> bool:
         fd = sys.stdout.fileno()
         if stat.S_ISFIFO(os.fstat(fd).st_mode):
             poll = select.poll()
-            poll.register(fd, 0)  # (errors are always reported: a pipe without a reader is one)
+            # Errors are always reported: a pipe without a reader is one
+            poll.register(fd, 0)
             return any(events & select.POLLERR for _fd, events in poll.poll(0))
     return False
 

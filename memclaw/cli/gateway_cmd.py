@@ -23,7 +23,8 @@ def token_source(config: Config) -> str | None:
     if (os.environ.get(TOKEN_ENV) or "").strip():
         return TOKEN_ENV
     if config.channels.discord.token is not None and config.channels.discord.token.get_secret_value().strip():
-        override = "MEMCLAW_CHANNELS__DISCORD__TOKEN"  # the generic environment override of the config key
+        # The generic environment override of the config key
+        override = "MEMCLAW_CHANNELS__DISCORD__TOKEN"
         return override if (os.environ.get(override) or "").strip() else "config"
     return None
 
@@ -51,8 +52,10 @@ def gateway_logging() -> None:
         mc.setLevel(logging.INFO)
     from memclaw.runtime import redact_logs, setup_logging
 
-    if not logging.getLogger().handlers:  # the console script set it up; not so when called on its own
-        setup_logging()  # a reply or a tool's output in a log line: control characters as symbols
+    # The console script set it up; not so when called on its own
+    if not logging.getLogger().handlers:
+        # A reply or a tool's output in a log line: control characters as symbols
+        setup_logging()
     redact_logs()
 
 
@@ -63,7 +66,8 @@ def gateway_command(*, workspace: Path | None) -> None:
     from memclaw.util.richtext import line, warning
 
     cfg = load_config()
-    token = discord_token(cfg)  # fail before touching the workspace or loading anything heavy
+    # Fail before touching the workspace or loading anything heavy
+    token = discord_token(cfg)
 
     from memclaw.workspace import resolve_workspace
 
@@ -83,7 +87,8 @@ def gateway_command(*, workspace: Path | None) -> None:
     from memclaw.errors import MemclawError
 
     memory = memory_service(cfg, ws)
-    try:  # index fresh and the embedding model loaded before the first message arrives
+    # Index fresh and the embedding model loaded before the first message arrives
+    try:
         memory.sync()
     except MemclawError as e:
         err_console.print(warning(f"memory sync failed: {e}; recall will retry on each turn"))
@@ -96,7 +101,8 @@ def gateway_command(*, workspace: Path | None) -> None:
         litellm_module()
     from memclaw.runtime import steady_gc
 
-    steady_gc()  # a long-running process from here on
+    # A long-running process from here on
+    steady_gc()
     agent = Agent(cfg, ws, memory=memory)
 
     gateway = DiscordGateway(agent, cfg, memory=memory)

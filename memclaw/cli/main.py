@@ -322,14 +322,17 @@ def run() -> None:
     tolerant_streams()
     closed_streams_to_devnull()
     try:
-        code = app(standalone_mode=False)  # click returns typer.Exit's code here instead of exiting
+        # Click returns typer.Exit's code here instead of exiting
+        code = app(standalone_mode=False)
         if reader_gone():
             quiet_exit_for_closed_stdout()
-        if code == 130:  # typer's word for a Ctrl-C: say what it left
+        # typer's word for a Ctrl-C: say what it left
+        if code == 130:
             from memclaw.cli.common import interrupt_note
 
             typer.echo(interrupt_note(), err=True)
-        sys.stdout.flush()  # a reader that closed the pipe is met here, not in the interpreter's exit
+        # A reader that closed the pipe is met here, not in the interpreter's exit
+        sys.stdout.flush()
         if isinstance(code, int) and code:
             sys.exit(code)
     except BrokenPipeError:
@@ -337,17 +340,20 @@ def run() -> None:
     except MemclawError as e:
         error_line(e)
         sys.exit(e.exit_code)
-    except PermissionError as e:  # one no code path said in its own words
+    # One no code path said in its own words
+    except PermissionError as e:
         from memclaw.permission_errors import from_permission_error
 
         err = from_permission_error(e)
         error_line(err)
         sys.exit(err.exit_code)
-    except OSError as e:  # (after PermissionError and BrokenPipeError, which are OSErrors said above)
+    # After PermissionError and BrokenPipeError, which are OSErrors said above
+    except OSError as e:
         if e.errno not in OUTPUT_ERRNOS:
             raise
         exit_for_unwritable_output(e)
-    except KeyboardInterrupt:  # (outside a command: typer turns one inside into exit code 130, above)
+    # Outside a command: typer turns one inside into exit code 130, above
+    except KeyboardInterrupt:
         from memclaw.cli.common import interrupt_note
 
         typer.echo(interrupt_note(), err=True)
@@ -358,7 +364,8 @@ def run() -> None:
         if isinstance(e.__context__, OSError) and e.__context__.errno in OUTPUT_ERRNOS:
             exit_for_unwritable_output(e.__context__)
         raise
-    except Exception as e:  # usage errors arrive here in non-standalone mode
+    # Usage errors arrive here in non-standalone mode
+    except Exception as e:
         _exit_for_click(e)
         raise
 
@@ -418,7 +425,8 @@ def main() -> None:
     try:
         run()
     finally:
-        wait_for_background()  # whatever the exit: a thread in native code must not outlive the interpreter
+        # Whatever the exit: a thread in native code must not outlive the interpreter
+        wait_for_background()
         leave_quickly()
 
 

@@ -17,7 +17,8 @@ def mcp_command(*, http: bool, port: int, sender: str | None, read_only: bool, w
 
     cfg, ws = load(workspace)
     who = sender_scope_for(cfg, sender)
-    ws.check_scope(who.scope)  # refused at once, not at the first tool call
+    # Refused at once, not at the first tool call
+    ws.check_scope(who.scope)
     token = bearer_token() if http else ""
     mem = memory_service(cfg, ws, embeds=cfg.recall.mode != "bm25")
     client = Client(sender=who.sender, is_owner=who.is_owner, scope=who.scope)

@@ -33,7 +33,8 @@ def onboard(*, demo: bool, workspace: Path | None) -> None:
     from memclaw.workspace import build_demo_workspace
     from memclaw.workspace import onboard as do_onboard
 
-    load_config()  # a config.toml (or environment override) that does not load is an error, not "ready"
+    # A config.toml (or environment override) that does not load is an error, not "ready"
+    load_config()
     report = do_onboard(memclaw_home(), workspace)
     if demo:
         build_demo_workspace(report.workspace)
@@ -85,7 +86,8 @@ def recall(
         k = mem.config.context.recall_k or None
     with held_warnings() as logged:
         result = mem.recall_detailed(query, scope=scope, k=k, mode=mode, kind=kind)
-    for w in dict.fromkeys([*logged, *result.warnings]):  # each once (memclaw logs some of them too)
+    # Each once (memclaw logs some of them too)
+    for w in dict.fromkeys([*logged, *result.warnings]):
         err_console.print(warning(w))
     section = None
     if tokens is not None:
@@ -172,7 +174,8 @@ def add(
 
     day = learned_day(learned)
     lines = [x for x in text.strip().splitlines() if x.strip()]
-    if len(lines) > 1:  # a fact is one line (memclaw.markdown.fact_ops.normalize_fact_text): say so, not silently
+    # A fact is one line (memclaw.markdown.fact_ops.normalize_fact_text): say so, not silently
+    if len(lines) > 1:
         err_console.print(warning(f"a fact is one line: its {len(lines)} lines are joined with spaces"))
     mem = open_memory(workspace, json_out=json_out)
     scope = sender_scope_for(mem.config, sender).scope
@@ -223,7 +226,8 @@ def learned_day(value: str | None) -> date | None:
 def unit_json(u: MemoryUnit) -> dict:
     """A listed or forgotten memory; an archive chunk (or day) also with its speakers and turn count."""
     listed: dict[str, object] = {}
-    if u.kind == "archive" and "speaker" not in u.extra:  # a chunk or a day, not a turn
+    # A chunk or a day, not a turn
+    if u.kind == "archive" and "speaker" not in u.extra:
         if "speakers" in u.extra:
             listed["speakers"] = u.extra["speakers"].split("\n")
         listed["turns"] = int(u.extra.get("turns", "0"))
@@ -322,7 +326,8 @@ def status(*, json_out: bool, workspace: Path | None) -> None:
     data = {
         "config_file": str(config_path()) if config_path() else None,
         "model": cfg.agent.model,
-        "model_key_missing": LLMClient(cfg).missing_key(),  # a note naming the variable to set, or None
+        # A note naming the variable to set, or None
+        "model_key_missing": LLMClient(cfg).missing_key(),
         "embedding_model": cfg.embeddings.model,
         "embedding_key_missing": _embedding_key_missing(cfg),
         "workspace": str(mem.workspace.root),
@@ -331,7 +336,8 @@ def status(*, json_out: bool, workspace: Path | None) -> None:
             "cli": {"configured": True, "owner": True},
             "discord": {
                 "configured": source is not None,
-                "token_from": source,  # where the token comes from; never the token
+                # Where the token comes from; never the token
+                "token_from": source,
                 "owners": len(cfg.owners.get("discord", [])),
                 "allow_from": len(discord.allow_from),
                 "guilds": len(discord.guilds),

@@ -47,9 +47,11 @@ class _Col:
 
     header: str
     cells: list[Text] = field(default_factory=list)
-    drop: int = 0  # columns are left out by group, the highest group first
+    # Columns are left out by group, the highest group first
+    drop: int = 0
     justify: str = "left"
-    wrap_max: int | None = None  # a column that wraps (its text folds), at most this wide
+    # A column that wraps (its text folds), at most this wide
+    wrap_max: int | None = None
 
     def width(self) -> int:
         natural = max([cell_len(self.header), *(c.cell_len for c in self.cells)])
@@ -62,7 +64,8 @@ def _layout(cols: list[_Col], width: int, text_min: int = TEXT_MIN) -> list[_Col
     the columns that must stay leave the text too little room (then each row is stacked: see `_table`). A table
     costs each column's width + 3, plus 1."""
     groups = sorted({c.drop for c in cols if c.drop}, reverse=True)
-    shown = [c for c in cols if not c.drop or any(x.plain for x in c.cells)]  # an optional column with no values
+    # An optional column with no values
+    shown = [c for c in cols if not c.drop or any(x.plain for x in c.cells)]
 
     def room() -> int:
         return width - (sum(c.width() + 3 for c in shown) + 3 + 1)
@@ -71,7 +74,8 @@ def _layout(cols: list[_Col], width: int, text_min: int = TEXT_MIN) -> list[_Col
         if room() >= text_min:
             break
         shown = [c for c in shown if c.drop != g]
-    for c in shown:  # still no room: narrow the wrapping columns
+    # Still no room: narrow the wrapping columns
+    for c in shown:
         if c.wrap_max and room() < text_min:
             c.wrap_max = max(10, c.width() - (text_min - room()))
     return shown if room() >= text_min else None

@@ -34,17 +34,21 @@ _PARA_RE = re.compile(r"\n[ \t]*\n")
 
 @dataclass(frozen=True)
 class BudgetItem:
-    key: str  # label in reports: a memory id, "turn 3", ...
+    # Label in reports: a memory id, "turn 3", ...
+    key: str
     tokens: int
 
 
 @dataclass(frozen=True)
 class BudgetSection:
     name: str
-    priority: int  # 0 = highest
+    # 0 = highest
+    priority: int
     mode: Mode
-    text: str = ""  # required / text sections
-    items: tuple[BudgetItem, ...] = ()  # ranked / history sections
+    # Required / text sections
+    text: str = ""
+    # Ranked / history sections
+    items: tuple[BudgetItem, ...] = ()
     overhead: int = 0
     yields_to: tuple[str, ...] = ()
     """(text sections) Lower-priority sections this one makes room for: it is cut to what is left after their
@@ -55,11 +59,15 @@ class BudgetSection:
 class SectionReport:
     name: str
     priority: int
-    requested: int  # tokens the whole section would cost
-    allotted: int  # tokens it was granted: all it asked for, or what was left when it was cut
-    used: int  # tokens it actually uses (<= allotted)
+    # Tokens the whole section would cost
+    requested: int
+    # Tokens it was granted: all it asked for, or what was left when it was cut
+    allotted: int
+    # Tokens it actually uses (<= allotted)
+    used: int
     status: Status
-    dropped: list[str] = field(default_factory=list)  # item keys, or a description of what was cut
+    # Item keys, or a description of what was cut
+    dropped: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -76,8 +84,10 @@ class SectionReport:
 @dataclass
 class SectionResult:
     section: BudgetSection
-    text: str  # kept text (text / required modes), possibly ending with the [truncated] marker
-    kept: list[int]  # indices of kept items (ranked / history modes), ascending
+    # Kept text (text / required modes), possibly ending with the [truncated] marker
+    text: str
+    # Indices of kept items (ranked / history modes), ascending
+    kept: list[int]
     report: SectionReport
 
 
@@ -101,7 +111,8 @@ def _largest_fitting(n: int, build: Callable[[int], str], cost: Callable[[str], 
     So a 1 MB message cut to a 2k-token budget costs a few counts of a few kB."""
     found, found_cost = "", 0
     lo, step = 1, 1
-    while lo <= n:  # gallop: find a failing bound
+    # Gallop: find a failing bound
+    while lo <= n:
         cand = build(lo)
         c = cost(cand)
         if c > cap:
@@ -144,7 +155,8 @@ def cut_text(text: str, cap: int, count: Callable[[str], int], overhead: int = 0
             return got
     first = lines[0]
 
-    def head(i: int) -> str:  # one giant line: cut between characters, preferring the last space in range
+    # One giant line: cut between characters, preferring the last space in range
+    def head(i: int) -> str:
         h = first[:i]
         space = h.rfind(" ")
         if space > i * 0.8:

@@ -53,9 +53,11 @@ class _Frontmatter(BaseModel):
 class Skill:
     name: str
     description: str
-    path: Path  # the SKILL.md file
+    # The SKILL.md file
+    path: Path
     source: Source
-    body: str  # the Markdown after the frontmatter
+    # The Markdown after the frontmatter
+    body: str
     always: bool = False
     requires_bins: tuple[str, ...] = ()
     requires_env: tuple[str, ...] = ()
@@ -77,7 +79,8 @@ class Skill:
 
 @dataclass
 class SkillSet:
-    skills: list[Skill]  # sorted by name, overrides applied
+    # Sorted by name, overrides applied
+    skills: list[Skill]
     warnings: list[str] = field(default_factory=list)
 
     def get(self, name: str) -> Skill | None:

@@ -77,7 +77,8 @@ def _bare_model(model: str) -> str:
 
 @lru_cache(maxsize=64)
 def _litellm_window(model: str) -> int | None:
-    from memclaw.llm.client import model_info  # imports litellm: only for a model the table above does not know
+    # Imports litellm: only for a model the table above does not know
+    from memclaw.llm.client import model_info
 
     info = model_info(model)
     n = info.get("max_input_tokens") or info.get("max_tokens")

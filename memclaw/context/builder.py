@@ -56,7 +56,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-OWNER_ONLY_FILES = ("USER.md", "TOOLS.md")  # the owner's profile; the owner's tools and notes on this machine
+# The owner's profile; the owner's tools and notes on this machine
+OWNER_ONLY_FILES = ("USER.md", "TOOLS.md")
 
 
 class RecallFn(Protocol):
@@ -77,13 +78,16 @@ class BuiltContext:
     report: list[SectionReport]
     budget: int = 0
     context_window: int = 0
-    total_tokens: int = 0  # what the messages cost, counted on the assembled list
+    # What the messages cost, counted on the assembled list
+    total_tokens: int = 0
     model: str = ""
     is_owner: bool = False
     scope: str = OWNER_SCOPE
     recall_query: str = ""
-    hits: list[RecallHit] = field(default_factory=list)  # the memories that made it into the prompt
-    memory_fill: memory_section.SectionFill | None = None  # recalled memories left out of context.memory_tokens
+    # The memories that made it into the prompt
+    hits: list[RecallHit] = field(default_factory=list)
+    # Recalled memories left out of context.memory_tokens
+    memory_fill: memory_section.SectionFill | None = None
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -172,7 +176,8 @@ def build_messages(
 
     # current message (+ images, a fixed estimate each)
     parts = _image_parts(config, model, message, warnings)
-    msg_text = own_words(message.text) if message.text else ("[image]" if parts else "")  # never the runtime tag
+    # Never the runtime tag
+    msg_text = own_words(message.text) if message.text else ("[image]" if parts else "")
     sections.text(
         "message", msg_text, overhead=MESSAGE_OVERHEAD + IMAGE_TOKENS * len(parts), yields_to=MESSAGE_YIELDS_TO
     )
@@ -225,7 +230,8 @@ def build_messages(
     kept_hits = [hits[i] for i in alloc["memories"].kept] if "memories" in alloc.results else []
     warnings += cut_warnings(alloc, memory_fill)
     total = count_messages(messages, model)
-    if total > budget:  # token counts are not perfectly additive across joins; say so rather than hide it
+    # Token counts are not perfectly additive across joins; say so rather than hide it
+    if total > budget:
         log.warning("assembled context has %d tokens, %d over the %d budget", total, total - budget, budget)
     return BuiltContext(
         messages=messages,
@@ -282,12 +288,14 @@ def _recalled(
         query = recall_query(message.text, history, config.context.followup_max_words)
         try:
             hits = list(recall(query, scope=scope, k=config.context.recall_k))[: config.context.recall_k]
-        except NothingToRecall:  # "ok, and?" names nothing to look for: no memories, and nothing to warn about
+        # "ok, and?" names nothing to look for: no memories, and nothing to warn about
+        except NothingToRecall:
             pass
         except MemclawError as e:
             log.warning("auto-recall failed, answering without memories: %s", e)
             warnings.append(f"auto-recall failed: {e}")
-    return query, [h for h in hits if h.unit.scope == scope]  # defence in depth: never another scope's memory
+    # Defence in depth: never another scope's memory
+    return query, [h for h in hits if h.unit.scope == scope]
 
 
 def _skill_sections(sections: Sections, skillset: SkillSet, owner: bool) -> None:

@@ -73,9 +73,12 @@ class Candidate:
 
     id: str
     item: str
-    tokens: int  # the item's tokens plus ITEM_JOIN
-    covered_by: tuple[str, ...] = ()  # ids of units that cover it (its consolidation's summary)
-    window: tuple[MemoryUnit, ...] = ()  # an archived turn: the turns it is served with (itself included)
+    # The item's tokens plus ITEM_JOIN
+    tokens: int
+    # Ids of units that cover it (its consolidation's summary)
+    covered_by: tuple[str, ...] = ()
+    # An archived turn: the turns it is served with (itself included)
+    window: tuple[MemoryUnit, ...] = ()
 
     @property
     def serves(self) -> tuple[str, ...]:
@@ -100,8 +103,10 @@ class Skip:
 class SectionFill:
     budget: int
     candidates: list[Candidate] = field(default_factory=list)
-    kept: list[int] = field(default_factory=list)  # indices into the candidates, in rank order
-    joined: dict[int, int] = field(default_factory=dict)  # an excerpt in the item of a kept one: index -> its index
+    # Indices into the candidates, in rank order
+    kept: list[int] = field(default_factory=list)
+    # An excerpt in the item of a kept one: index -> its index
+    joined: dict[int, int] = field(default_factory=dict)
     skipped: list[Skip] = field(default_factory=list)
     used: int = 0
 
@@ -177,7 +182,8 @@ def fill(
     Without it, each excerpt is an item."""
     res = SectionFill(budget, list(cands))
     kept_ids: set[str] = set()
-    served_by: dict[str, str] = {}  # a turn -> the kept excerpt it is in
+    # A turn -> the kept excerpt it is in
+    served_by: dict[str, str] = {}
     for i, c in enumerate(cands):
         cover = next((x for x in c.covered_by if x in kept_ids), None)
         if cover is not None:
@@ -208,7 +214,8 @@ def fill(
         res.kept.append(i)
         res.used += c.tokens
         kept_ids.add(c.id)
-        for uid in c.serves if c.window else ():  # (an elided turn is not served: it can still come on its own)
+        # An elided turn is not served: it can still come on its own
+        for uid in c.serves if c.window else ():
             served_by[uid] = c.id
     return res
 

@@ -25,13 +25,17 @@ class RecallRow:
     score: float
     bm25_rank: int | None
     bm25_score: float | None
-    boosts: tuple[str, ...]  # signed: "+date", "-agent"; "+context": BM25 matched the turns beside it
+    # Signed: "+date", "-agent"; "+context": BM25 matched the turns beside it
+    boosts: tuple[str, ...]
     vector_rank: int | None
     vector_score: float | None
-    kind: str  # the unit's kind; "excerpt" for an archived turn shown with its neighbours
+    # The unit's kind; "excerpt" for an archived turn shown with its neighbours
+    kind: str
     timestamp: datetime | None
-    source: str  # "memory/MEMORY.md:3"
-    text: str  # shortened to MEMORY_CHARS
+    # "memory/MEMORY.md:3"
+    source: str
+    # Shortened to MEMORY_CHARS
+    text: str
     id: str
 
     @classmethod
@@ -84,7 +88,8 @@ def recall_text(result: RecallResult, *, markdown: bool = False, limit: int | No
     def code(s: str) -> str:
         return f"`{s}`" if markdown else s
 
-    query = shorten(result.query, ECHO_CHARS)  # as written (a repr would escape what the person typed)
+    # As written (a repr would escape what the person typed)
+    query = shorten(result.query, ECHO_CHARS)
     quoted = code(query) if markdown else f'"{query}"'
     lines = [f"recall {quoted} · scope {result.scope} · {result.mode} · {counted(len(result.hits), 'hit')}"]
     lines += [f"⚠ {w}" for w in result.warnings]

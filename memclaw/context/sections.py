@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RUNTIME_TAG = "[Runtime Context — metadata only, not instructions]"
-SECTION_SEPARATOR = 2  # tokens budgeted for the blank line joining two system-prompt sections
+# Tokens budgeted for the blank line joining two system-prompt sections
+SECTION_SEPARATOR = 2
 MEMORIES_OPEN, MEMORIES_CLOSE = f"<{MEMORIES_TAG}>", f"</{MEMORIES_TAG}>"
 
 # Priorities (0 = highest). Sections with the same number are considered in the order listed.

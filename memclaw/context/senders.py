@@ -16,8 +16,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Sender:
-    channel: str  # "cli", "discord", ...
-    sender_id: str  # platform id; never shown to the model
+    # "cli", "discord", ...
+    channel: str
+    # Platform id; never shown to the model
+    sender_id: str
     display_name: str | None = None
     chat_id: str | None = None
 
@@ -80,6 +82,7 @@ def chat_label(chat_id: str | None, sender_id: str) -> str:
     if not sid:
         return cleaned
     label = ":".join(p for p in cleaned.split(":") if p != sid)
-    if len(sid) >= 6:  # a long id embedded in some other key ('dm-111222333'); short ids would match by chance
+    # A long id embedded in some other key ('dm-111222333'); short ids would match by chance
+    if len(sid) >= 6:
         label = label.replace(sid, "(sender)")
     return label or "direct"

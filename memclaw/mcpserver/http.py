@@ -45,7 +45,8 @@ def bearer_token(environ: MutableMapping[str, str] | None = None) -> str:
         raise ConfigError(
             f"{TOKEN_ENV} must be at least {MIN_TOKEN_CHARS} characters without spaces; make one with {make}"
         )
-    remember_secrets([token])  # masked in any log line or error message that would quote it
+    # Masked in any log line or error message that would quote it
+    remember_secrets([token])
     return token
 
 

@@ -68,7 +68,8 @@ def schema(model: type[BaseModel]) -> dict[str, Any]:
     def clean(node: Any) -> Any:
         if isinstance(node, dict):
             node = {k: clean(v) for k, v in node.items() if k != "title"}
-            if "anyOf" in node:  # Optional[X]: show X, nullable (simpler for small models)
+            # Optional[X]: show X, nullable (simpler for small models)
+            if "anyOf" in node:
                 non_null = [x for x in node["anyOf"] if x.get("type") != "null"]
                 if len(non_null) == 1:
                     rest = {k: v for k, v in node.items() if k != "anyOf"}
@@ -116,7 +117,8 @@ class Tool:
             _DEFINITIONS[key] = cached
         return json.loads(json.dumps(cached))
 
-    def run(self, args: Any, ctx: ToolContext) -> str:  # blocking; executed in a worker thread
+    # Blocking; executed in a worker thread
+    def run(self, args: Any, ctx: ToolContext) -> str:
         raise NotImplementedError
 
 

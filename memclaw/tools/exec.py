@@ -122,14 +122,18 @@ class Exec(Tool):
             try:
                 code = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                _kill_group(proc.pid)  # the shell is not reaped yet, so its group id cannot have been reused
+                # The shell is not reaped yet, so its group id cannot have been reused
+                _kill_group(proc.pid)
                 proc.wait()
             finally:
-                if code is None and proc.returncode is None:  # interrupted: never leave the command running
+                # Interrupted: never leave the command running
+                if code is None and proc.returncode is None:
                     _kill_group(proc.pid)
                     proc.wait()
-            if not (out.join(2.0) and err.join(2.0)):  # a background child still holds a pipe: end it (its group
-                _kill_group(proc.pid)  # exists while that child lives, so the id is still ours)
+            # A background child still holds a pipe: end it (its group
+            if not (out.join(2.0) and err.join(2.0)):
+                # Exists while that child lives, so the id is still ours)
+                _kill_group(proc.pid)
             if info_r >= 0 and code is not None and code != 0 and not _sandbox_started(info_r):
                 first = err.result().decode("utf-8", "replace").strip().splitlines()
                 raise ToolFailure(_refusal(f"its sandbox could not start ({first[0] if first else 'bwrap failed'})"))

@@ -58,7 +58,8 @@ def resolve_path(ctx: ToolContext, raw: str, *, write: bool = False) -> Path:
     p = Path(os.path.expanduser(raw.strip() or "."))
     if not p.is_absolute():
         p = root / p
-    p = Path(os.path.normpath(p))  # lexically: with no symlink below the root, this is where the path lands
+    # Lexically: with no symlink below the root, this is where the path lands
+    p = Path(os.path.normpath(p))
     base = next((b for b in (root, Path(os.path.abspath(ctx.root))) if p.is_relative_to(b)), None)
     if base is not None:
         p = root / p.relative_to(base)

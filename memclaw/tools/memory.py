@@ -29,7 +29,8 @@ class RememberArgs(Args):
 
 class MemorySearch(Tool):
     name = "memory_search"
-    description = "Search long-term memory."  # the model sees memclaw/prompts/tool_memory_search.md
+    # The model sees memclaw/prompts/tool_memory_search.md
+    description = "Search long-term memory."
     description_template = "tool_memory_search"
     Args = MemorySearchArgs
     owner_only = False
@@ -60,7 +61,8 @@ class Remember(Tool):
     owner_only = False
 
     def available(self, ctx: ToolContext) -> bool:
-        return super().available(ctx) and not ctx.incognito  # an incognito conversation is not remembered
+        # An incognito conversation is not remembered
+        return super().available(ctx) and not ctx.incognito
 
     def run(self, args: RememberArgs, ctx: ToolContext) -> str:
         if ctx.memory is None:

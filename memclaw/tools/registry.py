@@ -114,6 +114,7 @@ class ToolRegistry:
             return ToolResult(f"Error: {name} failed: {e}", False)
         except (OSError, UnicodeDecodeError) as e:
             return ToolResult(f"Error: {name} failed: {getattr(e, 'strerror', None) or e}", False)
-        except Exception as e:  # a bug in a tool must not end the conversation
+        # A bug in a tool must not end the conversation
+        except Exception as e:
             log.exception("tool %s crashed", name)
             return ToolResult(f"Error: {name} failed unexpectedly ({type(e).__name__}: {e})", False)

@@ -45,7 +45,8 @@ def _next_started() -> threading.Thread | None:
     with _threads_lock:
         while _threads:
             thread = _threads.pop()
-            if thread.ident is not None:  # started (one never started has nothing to wait for)
+            # Started (one never started has nothing to wait for)
+            if thread.ident is not None:
                 return thread
     return None
 

@@ -25,17 +25,28 @@ import threading
 from pathlib import Path
 
 _MASK = (
-    0x00000002  # IN_MODIFY
-    | 0x00000004  # IN_ATTRIB
-    | 0x00000008  # IN_CLOSE_WRITE
-    | 0x00000040  # IN_MOVED_FROM
-    | 0x00000080  # IN_MOVED_TO
-    | 0x00000100  # IN_CREATE
-    | 0x00000200  # IN_DELETE
-    | 0x00000400  # IN_DELETE_SELF
-    | 0x00000800  # IN_MOVE_SELF
-    | 0x01000000  # IN_ONLYDIR
-    | 0x02000000  # IN_DONT_FOLLOW
+    # IN_MODIFY
+    0x00000002
+    # IN_ATTRIB
+    | 0x00000004
+    # IN_CLOSE_WRITE
+    | 0x00000008
+    # IN_MOVED_FROM
+    | 0x00000040
+    # IN_MOVED_TO
+    | 0x00000080
+    # IN_CREATE
+    | 0x00000100
+    # IN_DELETE
+    | 0x00000200
+    # IN_DELETE_SELF
+    | 0x00000400
+    # IN_MOVE_SELF
+    | 0x00000800
+    # IN_ONLYDIR
+    | 0x01000000
+    # IN_DONT_FOLLOW
+    | 0x02000000
 )
 _REMOTE = {0x6969, 0x517B, 0xFF534D42, 0xFE534D42, 0x65735546, 0x01021997, 0x5346414F, 0x00C36400, 0x564C}
 """statfs magic numbers of filesystems whose changes may come from elsewhere: NFS, SMB, CIFS, SMB2, FUSE, 9P, AFS,
@@ -61,8 +72,10 @@ _LIB = _libc()
 
 
 _IN_Q_OVERFLOW = 0x00004000
-_IN_GONE = 0x00000400 | 0x00000800 | 0x00008000  # IN_DELETE_SELF, IN_MOVE_SELF, IN_IGNORED: the folder is not watched
-_EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (then len bytes of name)
+# IN_DELETE_SELF, IN_MOVE_SELF, IN_IGNORED: the folder is not watched
+_IN_GONE = 0x00000400 | 0x00000800 | 0x00008000
+# Struct inotify_event: wd, mask, cookie, len (then len bytes of name)
+_EVENT = struct.Struct("iIII")
 
 
 class _Inotify:
@@ -80,8 +93,10 @@ class _Inotify:
         """A watch descriptor for `w`'s folder, or None where it cannot be had (no folder, the limits reached)."""
         if _LIB is None:
             return None
-        if self.fd is None or self.pid != os.getpid():  # (a forked child does not share its parent's watches)
-            if self.fd is not None:  # (the parent's instance, inherited: this process's copy of it)
+        # A forked child does not share its parent's watches
+        if self.fd is None or self.pid != os.getpid():
+            # The parent's instance, inherited: this process's copy of it
+            if self.fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(self.fd)
                 self.fd = None
@@ -115,7 +130,8 @@ class _Inotify:
                 return
             except OSError:
                 buf = b""
-            if not buf:  # (cannot read: every watch scans from now on)
+            # Cannot read: every watch scans from now on
+            if not buf:
                 for ws in self.by_wd.values():
                     for w in ws:
                         w.forget_watch()
@@ -143,7 +159,8 @@ class DirWatch:
         self.path = Path(path)
         self.dirty = True
         self._wd: int | None = None
-        self._pid = 0  # the process whose instance `_wd` belongs to (after a fork, the child's watch is not it)
+        # The process whose instance `_wd` belongs to (after a fork, the child's watch is not it)
+        self._pid = 0
 
     def _watched(self) -> bool:
         return self._wd is not None and self._pid == os.getpid()
@@ -151,7 +168,8 @@ class DirWatch:
     def begin(self) -> None:
         """(Re)arm the watch, before the caller scans the folder. A folder that cannot be watched is left unwatched."""
         with _INOTIFY.lock:
-            _INOTIFY.drain()  # (what happened before this scan)
+            # What happened before this scan
+            _INOTIFY.drain()
             if not self._watched() and _local(self.path):
                 self._wd, self._pid = _INOTIFY.watch(self), os.getpid()
             self.dirty = False

@@ -21,7 +21,8 @@ def strip_fences(text: str) -> str:
     m = _FENCE_RE.search(text)
     if m:
         return m.group(1).strip()
-    if text.startswith("```"):  # an unclosed fence
+    # An unclosed fence
+    if text.startswith("```"):
         return text.split("\n", 1)[1].strip() if "\n" in text else ""
     return text
 

@@ -46,7 +46,8 @@ class _InlineImage(MarkdownElement):
         context.on_text(")", "text")
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield from ()  # drawn by the element around it
+        # Drawn by the element around it
+        yield from ()
 
 
 class _ReplyMarkdown(Markdown):

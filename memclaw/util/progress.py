@@ -51,7 +51,8 @@ class _Reporter:
         self.done += n
         now = self.clock()
         if not self.shown and (now - self.t0 < SHOW_AFTER_S or self.done >= self.total):
-            return  # quick so far, or already done: nothing to show
+            # Quick so far, or already done: nothing to show
+            return
         self.shown = True
         if self.tty:
             self._draw(now)

@@ -142,7 +142,8 @@ class RedactingFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             msg = record.getMessage()
-        except Exception:  # a broken format string: leave it to the handler's own error path
+        # A broken format string: leave it to the handler's own error path
+        except Exception:
             return True
         clean = redact_text(msg)
         if clean != msg:
@@ -157,23 +158,32 @@ class RedactingFilter(logging.Filter):
 # ----- secrets by their shape ------------------------------------------------------------------------------
 _SHAPES = [
     re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S),
-    re.compile(r"\b(?:sk|rk|pk)-(?:[A-Za-z0-9]+-){0,3}[A-Za-z0-9_-]{16,}"),  # OpenAI, Anthropic (sk-ant-...)
-    re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"),  # Stripe
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"),  # GitHub tokens
+    # OpenAI, Anthropic (sk-ant-...)
+    re.compile(r"\b(?:sk|rk|pk)-(?:[A-Za-z0-9]+-){0,3}[A-Za-z0-9_-]{16,}"),
+    # Stripe
+    re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"),
+    # GitHub tokens
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"),
     re.compile(r"\bgithub_pat_[A-Za-z0-9_]{30,}"),
-    re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"),  # GitLab
-    re.compile(r"\bhf_[A-Za-z0-9]{30,}"),  # Hugging Face
-    re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),  # Slack
-    re.compile(r"\bAIza[0-9A-Za-z_-]{35}"),  # Google API keys
-    re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b"),  # AWS access key ids
-    re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),  # JSON web tokens
+    # GitLab
+    re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"),
+    # Hugging Face
+    re.compile(r"\bhf_[A-Za-z0-9]{30,}"),
+    # Slack
+    re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    # Google API keys
+    re.compile(r"\bAIza[0-9A-Za-z_-]{35}"),
+    # AWS access key ids
+    re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b"),
+    # JSON web tokens
+    re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
 ]
 _TOKENISH = r"[A-Za-z0-9/+=._~-]{8,}"
 _BEARER = re.compile(r"(?i)\b(?:bearer|basic)\s+(?P<v>" + _TOKENISH + ")")
-_KEYED = re.compile(  # api_key = ..., aws_secret_access_key: ..., "the token is ..."
-    r"(?i)\b[\w-]*(?:key|token|secret)s?\b[\"']?\s*(?:is|was|:|=|=>)\s*[\"'`]?(?P<v>" + _TOKENISH + ")"
-)
-_PASSWORD = re.compile(  # "my password is hunter2", "wifi password: 'x y z'", "PIN is 4711"
+# api_key = ..., aws_secret_access_key: ..., "the token is ..."
+_KEYED = re.compile(r"(?i)\b[\w-]*(?:key|token|secret)s?\b[\"']?\s*(?:is|was|:|=|=>)\s*[\"'`]?(?P<v>" + _TOKENISH + ")")
+# "my password is hunter2", "wifi password: 'x y z'", "PIN is 4711"
+_PASSWORD = re.compile(
     r"(?i)\b(?:password|passwd|passcode|pwd|pin(?:\s+code)?|(?P<phrase>passphrase|pass\s+phrase))\b"
     r"(?:\s+(?:for|to|of|on|at)(?:\s+[^\s:=.,;!?]+){1,3}?)?\s*(?:is|was|:|=)\s*"
     r"(?P<v>\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`|(?(phrase)[^.;!?\n]+|[^\s.,;!?]+(?:[.,;!?]?[^\s.,;!?]+)*))"

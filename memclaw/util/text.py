@@ -26,7 +26,8 @@ def shorten(text: str, limit: int) -> str:
     room = max(limit - len(tail), 1)
     head = flat[:room]
     space = head.rfind(" ")
-    if space >= room * 3 // 4:  # a word boundary close to the cut: do not split a word
+    # A word boundary close to the cut: do not split a word
+    if space >= room * 3 // 4:
         head = head[:space]
     return f"{head.rstrip()}{ELLIPSIS} (+{len(flat) - len(head.rstrip()):,} chars)"
 

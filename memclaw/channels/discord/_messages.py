@@ -81,5 +81,6 @@ def interaction_facts(interaction: discord.Interaction) -> MessageFacts:
         guild_id=str(interaction.guild_id) if interaction.guild_id else None,
         channel_id=str(interaction.channel_id),
         parent_channel_id=parent_id,
-        mentions_bot=True,  # a slash command is addressed to the bot
+        # A slash command is addressed to the bot
+        mentions_bot=True,
     )

@@ -128,7 +128,8 @@ class DiscordGateway:
 
     # ----- events ------------------------------------------------------------------------------------------
     async def on_ready(self) -> None:
-        if self._synced:  # discord.py reconnected with a new session (the old one could not be resumed)
+        # discord.py reconnected with a new session (the old one could not be resumed)
+        if self._synced:
             log.info("reconnected to Discord as %s (id %s), new session", self.me.name, self.me.id)
             return
         log.info("connected to Discord as %s (id %s)", self.me.name, self.me.id)
@@ -150,7 +151,8 @@ class DiscordGateway:
                 self.tree.copy_global_to(guild=guild)
                 await self.tree.sync(guild=guild)
             await self.tree.sync()
-        except (discord.DiscordException, ValueError) as e:  # e.g. HTTP errors, no application id
+        # e.g. HTTP errors, no application id
+        except (discord.DiscordException, ValueError) as e:
             log.warning("could not register slash commands: %s", e)
 
     def accept(self, message: discord.Message) -> Decision:
@@ -198,7 +200,8 @@ class DiscordGateway:
                 )
                 reply = await self._run_agent(inbound)
             text = reply.text
-        except asyncio.CancelledError:  # a forced shutdown: the agent saved the message before the model call
+        # A forced shutdown: the agent saved the message before the model call
+        except asyncio.CancelledError:
             rec.ok = False
             raise
         except Exception:
@@ -247,7 +250,8 @@ class DiscordGateway:
                 if i == 0:
                     try:
                         await message.reply(chunk, mention_author=False, allowed_mentions=NO_MENTIONS)
-                    except discord.HTTPException as e:  # e.g. the message was deleted meanwhile
+                    # e.g. the message was deleted meanwhile
+                    except discord.HTTPException as e:
                         log.info("reply to %s failed (%s); sending without the reference", message.id, e)
                         await message.channel.send(chunk, allowed_mentions=NO_MENTIONS)
                 else:
@@ -351,7 +355,8 @@ class DiscordGateway:
                 stopper.cancel()
                 await self.shutdown()
         finally:
-            await self.shutdown()  # idempotent; also after a failed login
+            # Idempotent; also after a failed login
+            await self.shutdown()
             for sig in installed:
                 loop.remove_signal_handler(sig)
         if connect is not None:
@@ -399,7 +404,8 @@ class AgentThread:
         if self._loop.is_closed():
             return
 
-        async def cancel_leftovers() -> None:  # e.g. litellm's background logging worker
+        # e.g. litellm's background logging worker
+        async def cancel_leftovers() -> None:
             tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
             for t in tasks:
                 t.cancel()
