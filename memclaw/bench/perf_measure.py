@@ -34,25 +34,32 @@ def dir_size(path: Path) -> int:
 
 
 def cold_recall(ws: Path, home: Path, query: str, runs: int = 3, *, chroma_url: str | None = None) -> dict[str, Any]:
-    """Wall time of `memclaw recall` in a fresh Python process (median of `runs`)."""
+    """Wall time (median of `runs`) and peak RSS (the largest) of `memclaw recall` in a fresh Python process."""
     env = {**os.environ, "MEMCLAW_HOME": str(home)}
     if chroma_url:
         env["MEMCLAW_MEMORY__CHROMA_URL"] = chroma_url
-    times = []
+    times, rss = [], []
     for _ in range(runs):
         t0 = time.perf_counter()
-        proc = subprocess.run(
-            [sys.executable, "-m", "memclaw.cli.main", "recall", query, "--workspace", str(ws), "--json"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        times.append(time.perf_counter() - t0)
-        if proc.returncode != 0:
-            lines = (proc.stderr or proc.stdout).strip().splitlines()
-            return {"error": lines[-1] if lines else f"exit code {proc.returncode}"}
-    return {"median_s": round(statistics.median(times), 3), "runs_s": [round(t, 3) for t in times]}
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "memclaw.cli.main", "recall", query, "--workspace", str(ws), "--json"],
+                env=env,
+                stdout=out,
+                stderr=err,
+            )
+            # wait4: this child's own peak RSS (ru_maxrss, KiB on Linux)
+            _pid, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            times.append(time.perf_counter() - t0)
+            rss.append(usage.ru_maxrss / 1024)
+            if proc.returncode != 0:
+                err.seek(0)
+                out.seek(0)
+                lines = (err.read() or out.read()).decode("utf-8", "replace").strip().splitlines()
+                return {"error": lines[-1] if lines else f"exit code {proc.returncode}"}
+    return {"median_s": round(statistics.median(times), 3), "runs_s": [round(t, 3) for t in times],
+            "peak_rss_mb": round(max(rss), 1)}  # fmt: skip
 
 
 def warm_latencies(svc: Any, queries: list[str]) -> tuple[list[float], list[float]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
@@ -326,8 +326,11 @@ class MemoryService:
         return self.recall_detailed(query, **options).hits
 
     def recall_detailed(self, query: str, *, scope: str = OWNER_SCOPE, k: int | None = None, mode: str | None = None,
-                        kind: str | None = None, now: datetime | None = None) -> RecallResult:  # fmt: skip
-        result = self._recall.recall(query, scope=scope, k=k, mode=mode, kind=kind, now=now)
+                        kind: str | None = None, now: datetime | None = None, as_of: datetime | None = None,
+                        exclude: Collection[str] = ()) -> RecallResult:  # fmt: skip
+        """`as_of` / `exclude`: no unit dated after `as_of`, and none of the ids in `exclude`, is a candidate."""
+        result = self._recall.recall(query, scope=scope, k=k, mode=mode, kind=kind, now=now, as_of=as_of,
+                                     exclude=exclude)  # fmt: skip
         return self._forgotten.apply(result)  # (archived turns that restate what the owner forgot)
 
     # ----- writes (memclaw.service.writes) ---------------------------------------------------------------
