@@ -349,8 +349,7 @@ def skipped_line(res: dict[str, Any]) -> str | None:
 
 
 def longmemeval_markdown(res: dict[str, Any]) -> str:
-    from memclaw.bench.one_memory import cost_md
-    from memclaw.bench.report import budget_md, disk_md, md_table, provenance_md
+    from memclaw.bench.report import budget_md, disk_md, md_table, one_memory_md, provenance_md
     from memclaw.bench.signal_view import signal_view_md
 
     keys = [f"{m}@{k}" for m in ("recall_any", "recall_all", "ndcg_any") for k in M.LME_KS]
@@ -362,7 +361,7 @@ def longmemeval_markdown(res: dict[str, Any]) -> str:
         f"file); skipped: {res['skipped']}; {res['n_sessions']} haystack sessions; index time {res['index_seconds']} s",
         f"- corpus `{res.get('corpus', 'history')}`: " + CORPUS_NOTES[res.get("corpus", "history")],
         *disk_md(res),
-        *(["", *cost_md(res)] if res.get("one_memory") else []),
+        *(["", *one_memory_md(res)] if res.get("one_memory") else []),
         "",
         "## Overall",
         "",

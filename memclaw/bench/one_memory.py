@@ -155,14 +155,19 @@ def build_one_memory(
     from memclaw.bench.prepared import prepare_corpus
     from memclaw.bench.record import write_sessions
 
-    build: dict[str, Any] = {}
+    build: dict[str, Any] = {"reused": reused}
     if not reused:
         t = time.perf_counter()
         write_sessions(root, sorted(sessions, key=lambda s: s.when))
         build["write_seconds"] = round(time.perf_counter() - t, 1)
         coverage_path(root).write_text(json.dumps({"corpus": "one-memory", "units": entries}), "utf-8")
+    before = (getattr(embedder, "cached", 0), getattr(embedder, "embedded", 0))
     prep = prepare_corpus(root, coverage_path(root), specs, base, embedder)
     build["index_seconds"] = round(prep.index_seconds, 1)
+    if hasattr(embedder, "embedded"):
+        # an --embed-cache run: how many of the index's texts the model embedded, and how many the file gave
+        build["texts_embedded"] = embedder.embedded - before[1]  # type: ignore[union-attr]
+        build["texts_from_cache"] = embedder.cached - before[0]  # type: ignore[union-attr]
     build["units"] = len(prep.corpus.units)
     build["archived_turns"] = sum(1 for u in prep.corpus.units if u.kind == "archive")
     units_of: dict[str, set[str]] = {}
@@ -431,30 +436,3 @@ def _disk(spent: dict[str, Any]) -> dict[str, Any]:
     return {"archived_turns": turns, "archive_md_bytes": spent["markdown_bytes"], "index_bytes": spent["index_bytes"],
             "archive_md_bytes_per_1000_turns": round(spent["markdown_bytes"] * per),
             "index_bytes_per_1000_turns": round(spent["index_bytes"] * per)}  # fmt: skip
-
-
-def cost_md(res: dict[str, Any]) -> list[str]:
-    """The one-memory section of a report: protocol, store size and what it costs."""
-    one = res.get("one_memory")
-    if not one:
-        return []
-    c = one["cost"]
-    cold = c.get("cold_recall") or {}
-    cold_s = cold.get("error") or f"{cold.get('median_s')} s, peak RSS {cold.get('peak_rss_mb')} MB"
-    lines = [
-        "## One memory",
-        "",
-        f"- protocol `{one['protocol']}`: "
-        + (
-            "the store as of the question's date, other questions' answer sessions (LoCoMo: other conversations) "
-            "masked, both before fusion"
-            if one["protocol"] == "default"
-            else "every unit a candidate"
-        ),
-        f"- store: {c.get('units', 0):,} units ({c.get('archived_turns', 0):,} archived turns); sessions cap "
-        f"{one.get('sessions_cap') or 'none'} (seed {one['seed']})",
-        f"- cost: write {c.get('write_seconds', 'reused')} s, index {c.get('index_seconds')} s, disk Markdown "
-        f"{c['markdown_bytes'] / 2**20:.1f} MiB + index {c['index_bytes'] / 2**20:.1f} MiB; cold `memclaw recall` "
-        f"{cold_s or 'not measured'}; warm p50 / p95 per system below (query embedding included)",
-    ]
-    return lines
