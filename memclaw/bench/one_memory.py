@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -51,9 +51,11 @@ class Filler:
     in_file: int  # distinct sessions in the file
 
 
-def lme_filler(raw: Sequence[dict[str, Any]], cap: int | None = None, seed: int = SEED) -> Filler:
-    """The file's distinct haystack sessions (the first copy of each id), every answer session kept and the rest
-    sampled down to `cap` sessions with `seed`."""
+def lme_filler(
+    raw: Sequence[dict[str, Any]], cap: int | None = None, seed: int = SEED, asked: Collection[str] | None = None
+) -> Filler:
+    """The file's distinct haystack sessions (the first copy of each id): the answer sessions of the `asked`
+    question ids (default: all) kept, the rest sampled down to `cap` sessions with `seed`."""
     from memclaw.bench.longmemeval import haystack
 
     first: dict[str, LMESession] = {}
@@ -64,7 +66,7 @@ def lme_filler(raw: Sequence[dict[str, Any]], cap: int | None = None, seed: int 
             first.setdefault(s.session_id, s)
         named = {str(x) for x in rq.get("answer_session_ids") or ()}
         answers_of[str(rq["question_id"])] = frozenset(named | relevant)
-    answers = {sid for ids in answers_of.values() for sid in ids if sid in first}
+    answers = {sid for q, ids in answers_of.items() if asked is None or q in asked for sid in ids if sid in first}
     keep = set(first)
     if cap is not None:
         if cap < len(answers):
@@ -218,6 +220,7 @@ def run_lme_one_memory(
     sessions: int | None = None,
     seed: int = SEED,
     limit: int | None = None,
+    questions: int | None = None,
     embedder: Embedder | None = None,
     base: Config | None = None,
     workdir: Path | None = None,
@@ -225,7 +228,8 @@ def run_lme_one_memory(
     cold: bool = True,
 ) -> dict[str, Any]:
     """LongMemEval with every question asked of one memory (module docstring); the per-question run's results
-    dict, plus `one_memory` (protocol, store size, cost)."""
+    dict, plus `one_memory` (protocol, store size, cost). `questions` asks a seeded sample of that many; the store
+    then keeps their answer sessions, and the other questions' are filler like any session."""
     from memclaw.bench.budgeted import budgeted_view
     from memclaw.bench.longmemeval import convert_question, load_longmemeval
     from memclaw.bench.machine import sha256_file
@@ -240,12 +244,17 @@ def run_lme_one_memory(
     check_systems(specs)
     started = time.time()
     raw = load_longmemeval(path)
-    filler = lme_filler(raw, sessions, seed)
     chosen = raw[:limit] if limit else raw
+    if questions is not None and questions < len(chosen):
+        picked = set(random.Random(seed).sample(range(len(chosen)), questions))
+        chosen = [q for i, q in enumerate(chosen) if i in picked]
+    asked = None if len(chosen) == len(raw) else {str(q["question_id"]) for q in chosen}
+    filler = lme_filler(raw, sessions, seed, asked)
     qs = [q for q in map(convert_question, chosen) if q is not None]
     base = base or bench_config()
     embedder = embedder or load_embedder_once(base, specs)
-    key = f"one-memory-lme-{sha256_file(Path(path))[:12]}-{sessions or 'all'}-{seed}"
+    n_asked = "all" if asked is None else len(chosen)
+    key = f"one-memory-lme-{sha256_file(Path(path))[:12]}-{sessions or 'all'}-q{n_asked}-{seed}"
     scores: dict[str, list[M.LMEScore]] = {s.name: [] for s in specs}
     k = fill_k(base)
     with bench_workspace("memclaw-lme-one-", workdir, key) as (root, reused):

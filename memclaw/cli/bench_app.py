@@ -149,13 +149,20 @@ def bench_longmemeval(
     one_memory: OneMemoryOpt = False,
     raw: RawOpt = False,
     sessions: SessionsOpt = None,
+    questions: Annotated[
+        int | None,
+        typer.Option(
+            "--questions",
+            help="With --one-memory: ask a seeded sample of N questions; the store keeps their answer sessions.",
+        ),
+    ] = None,
 ) -> None:
     """LongMemEval retrieval (official protocol): recall_any/all@k and nDCG per question type.
 
     Data: longmemeval_s_cleaned.json, linked from https://github.com/xiaowu0162/LongMemEval (pass it with --data)."""
     from memclaw.cli import bench_cmd
 
-    one = bench_cmd.OneMemory(one_memory, raw, sessions)
+    one = bench_cmd.OneMemory(one_memory, raw, sessions, questions=questions)
     if one.wanted:
         bench_cmd.longmemeval_one_memory(
             data, limit, systems, out,

@@ -56,6 +56,7 @@ class OneMemory:
     raw: bool = False
     sessions: int | None = None
     filler: Path | None = None
+    questions: int | None = None
 
     @property
     def protocol(self) -> str:
@@ -64,7 +65,8 @@ class OneMemory:
 
 def check_one_memory(one: OneMemory) -> None:
     """Options that only --one-memory reads are a usage error without it."""
-    flags = (("--raw", one.raw), ("--sessions", one.sessions is not None), ("--filler", one.filler is not None))
+    flags = (("--raw", one.raw), ("--sessions", one.sessions is not None), ("--filler", one.filler is not None),
+             ("--questions", one.questions is not None))  # fmt: skip
     given = [n for n, v in flags if v]
     if given and not one.wanted:
         raise UsageError(f"{', '.join(given)} only apply with --one-memory: add --one-memory or drop them")
@@ -207,6 +209,7 @@ def longmemeval_one_memory(
     if corpus != "archive":
         raise UsageError("--one-memory writes the archive corpus: drop --corpus")
     _positive("--limit", limit)
+    _positive("--questions", one.questions)
     specs = parse_systems(systems or SYSTEMS)
     res = run_per_model(
         run.embeddings,
@@ -217,6 +220,7 @@ def longmemeval_one_memory(
             protocol=one.protocol,
             sessions=one.sessions,
             limit=limit,
+            questions=one.questions,
             progress=run.progress,
             base=base,
             embedder=_embedder(base, run.embed_cache),
