@@ -346,7 +346,7 @@ def run_locomo_one_memory(
         raise UsageError(f"unknown protocol {protocol!r}: use one of {', '.join(PROTOCOLS)}")
     check_systems(specs)
     started = time.time()
-    filler = lme_filler(load_longmemeval(lme_path), sessions, seed)
+    filler = lme_filler(load_longmemeval(lme_path), sessions, seed, asked=())  # no LongMemEval question is asked
     base = base or bench_config()
     embedder = embedder or load_embedder_once(base, specs)
     key = (f"one-memory-locomo-{sha256_file(data.path)[:8]}-{sha256_file(Path(lme_path))[:8]}-"

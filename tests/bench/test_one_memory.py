@@ -113,6 +113,8 @@ def test_one_memory_through_the_cli_writes_the_per_question_report_with_its_cost
     [
         (("longmemeval", "--raw"), "--raw only apply with --one-memory"),
         (("longmemeval", "--sessions", "5"), "--sessions only apply with --one-memory"),
+        (("longmemeval", "--questions", "2"), "--questions only apply with --one-memory"),
+        (("longmemeval", "--one-memory", "--questions", "0"), "--questions must be at least 1"),
         (("longmemeval", "--one-memory", "--corpus", "history"), "drop --corpus"),
         (("longmemeval", "--one-memory", "--sessions", "0"), "--sessions must be at least 1"),
         (("longmemeval", "--one-memory", "--sessions", "2"), "below the 3 answer sessions"),
@@ -128,3 +130,14 @@ def test_a_bad_one_memory_flag_combination_is_a_usage_error(tmp_path, memclaw_cl
     assert r.code == 2, (r.code, r.err)
     assert says in " ".join(r.err.split())
     assert not (tmp_path / "o").exists()
+
+
+def test_the_sessions_cap_keeps_the_asked_answer_sessions_and_samples_the_rest_by_seed(tmp_path):
+    from memclaw.bench.longmemeval import load_longmemeval
+    from memclaw.bench.one_memory import lme_filler
+
+    raw = load_longmemeval(tiny_file(tmp_path))
+    ids = [{s.session_id for s in lme_filler(raw, 3, seed, {"q_garden"}).sessions} for seed in (1, 1, 2, 3, 4, 5)]
+    assert ids[0] == ids[1] and all(len(i) == 3 and "garden" in i for i in ids)
+    assert len({frozenset(i) for i in ids}) > 1  # the seed picks the filler
+    assert {s.session_id for s in lme_filler(raw, 3).sessions} == {"dog-early", "dog-show", "garden"}
