@@ -120,7 +120,9 @@ def one_memory_md(res: dict[str, Any]) -> list[str]:
         return []
     c = one["cost"]
     cold = c.get("cold_recall") or {}
-    cold_s = cold.get("error") or f"{cold.get('median_s')} s, peak RSS {cold.get('peak_rss_mb')} MB"
+    cold_s = cold.get("error") or (
+        f"{cold.get('median_s')} s ({cold.get('cpu_s')} s of CPU), peak RSS {cold.get('peak_rss_mb')} MB"
+    )
     lines = [
         "## One memory",
         "",

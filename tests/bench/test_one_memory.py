@@ -141,3 +141,20 @@ def test_the_sessions_cap_keeps_the_asked_answer_sessions_and_samples_the_rest_b
     assert ids[0] == ids[1] and all(len(i) == 3 and "garden" in i for i in ids)
     assert len({frozenset(i) for i in ids}) > 1  # the seed picks the filler
     assert {s.session_id for s in lme_filler(raw, 3).sessions} == {"dog-early", "dog-show", "garden"}
+
+
+def test_cold_recall_reports_the_recall_process_peak_rss_not_the_benchmark_process(tmp_path):
+    """A child's peak RSS started at its parent's (the high-water mark survives the fork and exec): a 1.7 GB
+    benchmark process reported 1.7 GB for a recall that peaks at about 220 MB."""
+    from memclaw.bench.perf_measure import cold_recall
+
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "MEMORY.md").write_text("# Facts\n\n- The dog is a golden retriever called Biscuit.\n", "utf-8")
+    ballast = bytearray(1536 * 2**20)  # the benchmark's own memory: 1.5 GiB, every page touched
+    for i in range(0, len(ballast), 4096):
+        ballast[i] = 1
+    got = cold_recall(ws, tmp_path / "home", "golden retriever", runs=1)
+    assert "error" not in got, got
+    assert 0 < got["peak_rss_mb"] < 1024 and got["cpu_s"] > 0, got
+    del ballast
