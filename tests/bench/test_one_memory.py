@@ -158,3 +158,26 @@ def test_cold_recall_reports_the_recall_process_peak_rss_not_the_benchmark_proce
     assert "error" not in got, got
     assert 0 < got["peak_rss_mb"] < 1024 and got["cpu_s"] > 0, got
     del ballast
+
+
+def test_locomo_among_the_longmemeval_filler_masks_the_other_conversations(tmp_path, memclaw_cli):  # noqa: F811
+    from tests.bench.test_bench_locomo import mini_conversation
+
+    one, two = mini_conversation(), mini_conversation()
+    two["sample_id"] = "conv-other"
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps([one, two]), "utf-8")
+    seen = {}
+    for protocol, flags in (("default", ()), ("raw", ("--raw",))):
+        out = tmp_path / protocol
+        r = memclaw_cli("bench", "locomo", "--data", str(data), "--one-memory", *flags, "--filler",
+                        str(tiny_file(tmp_path)), "--sessions", "3", "--workdir", str(tmp_path / "work"),
+                        "--out", str(out), "--no-progress")  # fmt: skip
+        assert r.code == 0, r.err
+        res = json.loads((out / "locomo.json").read_text())
+        assert res["one_memory"]["protocol"] == protocol and res["one_memory"]["filler_sessions"] == 3
+        assert res["units"]["fact"] > 0 and res["units"]["history"] > 0 and res["units"]["archive"] > 6
+        seen[protocol] = res["systems"]["hybrid"]["recall@5"]
+        assert "## One memory" in (out / "locomo.md").read_text()
+    # two identical conversations: unmasked, the other's copy takes top places that cover none of this one's evidence
+    assert seen["default"] >= seen["raw"]
