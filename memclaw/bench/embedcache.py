@@ -31,6 +31,8 @@ class CachedEmbedder:
         self.path = Path(path)
         self._vectors: dict[str, np.ndarray] = {}
         self._unsaved = 0
+        self.cached = 0  # batch texts answered from the file
+        self.embedded = 0  # batch texts the model embedded
         if self.path.exists():
             try:
                 with np.load(io.BytesIO(self.path.read_bytes()), allow_pickle=False) as data:
@@ -57,6 +59,8 @@ class CachedEmbedder:
             return self._inner.encode(texts, batch_size=batch_size, progress=progress)
         keys = [hashlib.sha1(t.encode("utf-8", "surrogatepass")).hexdigest() for t in texts]
         todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in self._vectors}
+        self.cached += len(keys) - len(todo)
+        self.embedded += len(todo)
         if todo:
             new = self._inner.encode(list(todo.values()), batch_size=batch_size, progress=progress)
             for k, v in zip(todo, new, strict=True):

@@ -28,9 +28,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from memclaw.errors import UsageError
+
+if TYPE_CHECKING:
+    from memclaw.bench.record import BenchSession
 
 Corpus = Literal["all", "facts", "sessions", "full"]
 CORPORA: tuple[str, ...] = ("all", "facts", "sessions", "full")
@@ -258,7 +261,20 @@ def coverage_path(workspace_root: Path) -> Path:
 def write_conversation(conv: Conversation, root: Path, corpus: Corpus = "all") -> list[dict]:
     """Write one conversation as a memclaw workspace at `root` through memclaw's consolidation writer (one record
     per session: memclaw.bench.record) and its coverage side file next to it. Returns the coverage entries."""
-    from memclaw.bench.record import BenchSession, bench_cid, write_sessions
+    from memclaw.bench.record import write_sessions
+
+    sessions, entries = conversation_sessions(conv, corpus)
+    write_sessions(root, sessions)
+    coverage_path(root).write_text(
+        json.dumps({"conversation": conv.sample_id, "corpus": corpus, "units": entries}, indent=1), "utf-8"
+    )
+    return entries
+
+
+def conversation_sessions(conv: Conversation, corpus: Corpus = "all") -> tuple[list[BenchSession], list[dict]]:
+    """One conversation as the writer's sessions (see write_conversation), and the coverage entries of their
+    units."""
+    from memclaw.bench.record import BenchSession, bench_cid
     from memclaw.markdown.archive import ArchivedTurn
     from memclaw.service.learned import bare_fact, mark_fact
 
@@ -294,8 +310,4 @@ def write_conversation(conv: Conversation, root: Path, corpus: Corpus = "all") -
                 written = bare_fact(mark_fact(o.text, s.when.date(), b.cid))
                 entries.append({"kind": "fact", "text": written, "session": n, "covers": list(o.evidence)})
         sessions.append(b)
-    write_sessions(root, sessions)
-    coverage_path(root).write_text(
-        json.dumps({"conversation": conv.sample_id, "corpus": corpus, "units": entries}, indent=1), "utf-8"
-    )
-    return entries
+    return sessions, entries

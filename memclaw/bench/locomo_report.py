@@ -10,7 +10,7 @@ from typing import Any
 from memclaw.bench import metrics as M
 from memclaw.bench.plots import budget_plot, recall_plot
 from memclaw.bench.rankings import write_rankings
-from memclaw.bench.report import budget_md, disk_md, md_table, provenance_md
+from memclaw.bench.report import budget_md, disk_md, md_table, one_memory_md, provenance_md
 from memclaw.bench.signal_view import signal_view_md
 
 
@@ -27,6 +27,7 @@ def locomo_markdown(res: dict[str, Any]) -> str:
         f"- index time (embed + both indexes, all conversations): {res['index_seconds']} s; "
         f"evidence anomalies: {len(res['evidence_anomalies'])}",
         *disk_md(res),
+        *(["", *one_memory_md(res)] if res.get("one_memory") else []),
         "",
         "## Overall",
         "",

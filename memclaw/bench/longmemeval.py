@@ -69,11 +69,9 @@ def _one_line(text: str) -> str:
     return line
 
 
-def convert_question(raw: dict[str, Any]) -> LMEQuestion | None:
-    """One question of the file -> LMEQuestion, or None when the protocol skips it (`_abs`, no has_answer)."""
+def haystack(raw: dict[str, Any]) -> tuple[list[LMESession], set[str]]:
+    """One question's haystack sessions that hold text, and the ids of those with a `has_answer` user turn."""
     qid = str(raw["question_id"])
-    if qid.endswith("_abs"):
-        return None
     ids = raw.get("haystack_session_ids") or []
     dates = raw.get("haystack_dates") or []
     sessions_raw = raw.get("haystack_sessions") or []
@@ -94,6 +92,15 @@ def convert_question(raw: dict[str, Any]) -> LMEQuestion | None:
         said = [t for t in said if t[1]]
         if said:
             sessions.append(LMESession(str(sid), parse_lme_date(date), text, tuple(said)))
+    return sessions, relevant
+
+
+def convert_question(raw: dict[str, Any]) -> LMEQuestion | None:
+    """One question of the file -> LMEQuestion, or None when the protocol skips it (`_abs`, no has_answer)."""
+    qid = str(raw["question_id"])
+    if qid.endswith("_abs"):
+        return None
+    sessions, relevant = haystack(raw)
     if not relevant:
         return None
     qdate = parse_lme_date(raw["question_date"]) if raw.get("question_date") else None
@@ -342,7 +349,7 @@ def skipped_line(res: dict[str, Any]) -> str | None:
 
 
 def longmemeval_markdown(res: dict[str, Any]) -> str:
-    from memclaw.bench.report import budget_md, disk_md, md_table, provenance_md
+    from memclaw.bench.report import budget_md, disk_md, md_table, one_memory_md, provenance_md
     from memclaw.bench.signal_view import signal_view_md
 
     keys = [f"{m}@{k}" for m in ("recall_any", "recall_all", "ndcg_any") for k in M.LME_KS]
@@ -354,6 +361,7 @@ def longmemeval_markdown(res: dict[str, Any]) -> str:
         f"file); skipped: {res['skipped']}; {res['n_sessions']} haystack sessions; index time {res['index_seconds']} s",
         f"- corpus `{res.get('corpus', 'history')}`: " + CORPUS_NOTES[res.get("corpus", "history")],
         *disk_md(res),
+        *(["", *one_memory_md(res)] if res.get("one_memory") else []),
         "",
         "## Overall",
         "",

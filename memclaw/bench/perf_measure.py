@@ -4,6 +4,7 @@ size on disk, and recall over a Chroma server."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import shutil
@@ -33,26 +34,44 @@ def dir_size(path: Path) -> int:
     return total
 
 
+_LAUNCHER = """
+import json, os, subprocess, sys, time
+t = time.perf_counter()
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+err = p.stderr.read()
+_pid, status, ru = os.wait4(p.pid, 0)
+p.returncode = os.waitstatus_to_exitcode(status)
+print(json.dumps({"code": p.returncode, "wall_s": time.perf_counter() - t, "cpu_s": ru.ru_utime + ru.ru_stime,
+                  "maxrss_kb": ru.ru_maxrss, "err": err.decode("utf-8", "replace")[-400:]}))
+"""
+"""Runs a command and prints its wall time, CPU time and peak RSS. A child's peak RSS starts at its parent's at the
+fork (Linux keeps the high-water mark across exec), so the measured process is forked by this small launcher,
+never by the benchmark's own large process."""
+
+
 def cold_recall(ws: Path, home: Path, query: str, runs: int = 3, *, chroma_url: str | None = None) -> dict[str, Any]:
-    """Wall time of `memclaw recall` in a fresh Python process (median of `runs`)."""
+    """`memclaw recall` in a fresh Python process: wall time (median of `runs`), its CPU time (median: what the
+    load of a shared machine does not inflate) and peak RSS (the largest)."""
     env = {**os.environ, "MEMCLAW_HOME": str(home)}
     if chroma_url:
         env["MEMCLAW_MEMORY__CHROMA_URL"] = chroma_url
-    times = []
+    times, cpu, rss = [], [], []
     for _ in range(runs):
-        t0 = time.perf_counter()
-        proc = subprocess.run(
-            [sys.executable, "-m", "memclaw.cli.main", "recall", query, "--workspace", str(ws), "--json"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        times.append(time.perf_counter() - t0)
-        if proc.returncode != 0:
-            lines = (proc.stderr or proc.stdout).strip().splitlines()
-            return {"error": lines[-1] if lines else f"exit code {proc.returncode}"}
-    return {"median_s": round(statistics.median(times), 3), "runs_s": [round(t, 3) for t in times]}
+        cmd = [sys.executable, "-m", "memclaw.cli.main", "recall", query, "--workspace", str(ws), "--json"]
+        proc = subprocess.run([sys.executable, "-c", _LAUNCHER, *cmd], env=env, capture_output=True, text=True,
+                              timeout=600)  # fmt: skip
+        try:
+            got = json.loads(proc.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            return {"error": (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]}
+        if got["code"] != 0:
+            lines = got["err"].strip().splitlines()
+            return {"error": lines[-1] if lines else f"exit code {got['code']}"}
+        times.append(got["wall_s"])
+        cpu.append(got["cpu_s"])
+        rss.append(got["maxrss_kb"] / 1024)
+    return {"median_s": round(statistics.median(times), 3), "runs_s": [round(t, 3) for t in times],
+            "cpu_s": round(statistics.median(cpu), 3), "peak_rss_mb": round(max(rss), 1)}  # fmt: skip
 
 
 def warm_latencies(svc: Any, queries: list[str]) -> tuple[list[float], list[float]]:

@@ -33,6 +33,7 @@ class PreparedCorpus:
     services: list[MemoryService] = field(default_factory=list)
     items: dict[str, Candidate] = field(default_factory=dict)
     count: Callable[[str], int] | None = None  # the memory section's token counter (cuts excerpts to fit)
+    service_of: dict[str, MemoryService] = field(default_factory=dict)  # a memclaw system's own service
 
     def close(self) -> None:
         for s in self.services:
@@ -82,7 +83,8 @@ def prepare_corpus(
     for spec in specs:
         if spec.kind == "grep":
             systems[spec.name] = make_system(spec, grep_index=grep_index)
-    return PreparedCorpus(corpus, {s.name: systems[s.name] for s in specs}, t_index, services, items, count)
+    service_of = dict(zip([s.name for s in mem_specs], services[1:], strict=True))
+    return PreparedCorpus(corpus, {s.name: systems[s.name] for s in specs}, t_index, services, items, count, service_of)
 
 
 def timed(fn: SystemFn, query: str, k: int) -> tuple[Ranked, float]:

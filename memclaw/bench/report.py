@@ -111,3 +111,42 @@ def print_summary(res: dict[str, Any], keys: Sequence[str], *, questions: str | 
     for name, s in res["systems"].items():
         t.add_row(name, *[_fmt(s.get(k, "")) for k in keys])
     Console(file=sys.stdout, width=200, markup=False, emoji=False).print(t)
+
+
+def one_memory_md(res: dict[str, Any]) -> list[str]:
+    """The one-memory section of a report: protocol, store size and what it costs."""
+    one = res.get("one_memory")
+    if not one:
+        return []
+    c = one["cost"]
+    cold = c.get("cold_recall") or {}
+    cold_s = cold.get("error") or (
+        f"{cold.get('median_s')} s ({cold.get('cpu_s')} s of CPU), peak RSS {cold.get('peak_rss_mb')} MB"
+    )
+    lines = [
+        "## One memory",
+        "",
+        f"- protocol `{one['protocol']}`: "
+        + (
+            "the store as of the question's date, other questions' answer sessions (LoCoMo: other conversations) "
+            "masked, both before fusion"
+            if one["protocol"] == "default"
+            else "every unit a candidate"
+        ),
+        f"- store: {c.get('units', 0):,} units ({c.get('archived_turns', 0):,} archived turns); sessions cap "
+        f"{one.get('sessions_cap') or 'none'} (seed {one['seed']})",
+        (
+            f"- cost: the store of an earlier run (--workdir), its sync check {c.get('index_seconds')} s"
+            if c.get("reused")
+            else f"- cost: write {c.get('write_seconds')} s, index {c.get('index_seconds')} s"
+        )
+        + (
+            f" ({c['texts_embedded']:,} texts embedded, {c['texts_from_cache']:,} from the cache)"
+            if "texts_embedded" in c
+            else ""
+        )
+        + f", disk Markdown "
+        f"{c['markdown_bytes'] / 2**20:.1f} MiB + index {c['index_bytes'] / 2**20:.1f} MiB; cold `memclaw recall` "
+        f"{cold_s or 'not measured'}; warm p50 / p95 per system below (query embedding included)",
+    ]
+    return lines

@@ -39,6 +39,24 @@ WorkdirOpt = Annotated[
         "versions of memclaw then query the same index (an HNSW build is not reproducible).",
     ),
 ]
+OneMemoryOpt = Annotated[
+    bool,
+    typer.Option(
+        "--one-memory",
+        help="Put every session in one workspace and ask each question of all of it, with the store as of the "
+        "question's date and other questions' answer sessions masked (see --raw).",
+    ),
+]
+RawOpt = Annotated[
+    bool, typer.Option("--raw", help="With --one-memory: no date filter and no mask, every unit a candidate.")
+]
+SessionsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--sessions",
+        help="With --one-memory: keep every answer session and a seeded sample of the LongMemEval filler, N in all.",
+    ),
+]
 RankingsOpt = Annotated[
     bool,
     typer.Option(
@@ -70,12 +88,33 @@ def bench_locomo(
     embed_cache: EmbedCacheOpt = None,
     rankings: RankingsOpt = False,
     workdir: WorkdirOpt = None,
+    one_memory: OneMemoryOpt = False,
+    filler: Annotated[
+        Path | None,
+        typer.Option(
+            "--filler", help="With --one-memory: the LongMemEval file whose sessions surround the conversations."
+        ),
+    ] = None,
+    raw: RawOpt = False,
+    sessions: SessionsOpt = None,
 ) -> None:
     """LoCoMo recall quality: memclaw vs grep, BM25, vector and hybrid variants, through the real path.
 
     Data: data/locomo10.json from https://github.com/snap-research/LoCoMo (pass it with --data)."""
     from memclaw.cli import bench_cmd
 
+    one = bench_cmd.OneMemory(one_memory, raw, sessions, filler)
+    if one.wanted:
+        bench_cmd.locomo_one_memory(
+            data,
+            systems,
+            out,
+            bench_cmd.RunOptions(not no_progress, embeddings, embed_cache, rankings, workdir),
+            one,
+            corpus_given=corpus != "all",
+        )
+        return
+    bench_cmd.check_one_memory(one)
     bench_cmd.locomo(
         data,
         systems,
@@ -107,11 +146,31 @@ def bench_longmemeval(
             "(the official key: one HISTORY entry per session of its user turns)",
         ),
     ] = "archive",
+    one_memory: OneMemoryOpt = False,
+    raw: RawOpt = False,
+    sessions: SessionsOpt = None,
+    questions: Annotated[
+        int | None,
+        typer.Option(
+            "--questions",
+            help="With --one-memory: ask a seeded sample of N questions; the store keeps their answer sessions.",
+        ),
+    ] = None,
 ) -> None:
     """LongMemEval retrieval (official protocol): recall_any/all@k and nDCG per question type.
 
     Data: longmemeval_s_cleaned.json, linked from https://github.com/xiaowu0162/LongMemEval (pass it with --data)."""
     from memclaw.cli import bench_cmd
+
+    one = bench_cmd.OneMemory(one_memory, raw, sessions, questions=questions)
+    if one.wanted:
+        bench_cmd.longmemeval_one_memory(
+            data, limit, systems, out,
+            bench_cmd.RunOptions(not no_progress, embeddings, embed_cache, rankings, workdir), one,
+            corpus=corpus,
+        )  # fmt: skip
+        return
+    bench_cmd.check_one_memory(one)
 
     bench_cmd.longmemeval(
         data,

@@ -48,6 +48,36 @@ class RunOptions:
     workdir: Path | None = None
 
 
+@dataclass(frozen=True)
+class OneMemory:
+    """`--one-memory` and the options only it reads: `--raw`, `--sessions N`, LoCoMo's `--filler FILE`."""
+
+    wanted: bool = False
+    raw: bool = False
+    sessions: int | None = None
+    filler: Path | None = None
+    questions: int | None = None
+
+    @property
+    def protocol(self) -> str:
+        return "raw" if self.raw else "default"
+
+
+def check_one_memory(one: OneMemory) -> None:
+    """Options that only --one-memory reads are a usage error without it."""
+    flags = (("--raw", one.raw), ("--sessions", one.sessions is not None), ("--filler", one.filler is not None),
+             ("--questions", one.questions is not None))  # fmt: skip
+    given = [n for n, v in flags if v]
+    if given and not one.wanted:
+        raise UsageError(f"{', '.join(given)} only apply with --one-memory: add --one-memory or drop them")
+
+
+def _one_memory_common(one: OneMemory, run: RunOptions) -> None:
+    _positive("--sessions", one.sessions)
+    if run.rankings:
+        raise UsageError("--rankings is not written by --one-memory: drop one of them")
+
+
 def locomo(
     data: Path,
     systems: str | None = None,
@@ -150,6 +180,100 @@ def longmemeval(
     print_summary(res, LME_KEYS, questions=questions_title(res))
     if (skipped := skipped_line(res)) is not None:
         print(skipped)
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return res
+
+
+def longmemeval_one_memory(
+    data: Path,
+    limit: int | None,
+    systems: str | None,
+    out: Path | None,
+    run: RunOptions,
+    one: OneMemory,
+    *,
+    corpus: str = "archive",
+) -> dict[str, Any]:
+    """`memclaw bench longmemeval --one-memory [--raw] [--sessions N]`: every session in one workspace
+    (memclaw.bench.one_memory); writes DIR/longmemeval.json and .md as the per-question run does."""
+    from memclaw.bench.longmemeval import questions_title, skipped_line, write_longmemeval_results
+    from memclaw.bench.models import run_per_model
+    from memclaw.bench.one_memory import SYSTEMS, run_lme_one_memory
+    from memclaw.bench.report import print_summary
+    from memclaw.bench.run_config import bench_config
+    from memclaw.bench.systems import parse_systems
+
+    _one_memory_common(one, run)
+    if one.filler is not None:
+        raise UsageError("--filler is LoCoMo's: LongMemEval's own sessions are the filler; drop --filler")
+    if corpus != "archive":
+        raise UsageError("--one-memory writes the archive corpus: drop --corpus")
+    _positive("--limit", limit)
+    _positive("--questions", one.questions)
+    specs = parse_systems(systems or SYSTEMS)
+    res = run_per_model(
+        run.embeddings,
+        bench_config(),
+        lambda base: run_lme_one_memory(
+            Path(data),
+            specs,
+            protocol=one.protocol,
+            sessions=one.sessions,
+            limit=limit,
+            questions=one.questions,
+            progress=run.progress,
+            base=base,
+            embedder=_embedder(base, run.embed_cache),
+            workdir=run.workdir,
+        ),  # fmt: skip
+    )
+    out = Path(out) if out else Path("bench-results") / f"longmemeval-one-memory-{one.protocol}"
+    paths = write_longmemeval_results(res, out)
+    print_summary(res, LME_KEYS, questions=questions_title(res))
+    if (skipped := skipped_line(res)) is not None:
+        print(skipped)
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return res
+
+
+def locomo_one_memory(
+    data: Path, systems: str | None, out: Path | None, run: RunOptions, one: OneMemory, *, corpus_given: bool = False
+) -> dict[str, Any]:
+    """`memclaw bench locomo --one-memory --filler LME_FILE [--raw] [--sessions N]`: the conversations among the
+    LongMemEval filler in one workspace (memclaw.bench.one_memory); writes DIR/locomo.json and .md."""
+    from memclaw.bench.locomo import load_locomo
+    from memclaw.bench.locomo_report import write_locomo_results
+    from memclaw.bench.models import run_per_model
+    from memclaw.bench.one_memory import SYSTEMS, run_locomo_one_memory
+    from memclaw.bench.report import print_summary
+    from memclaw.bench.run_config import bench_config
+    from memclaw.bench.systems import parse_systems
+
+    _one_memory_common(one, run)
+    if one.filler is None:
+        raise UsageError("--one-memory needs --filler: pass the LongMemEval file whose sessions surround LoCoMo's")
+    if corpus_given:
+        raise UsageError("--one-memory writes the full corpus (facts, summaries, archive): drop --corpus")
+    specs = parse_systems(systems or SYSTEMS)
+    ds = load_locomo(Path(data))
+    res = run_per_model(
+        run.embeddings,
+        bench_config(),
+        lambda base: run_locomo_one_memory(
+            ds,
+            one.filler,
+            specs,
+            protocol=one.protocol,
+            sessions=one.sessions,
+            progress=run.progress,
+            base=base,
+            embedder=_embedder(base, run.embed_cache),
+            workdir=run.workdir,
+        ),  # fmt: skip
+    )
+    out = Path(out) if out else Path("bench-results") / f"locomo-one-memory-{one.protocol}"
+    paths = write_locomo_results(res, out)
+    print_summary(res, LOCOMO_KEYS)
     print("wrote " + ", ".join(str(p) for p in paths))
     return res
 

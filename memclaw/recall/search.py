@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from memclaw.store.base import VectorStore
 
 log = logging.getLogger(__name__)
+_Hit = TypeVar("_Hit")
 
 
 def rank_settings(rc: RecallConfig) -> RankSettings:
@@ -100,8 +101,19 @@ class Recall:
         self._rebuild = rebuild
 
     def recall(
-        self, query: str, *, scope: str, k: int | None, mode: str | None, kind: str | None, now: datetime | None
+        self,
+        query: str,
+        *,
+        scope: str,
+        k: int | None,
+        mode: str | None,
+        kind: str | None,
+        now: datetime | None,
+        as_of: datetime | None = None,
+        exclude: Collection[str] = (),
     ) -> RecallResult:
+        """`as_of` and `exclude` narrow the candidates before fusion: units dated after `as_of`, and the unit ids
+        in `exclude`, are never candidates (the store as it stood then; a benchmark's masked units)."""
         rc = self.config.recall
         k = k or rc.k
         mode = mode or rc.mode
@@ -133,6 +145,7 @@ class Recall:
         if sc is None or not sc.state.units:
             return result
         n_cand = max(rc.candidates, k * 3)
+        admit = _admission(sc.state.units, as_of, exclude)
         bm25_hits: list[tuple[str, float]] = []
         bm25_bound = 0.0
         # turns whose BM25 score is their context's
@@ -148,12 +161,12 @@ class Recall:
             # the words of a date are no topic
             tokens = self.tokenizer.tokenize(without_dates(query, ranges))
             with self.scopes.lock:
-                bm25_hits = list(sc.lexical.search(tokens, n_cand)) if tokens else []
+                bm25_hits = _admitted(lambda n: sc.lexical.search(tokens, n), n_cand, admit) if tokens else []
                 bm25_bound = sc.lexical.max_score(tokens) if tokens else 0.0
                 use = tokens and rc.bm25_context_weight > 0
                 contexts = sc.turn_contexts(self.config.agent.name) if use else None
                 if contexts is not None:
-                    found = contexts.search(sc.lexical, tokens, n_cand)  # type: ignore[arg-type]
+                    found = _admitted(lambda n: contexts.search(sc.lexical, tokens, n), n_cand, admit)  # type: ignore[arg-type]
                     bm25_hits, by_context = with_context(bm25_hits, found, rc.bm25_context_weight, n_cand)
             result.timings_ms["bm25"] = (time.perf_counter() - t) * 1000
         if mode in ("hybrid", "vector"):
@@ -173,7 +186,8 @@ class Recall:
             t = time.perf_counter()
             if down is None:
                 try:
-                    raw = self._store().query(scope, qv, n_cand * 2)
+                    store = self._store()
+                    raw = _admitted(lambda n: store.query(scope, qv, n), n_cand * 2, admit, lambda h: unit_of(h.id))
                     vec_hits, passages = self._unit_similarities(sc, raw), best_passages(raw)
                 except VectorStoreUnavailable as e:
                     down = e
@@ -188,20 +202,23 @@ class Recall:
             result.timings_ms["vector"] = (time.perf_counter() - t) * 1000
         units = sc.state.units
         result.scope_size = sum(u.kind == kind for u in units.values()) if kind else len(units)
-        bm25_hits = [(i, s) for i, s in bm25_hits if i in units]
-        # ignore vectors orphaned by a crash
-        vec_hits = [(i, s) for i, s in vec_hits if i in units]
+        bm25_hits = [(i, s) for i, s in bm25_hits if i in units and (admit is None or admit(i))]
+        # Ignore vectors orphaned by a crash, and, after a repair, units the filter leaves out
+        vec_hits = [(i, s) for i, s in vec_hits if i in units and (admit is None or admit(i))]
         result.date_ranges = ranges
         links = sc.state.links if rc.link_sessions else {}
         entries_of = sc.entries_by_cid() if rc.link_sessions else {}
         said_by_agent = agent_turns(units, self.config.agent.name)
+        dated_in = sc.dated_in
+        if admit is not None:
+            dated_in = lambda rs, n: _admitted(lambda m: sc.dated_in(rs, m), n, admit, str)  # noqa: E731
         inp = RankInput(
             bm25=bm25_hits,
             vector=vec_hits,
             units=units,
             links=links,
             ranges=ranges,
-            dated_in=sc.dated_in,
+            dated_in=dated_in,
             now=now,
             bm25_bound=bm25_bound,
             entries_of=entries_of,
@@ -266,6 +283,40 @@ class Recall:
         result.warnings.append(f"{err}; recall fell back to BM25 only")
         log.warning("%s; recall fell back to BM25 only", err)
         return []
+
+
+def _admission(units, as_of: datetime | None, exclude: Collection[str]) -> Callable[[str], bool] | None:
+    """Which unit ids may be candidates (None: all): not in `exclude`, and not dated after `as_of`."""
+    if as_of is None and not exclude:
+        return None
+    out = exclude if isinstance(exclude, (set, frozenset, dict)) else frozenset(exclude)
+
+    def admit(uid: str) -> bool:
+        if uid in out:
+            return False
+        u = units.get(uid)
+        return as_of is None or u is None or u.timestamp is None or u.timestamp <= as_of
+
+    return admit
+
+
+def _admitted(
+    fetch: Callable[[int], Sequence[_Hit]],
+    n: int,
+    admit: Callable[[str], bool] | None,
+    key: Callable[[_Hit], str] = lambda h: h[0],  # type: ignore[index]
+) -> list[_Hit]:
+    """The first `n` hits of `fetch` whose unit `admit` lets through: fetched four times wider each round until
+    there are `n` or the source runs out, so a filter leaves the candidate count as it would be without it."""
+    if admit is None:
+        return list(fetch(n))
+    m = n * 2
+    while True:
+        got = list(fetch(m))
+        kept = [h for h in got if admit(key(h))]
+        if len(kept) >= n or len(got) < m:
+            return kept[:n]
+        m *= 4
 
 
 def _best_per_unit(hits, signal: str = "max", is_long: Callable[[str], bool] | None = None) -> list[tuple[str, float]]:

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
@@ -342,9 +342,12 @@ class MemoryService:
         return self.recall_detailed(query, **options).hits
 
     def recall_detailed(self, query: str, *, scope: str = OWNER_SCOPE, k: int | None = None, mode: str | None = None,
-                        kind: str | None = None, now: datetime | None = None) -> RecallResult:  # fmt: skip
-        result = self._recall.recall(query, scope=scope, k=k, mode=mode, kind=kind, now=now)
-        # archived turns that restate what the owner forgot
+                        kind: str | None = None, now: datetime | None = None, as_of: datetime | None = None,
+                        exclude: Collection[str] = ()) -> RecallResult:  # fmt: skip
+        """`as_of` / `exclude`: no unit dated after `as_of`, and none of the ids in `exclude`, is a candidate."""
+        result = self._recall.recall(query, scope=scope, k=k, mode=mode, kind=kind, now=now, as_of=as_of,
+                                     exclude=exclude)  # fmt: skip
+        # Archived turns that restate what the owner forgot
         return self._forgotten.apply(result)
 
     # ----- writes (memclaw.service._writes) ---------------------------------------------------------------
