@@ -8,6 +8,10 @@ Read by vulture only, never imported. A line names an attribute as `_.name`; kee
 # memclaw/__init__.py: the module's lazy exports (PEP 562)
 _.__getattr__
 _.__dir__
+# bench/locomo.py: fields of the loaded LoCoMo records, kept as the file has them
+_.number
+_.conversation
+_.n_by_category
 # channels/discord/gateway.py: discord.py reads the intent flag and VoiceClient's class attributes
 _.message_content
 _.warn_nacl

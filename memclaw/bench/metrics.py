@@ -49,10 +49,6 @@ def items_in_order(ranked: Sequence[str], cover: Cover) -> list[str]:
     return list(out)
 
 
-def is_relevant(uid: str, cover: Cover, evidence: Iterable[str]) -> bool:
-    return bool(cover.get(uid, frozenset()) & set(evidence))
-
-
 def hit_at_k(ranked: Sequence[str], cover: Cover, evidence: Iterable[str], k: int) -> float:
     """1.0 when at least one of the top k units covers an evidence item."""
     ev = set(evidence)
