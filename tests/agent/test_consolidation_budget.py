@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from memclaw.agent.loop import Agent
 from memclaw.agent.sessions import SessionStore
 from memclaw.config import Config, EmbeddingsConfig
 from memclaw.llm.client import LLMClient
@@ -26,6 +25,7 @@ from memclaw.llm.tokens import count_messages
 from memclaw.service.facade import MemoryService
 from memclaw.workspace import Workspace
 from tests.agent.many_facts import write_memory
+from tests.agent.recording import RecordingAgent
 from tests.agent.test_agent_memory import cli, consolidation_json, memory_files, talk
 from tests.llm_server import scripted_server
 
@@ -69,17 +69,19 @@ def big_memory(tmp_path_factory) -> Path:
     return root
 
 
-def agent_at(root: Path, embedder=None, **agent_settings: int) -> Agent:
+def agent_at(root: Path, embedder=None, **agent_settings: int) -> RecordingAgent:
     cfg = config(root)
     if embedder is not None:
         cfg.embeddings = EmbeddingsConfig()
     for key, value in agent_settings.items():
         setattr(cfg.agent, key, value)
     mem = MemoryService(Workspace(root), cfg, embedder=embedder)
-    return Agent(cfg, Workspace(root), mem, llm=LLMClient(cfg, backoff_base_s=0.01), background_consolidation=False)
+    return RecordingAgent(
+        cfg, Workspace(root), mem, llm=LLMClient(cfg, backoff_base_s=0.01), background_consolidation=False
+    )
 
 
-def fact_id(agent: Agent, needle: str) -> str:
+def fact_id(agent: RecordingAgent, needle: str) -> str:
     return next(f.id for f in agent.memory.facts("owner") if needle in f.text)
 
 
