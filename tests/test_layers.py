@@ -33,6 +33,7 @@ LAYERS: dict[str, float] = {
     "channels": 10,
     "cli": 12,
     "bench": 11,
+    "importers": 11.5,
 }
 SEAMS: dict[str, str] = {
     "litellm": "llm",
