@@ -1,22 +1,16 @@
 """Readers of other assistants' memory: each turns its files into `Source` (conversations, facts, history entries).
 
-Formats, each from its public definition (docs/import.md names the sources):
+Each format follows its public definition; docs/import.md maps each file and cites its source.
 
-* **nanobot** workspace: `memory/MEMORY.md` (free Markdown facts), `memory/history.jsonl` (one entry a line:
-  `{"cursor", "timestamp": "YYYY-MM-DD HH:MM", "content"}`) or the older `memory/HISTORY.md` (entries that start
-  `[YYYY-MM-DD HH:MM]`, a blank line between), and `sessions/*.jsonl` (a `_type: metadata` line, then messages
-  with `role`, `content`, `timestamp`).
-* **OpenClaw** state folder or workspace: `MEMORY.md`, daily notes `memory/YYYY-MM-DD.md` (or `-<slug>.md`), and
-  session transcripts `agents/<agent>/sessions/<id>.jsonl` (a `session` line, then `message` entries whose
-  `message` has `role` and `content`: a string or text blocks).
-* **ChatGPT** data export: `conversations.json`, a list of conversations whose `mapping` is a tree of messages;
-  the branch shown is the path from `current_node` up to the root.
-* **jsonl**: one message a line (`role`, `content` or `text`, `ts` or `timestamp`, optionally `conversation`,
-  `sender` as `channel:id` and `name`).
+* nanobot: `memory/MEMORY.md`, `memory/history.jsonl` or the older `memory/HISTORY.md`, and `sessions/*.jsonl`.
+* OpenClaw: `MEMORY.md`, daily notes `memory/YYYY-MM-DD[-slug].md`, and `agents/<agent>/sessions/<id>.jsonl`.
+* ChatGPT: `conversations.json`; the branch shown is the path from `current_node` up to the root of `mapping`.
+* jsonl: one message a line (`role`, `content`, `ts`, and optionally `conversation`, `sender`, `name`).
 
-Every reader validates the whole source before anything is written: a broken file raises ImportSourceError naming
-the file and the fix. Nothing below the source folder is followed through a symlink, no line longer than
-MAX_LINE_BYTES is read whole, and no JSON file larger than MAX_JSON_BYTES is loaded.
+Every reader validates the whole source before anything is written.
+A broken file raises ImportSourceError naming the file and the fix.
+Nothing below the source folder is followed through a symlink.
+No line longer than MAX_LINE_BYTES is read whole, and no JSON file larger than MAX_JSON_BYTES is loaded.
 """
 
 from __future__ import annotations
