@@ -277,7 +277,8 @@ def import_(
 ) -> None:
     """Import conversations, facts and history from nanobot, OpenClaw, a ChatGPT export or JSONL (docs/import.md).
 
-    Run again, it adds only what is missing (also after Ctrl-C). Exit 2: a broken or unsafe source file."""
+    Run again, it adds only what is missing (also after Ctrl-C). Exit codes: 2 a broken or unsafe source file
+    (nothing written), 5 the model failed (--consolidate), 130 interrupted (run it again to go on)."""
     from memclaw.cli.import_cmd import import_command
 
     import_command(source, path, workspace, consolidate=consolidate, dry_run=dry_run, yes=yes, json_out=json_out)

@@ -65,6 +65,7 @@ class Summary:
     seconds: float = 0.0
     interrupted: bool = False
     consolidated: int = 0
+    counted: set[str] = field(default_factory=set)
 
     def to_json(self) -> dict[str, Any]:
         added = {"conversations": self.conversations, "turns": self.turns, "facts": self.facts,
@@ -251,11 +252,14 @@ class Importer:
     @staticmethod
     def _count(item: Item, written: list[str], summary: Summary) -> None:
         if item.kind == "conversation":
+            # a conversation with several senders is one record per scope: counted once
+            new = item.record.cid not in summary.counted
+            summary.counted.add(item.record.cid)
             if "archive" in written:
-                summary.conversations += 1
+                summary.conversations += new
                 summary.turns += item.count
             else:
-                summary.skipped["conversations"] += 1
+                summary.skipped["conversations"] += new
         elif item.kind == "facts":
             if "facts" in written:
                 summary.facts += item.count

@@ -119,7 +119,8 @@ def test_openclaw_folder_brings_memory_daily_notes_and_transcripts(cli, ws, src)
 
 def test_messages_are_split_by_sender_as_consolidation_splits_them(cli, ws, src):
     out = imported(cli, "jsonl", str(src / "messages.jsonl"))
-    assert out["added"]["turns"] == 6 and out["scopes"] == ["owner", "people/discord:5550001"], out
+    assert out["added"]["conversations"] == 2 and out["added"]["turns"] == 6, out
+    assert out["scopes"] == ["owner", "people/discord:5550001"], out
     files = memory_files(ws)
     owner = "".join(v for k, v in files.items() if k.startswith("memory/archive/"))
     omar = "".join(v for k, v in files.items() if k.startswith("memory/people/"))
