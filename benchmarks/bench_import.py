@@ -1,7 +1,7 @@
 """A year of ChatGPT history imported: a synthetic export the size of a heavy user's (~2,000 conversations), timed
 through `memclaw import chatgpt` in a fresh workspace, then once more (the idempotent re-run).
 
-    PYTHONPATH=. nice -n 10 .venv/bin/python benchmarks/bench_import.py --workdir /tmp/import-year
+    PYTHONPATH=. nice -n 10 .venv/bin/python benchmarks/bench_import.py --workdir WORKDIR
 
 The export is seeded and written in the shape of a real `conversations.json` (a `mapping` tree per conversation,
 epoch `create_time`s, a regenerated answer now and then, hidden system messages). Conversations are spread over
