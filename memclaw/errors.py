@@ -134,6 +134,10 @@ class UsageError(MemclawError):
     exit_code = 2
 
 
+class ImportSourceError(UsageError):
+    """A file to import cannot be read as its format says: broken, too large, or a symlink (exit 2, nothing written)."""
+
+
 class NothingToRecall(UsageError):
     """A recall query with nothing to search for: empty, or only stop words ("the and of"). Auto-recall recalls
     nothing for it, silently; a command says so (exit 2)."""

@@ -65,7 +65,7 @@ WARM_IMPORTS = [
     "memclaw.llm.client",
     "memclaw.service.facade",
     "memclaw.service.learned",
-    "memclaw.agent._conversation",
+    "memclaw.agent.conversation",
     "memclaw.agent.sessions",
     "memclaw.store.chroma",
     "memclaw.store.clients",

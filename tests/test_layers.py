@@ -35,6 +35,7 @@ LAYERS: dict[str, float] = {
     "mcpserver": 11.5,
     "cli": 12,
     "bench": 11,
+    "importers": 11.5,
 }
 SEAMS: dict[str, str] = {
     "litellm": "llm",

@@ -29,7 +29,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memclaw.agent._consolidation_output import ConsolidationOut, FactOpIn, parse_output, to_fact_ops, usable
-from memclaw.agent._conversation import (
+from memclaw.agent.conversation import (
     USER_SPEAKER,
     archived_turns,
     conversation_start,

@@ -54,7 +54,7 @@ TURN_SUFFIX = ".turn.lock"
 
 INCOGNITO = "incognito"
 """Meta key: the rest of this session is private (`/incognito`, until `/new`); and message key: the message was
-sent while it was. Private messages are neither consolidated nor archived (memclaw.agent._conversation)."""
+sent while it was. Private messages are neither consolidated nor archived (memclaw.agent.conversation)."""
 
 
 def session_filename(channel: str, chat_id: str) -> str:

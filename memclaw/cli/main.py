@@ -285,6 +285,27 @@ def mcp(
     mcp_command(http=http, port=port, sender=sender, read_only=read_only, workspace=workspace)
 
 
+@app.command("import")
+def import_(
+    source: Annotated[str, typer.Argument(help="What to import: nanobot, openclaw, chatgpt or jsonl.")],
+    path: Annotated[Path, typer.Argument(help="The workspace folder, export folder or file to import.")],
+    consolidate: Annotated[
+        bool, typer.Option("--consolidate", help="Also write facts and history with the model (cost shown first).")
+    ] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be added; write nothing.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Start --consolidate without asking.")] = False,
+    workspace: WorkspaceOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Import conversations, facts and history from nanobot, OpenClaw, a ChatGPT export or JSONL (docs/import.md).
+
+    Run again, it adds only what is missing (also after Ctrl-C). Exit codes: 2 a broken or unsafe source file
+    (nothing written), 5 the model failed (--consolidate), 130 interrupted (run it again to go on)."""
+    from memclaw.cli.import_cmd import import_command
+
+    import_command(source, path, workspace, consolidate=consolidate, dry_run=dry_run, yes=yes, json_out=json_out)
+
+
 @app.command("config")
 def config_cmd(
     defaults: Annotated[

@@ -30,8 +30,10 @@ def _seconds(s: float) -> str:
 
 
 class _Reporter:
-    def __init__(self, total: int, what: str, stream: IO[str], tty: bool, clock: Callable[[], float]) -> None:
-        self.total, self.what, self.stream, self.tty, self.clock = total, what, stream, tty, clock
+    def __init__(
+        self, total: int, what: str, stream: IO[str], tty: bool, clock: Callable[[], float], unit: str = "vector"
+    ) -> None:
+        self.total, self.what, self.stream, self.tty, self.clock, self.unit = total, what, stream, tty, clock, unit
         self.done = 0
         self.t0 = clock()
         self.shown = False
@@ -45,7 +47,7 @@ class _Reporter:
     def figures(self, now: float) -> str:
         rate = self.rate(now)
         left = (self.total - self.done) / rate if rate > 0 else 0.0
-        return f"{self.done:,}/{self.total:,} vectors, {rate:,.0f}/s, about {_seconds(left)} left"
+        return f"{self.done:,}/{self.total:,} {self.unit}s, {rate:,.0f}/s, about {_seconds(left)} left"
 
     def advance(self, n: int) -> None:
         self.done += n
@@ -83,22 +85,27 @@ class _Reporter:
             self._bar.stop()
         if self.shown and finished:
             now = self.clock()
-            print(f"{self.what}: {counted(self.done, 'vector')} in {_seconds(now - self.t0)} ({self.rate(now):,.0f}/s)",
-                  file=self.stream, flush=True)  # fmt: skip
+            took = f"{counted(self.done, self.unit)} in {_seconds(now - self.t0)} ({self.rate(now):,.0f}/s)"
+            print(f"{self.what}: {took}", file=self.stream, flush=True)
 
 
 @contextlib.contextmanager
 def stderr_progress(
-    total: int, what: str, *, stream: IO[str] | None = None, clock: Callable[[], float] = time.monotonic
+    total: int,
+    what: str,
+    *,
+    stream: IO[str] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    unit: str = "vector",
 ) -> Iterator[Advance]:
-    """`advance(n)` after each n of `total` items of `what` (e.g. "embedding 5,000 memories")."""
+    """`advance(n)` after each n of `total` items of `what` (e.g. "embedding 5,000 memories"), counted as `unit`s."""
     out = stream if stream is not None else sys.stderr
     if total <= 0:
         with _step(what, out, clock):
             yield lambda n: None
         return
     tty = bool(getattr(out, "isatty", lambda: False)())
-    r = _Reporter(total, what, out, tty, clock)
+    r = _Reporter(total, what, out, tty, clock, unit)
     finished = False
     try:
         yield r.advance

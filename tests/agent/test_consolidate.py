@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memclaw.agent._conversation import format_conversation, group_by_scope
+from memclaw.agent.conversation import format_conversation, group_by_scope
 from memclaw.agent.consolidate import cut_index, parse_output
 from memclaw.util.jsonfix import extract_json, extract_object, strip_fences
 

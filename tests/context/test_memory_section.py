@@ -46,7 +46,7 @@ def test_text_reaches_the_model_as_written_but_for_what_would_break_the_quote():
     """Issue 38 (papercuts): every `<` and `&` of a memory reached the model as `&lt;` and `&amp;` ("x &lt; 3").
     Only a bracket that would open or close memclaw's quoting tag is escaped, in any case, spacing or look-alike
     bracket; the consolidation prompt's <conversation> quote is kept the same way."""
-    from memclaw.agent._conversation import format_conversation
+    from memclaw.agent.conversation import format_conversation
     from memclaw.context.tag_guard import unforgeable
 
     code = fact_unit("owner", "In Python, `if a < b and c > d:` and `x & y`; Tom & Jerry <3", "Notes")
