@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memclaw.agent._consolidation_output import ConsolidationOut, FactOpIn, parse_output, to_fact_ops, usable
+from memclaw.agent._turnlock import lock_held
 from memclaw.agent.conversation import (
     USER_SPEAKER,
     archived_turns,
@@ -39,7 +40,6 @@ from memclaw.agent.conversation import (
     message_time,
     owner_speaker,
 )
-from memclaw.agent._turnlock import lock_held
 from memclaw.agent.sessions import CLAIM_SUFFIX, CONSOLIDATION_PROGRESS
 from memclaw.context.inputs import content_text
 from memclaw.errors import ConsolidationError, ConsolidationOverBudget, LLMError, MemclawError, MemoryFileError

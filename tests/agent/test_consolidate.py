@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memclaw.agent.conversation import format_conversation, group_by_scope
 from memclaw.agent.consolidate import cut_index, parse_output
+from memclaw.agent.conversation import format_conversation, group_by_scope
 from memclaw.util.jsonfix import extract_json, extract_object, strip_fences
 
 
