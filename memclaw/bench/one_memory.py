@@ -10,6 +10,7 @@ dates the store at the asked conversation's last day.
 `sessions` caps the store: every answer session is kept and the filler is sampled with a seeded generator, so a
 small machine runs a fraction of the scale reproducibly. Scores, reports and systems are the per-question run's
 (memclaw.bench.longmemeval, memclaw.bench.runner); the cost of the one store sits beside them (`cost`).
+See docs/decisions/0039-one-memory-filtered-before-ranking.md.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@
   already holds, is skipped.
 * Every record is idempotent by its id (memclaw.service.consolidation_record), so an import run again, finished
   or interrupted, adds only what is missing. The index is synced once at the end.
+See docs/decisions/0038-importing-through-the-consolidation-writer.md.
 """
 
 from __future__ import annotations
