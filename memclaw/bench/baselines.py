@@ -118,8 +118,10 @@ def keywords(query: str) -> list[str]:
 class GrepIndex:
     """The memory files' lines and which unit each line belongs to (None for headings and blank lines)."""
 
-    lines: list[tuple[str, str | None]]  # (line text, unit id) in file order, MEMORY.md then HISTORY.md
-    texts: dict[str, str]  # unit id -> unit text (lower-cased), for grep-ranked
+    # (line text, unit id) in file order, MEMORY.md then HISTORY.md
+    lines: list[tuple[str, str | None]]
+    # Unit id -> unit text (lower-cased), for grep-ranked
+    texts: dict[str, str]
 
     @classmethod
     def build(cls, root: Path, units: Sequence[MemoryUnit]) -> GrepIndex:
@@ -138,7 +140,8 @@ class GrepIndex:
                     text = file_lines[ln - 1].strip() if ln - 1 < len(file_lines) else ""
                     if not text or (u.kind == "fact" and text.startswith("#")):
                         if u.kind == "fact":
-                            break  # a fact ends at a blank line or a heading
+                            # A fact ends at a blank line or a heading
+                            break
                         continue
                     owner[ln - 1] = u.id
             lines.extend(zip(file_lines, owner, strict=True))

@@ -32,6 +32,7 @@ def budgeted_view(ranked: Ranked, items: dict[str, Candidate], count: Callable[[
     kept: dict[int, list[str]] = {}
     for b in M.BUDGETS:
         f = fill(cands, b, count)
-        kept[b] = [uid for i in f.kept for uid in f.served(i)]  # (an excerpt: the turns it serves)
+        # An excerpt: the turns it serves
+        kept[b] = [uid for i in f.kept for uid in f.served(i)]
         tokens[f"@{b}t"] = float(f.used)
     return M.Budgeted(kept, tokens)

@@ -46,8 +46,10 @@ class BenchCorpus:
     root: Path
     units: list[MemoryUnit]
     cover: dict[str, frozenset[str]]
-    unmatched: list[str] = field(default_factory=list)  # unit ids the side file did not describe
-    credit: dict[str, frozenset[str]] = field(default_factory=dict)  # the budgeted view's cover (default: cover)
+    # Unit ids the side file did not describe
+    unmatched: list[str] = field(default_factory=list)
+    # The budgeted view's cover (default: cover)
+    credit: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def by_id(self) -> dict[str, MemoryUnit]:

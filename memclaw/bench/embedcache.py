@@ -20,7 +20,8 @@ import numpy as np
 
 from memclaw.errors import UsageError
 
-SAVE_EVERY = 2000  # new vectors between two writes of the file
+# New vectors between two writes of the file
+SAVE_EVERY = 2000
 
 
 class CachedEmbedder:
@@ -31,8 +32,10 @@ class CachedEmbedder:
         self.path = Path(path)
         self._vectors: dict[str, np.ndarray] = {}
         self._unsaved = 0
-        self.cached = 0  # batch texts answered from the file
-        self.embedded = 0  # batch texts the model embedded
+        # Batch texts answered from the file
+        self.cached = 0
+        # Batch texts the model embedded
+        self.embedded = 0
         if self.path.exists():
             try:
                 with np.load(io.BytesIO(self.path.read_bytes()), allow_pickle=False) as data:
@@ -55,7 +58,8 @@ class CachedEmbedder:
         return getattr(self._inner, name)
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: Any = None) -> np.ndarray:
-        if len(texts) == 1:  # a query (recall embeds one text): live, so the measured latency includes it
+        # A query (recall embeds one text): live, so the measured latency includes it
+        if len(texts) == 1:
             return self._inner.encode(texts, batch_size=batch_size, progress=progress)
         keys = [hashlib.sha1(t.encode("utf-8", "surrogatepass")).hexdigest() for t in texts]
         todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in self._vectors}

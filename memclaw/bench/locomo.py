@@ -124,7 +124,8 @@ class Conversation:
     sessions: dict[int, Session]
     observations: list[Observation]
     summaries: dict[int, str]
-    questions: list[Question]  # eligible ones only (categories 1-4 with evidence)
+    # Eligible ones only (categories 1-4 with evidence)
+    questions: list[Question]
     anomalies: list[str] = field(default_factory=list)
 
     @property
@@ -306,7 +307,8 @@ def conversation_sessions(conv: Conversation, corpus: Corpus = "all") -> tuple[l
         if facts:
             obs = [o for o in conv.observations if o.session == n]
             b.facts = [(o.text, o.speaker) for o in obs]
-            for o in obs:  # the text as the writer writes it (memclaw.service.learned), to match the unit
+            # The text as the writer writes it (memclaw.service.learned), to match the unit
+            for o in obs:
                 written = bare_fact(mark_fact(o.text, s.when.date(), b.cid))
                 entries.append({"kind": "fact", "text": written, "session": n, "covers": list(o.evidence)})
         sessions.append(b)

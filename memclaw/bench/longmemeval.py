@@ -48,8 +48,10 @@ def parse_lme_date(text: str) -> datetime:
 class LMESession:
     session_id: str
     when: datetime
-    text: str  # the user turns, one line each (the official key)
-    turns: tuple[tuple[str, str, bool], ...] = ()  # every turn with text: (role, text, has_answer)
+    # The user turns, one line each (the official key)
+    text: str
+    # Every turn with text: (role, text, has_answer)
+    turns: tuple[tuple[str, str, bool], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -59,12 +61,14 @@ class LMEQuestion:
     question: str
     question_date: datetime | None
     sessions: tuple[LMESession, ...]
-    relevant: frozenset[str]  # session ids with a has_answer user turn
+    # Session ids with a has_answer user turn
+    relevant: frozenset[str]
 
 
 def _one_line(text: str) -> str:
     line = " ".join(str(text).split())
-    if re.match(r"^\[\d{4}-\d{2}-\d{2}", line):  # must not look like the start of a new history entry
+    # Must not look like the start of a new history entry
+    if re.match(r"^\[\d{4}-\d{2}-\d{2}", line):
         line = "(" + line[1:]
     return line
 
@@ -113,7 +117,8 @@ def load_longmemeval(path: Path) -> list[dict[str, Any]]:
     path = Path(path)
     try:
         data = path.read_bytes()
-        if path.suffix == ".gz" or data[:2] == b"\x1f\x8b":  # gzip, by name or by magic
+        # Gzip, by name or by magic
+        if path.suffix == ".gz" or data[:2] == b"\x1f\x8b":
             data = gzip.decompress(data)
         raw = json.loads(data.decode("utf-8"))
     except FileNotFoundError:
@@ -121,7 +126,8 @@ def load_longmemeval(path: Path) -> list[dict[str, Any]]:
             f"no LongMemEval file at {path}: pass longmemeval_s_cleaned.json or longmemeval_oracle.json "
             "(.json or .json.gz)"
         ) from None
-    except (OSError, ValueError, EOFError) as e:  # gzip.BadGzipFile is an OSError; UnicodeDecodeError a ValueError
+    # gzip.BadGzipFile is an OSError; UnicodeDecodeError a ValueError
+    except (OSError, ValueError, EOFError) as e:
         raise UsageError(
             f"cannot read LongMemEval file {path}: {e}; pass a valid LongMemEval .json or .json.gz file"
         ) from None
@@ -184,10 +190,11 @@ def _write_archive(q: LMEQuestion, root: Path) -> list[dict[str, Any]]:
     sessions, entries = [], []
     for s in q.sessions:
         b = BenchSession(s.session_id, s.when, cid=bench_cid("longmemeval", q.qid, s.session_id))
+        # The AI's turns are the agent's own
         b.turns = tuple(
             ArchivedTurn(BENCH_AGENT if role == "assistant" else role, text, s.when.time())
             for role, text, _a in s.turns
-        )  # the AI's turns are the agent's own
+        )
         for i, (_r, _t, answer) in enumerate(s.turns):
             credit = [s.session_id] if answer else []
             entries.append({"kind": "archive", "cid": b.cid, "turn": i, "covers": [s.session_id], "credit": credit})

@@ -102,16 +102,20 @@ class QuestionScore:
     ndcg: float
     latency_ms: float
     recall_all: dict[int, float] = field(default_factory=dict)
-    budget: dict[int, float] = field(default_factory=dict)  # B -> evidence recall of the units a B-token section keeps
-    tokens: dict[str, float] = field(default_factory=dict)  # "@5" / "@128t" -> memory-section tokens they cost
+    # B -> evidence recall of the units a B-token section keeps
+    budget: dict[int, float] = field(default_factory=dict)
+    # "@5" / "@128t" -> memory-section tokens they cost
+    tokens: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Budgeted:
     """One ranked list seen through the memory section: the units kept at each budget, and what things cost."""
 
-    kept: dict[int, list[str]]  # B -> unit ids the section keeps
-    tokens: dict[str, float]  # "@5", "@10" (top k, whatever fits) and "@128t", ... (what the kept units use)
+    # B -> unit ids the section keeps
+    kept: dict[int, list[str]]
+    # "@5", "@10" (top k, whatever fits) and "@128t", ... (what the kept units use)
+    tokens: dict[str, float]
 
 
 def score_question(

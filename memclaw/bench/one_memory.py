@@ -48,8 +48,10 @@ class Filler:
     """The LongMemEval sessions one memory holds (date order), and which are some question's answer sessions."""
 
     sessions: list[LMESession]
-    answers_of: dict[str, frozenset[str]]  # question id -> its answer session ids (every question of the file)
-    in_file: int  # distinct sessions in the file
+    # Question id -> its answer session ids (every question of the file)
+    answers_of: dict[str, frozenset[str]]
+    # Distinct sessions in the file
+    in_file: int
 
 
 def lme_filler(
@@ -347,7 +349,8 @@ def run_locomo_one_memory(
         raise UsageError(f"unknown protocol {protocol!r}: use one of {', '.join(PROTOCOLS)}")
     check_systems(specs)
     started = time.time()
-    filler = lme_filler(load_longmemeval(lme_path), sessions, seed, asked=())  # no LongMemEval question is asked
+    # No LongMemEval question is asked
+    filler = lme_filler(load_longmemeval(lme_path), sessions, seed, asked=())
     base = base or bench_config()
     embedder = embedder or load_embedder_once(base, specs)
     key = (f"one-memory-locomo-{sha256_file(data.path)[:8]}-{sha256_file(Path(lme_path))[:8]}-"

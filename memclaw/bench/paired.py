@@ -40,7 +40,8 @@ def paired_counts(
     where the hybrid's value is above the signal's and below it. The score lists are in the same question order;
     `values(score)` gives a question's metric values by key (a key a question lacks is left out)."""
     out: dict[str, dict[str, dict[str, list[int]]]] = {}
-    hybrid_values = [(group(h), values(h)) for h in hybrid]  # once, not once per signal
+    # Once, not once per signal
+    hybrid_values = [(group(h), values(h)) for h in hybrid]
     for name, other in singles.items():
         if len(other) != len(hybrid):
             raise ValueError(f"{name}: {len(other)} scores against the hybrid's {len(hybrid)}")

@@ -76,7 +76,8 @@ def cold_recall(ws: Path, home: Path, query: str, runs: int = 3, *, chroma_url: 
 
 def warm_latencies(svc: Any, queries: list[str]) -> tuple[list[float], list[float]]:
     """(recall ms, query-embedding ms) per query, after a warm-up of 10 queries."""
-    for q in queries[:10]:  # warm-up (first Chroma query after open, caches)
+    # warm-up (first Chroma query after open, caches)
+    for q in queries[:10]:
         svc.recall(q)
     lat, embed_ms = [], []
     for q in queries:

@@ -37,7 +37,8 @@ def print_perf(res: dict[str, Any]) -> None:
     for i, name in enumerate(PERF_HEADER):
         t.add_column(name, justify="left" if i == 0 else "right", no_wrap=True)
     for row in perf_rows(res):
-        cells = md_table(list(PERF_HEADER), [row])[-1].strip("| ").split(" | ")  # (the .md's formatting of each cell)
+        # The .md's formatting of each cell
+        cells = md_table(list(PERF_HEADER), [row])[-1].strip("| ").split(" | ")
         t.add_row(*cells)
     Console(file=sys.stdout, width=200, markup=False, emoji=False).print(t)
 

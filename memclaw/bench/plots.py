@@ -65,7 +65,8 @@ def _systems_plot(
 
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
     xs: list[int] = []
-    colors = plt.get_cmap("tab20").colors  # distinct colours for up to 20 systems
+    # Distinct colours for up to 20 systems
+    colors = plt.get_cmap("tab20").colors
     for i, (name, s) in enumerate(res["systems"].items()):
         xs, ys = series(s)
         main = name == "hybrid"

@@ -32,8 +32,10 @@ class PreparedCorpus:
     index_seconds: float
     services: list[MemoryService] = field(default_factory=list)
     items: dict[str, Candidate] = field(default_factory=dict)
-    count: Callable[[str], int] | None = None  # the memory section's token counter (cuts excerpts to fit)
-    service_of: dict[str, MemoryService] = field(default_factory=dict)  # a memclaw system's own service
+    # The memory section's token counter (cuts excerpts to fit)
+    count: Callable[[str], int] | None = None
+    # A memclaw system's own service
+    service_of: dict[str, MemoryService] = field(default_factory=dict)
 
     def close(self) -> None:
         for s in self.services:

@@ -34,11 +34,13 @@ def bench_cid(*parts: str) -> str:
 class BenchSession:
     """One benchmark session as consolidation would see it, and what the benchmark says it learned."""
 
-    key: str  # the dataset's id of the session (LoCoMo: its number; LongMemEval: its session id)
+    # The dataset's id of the session (LoCoMo: its number; LongMemEval: its session id)
+    key: str
     when: datetime
     turns: tuple[ArchivedTurn, ...] = ()
     summary: str = ""
-    facts: Sequence[tuple[str, str | None]] = ()  # (text, section)
+    # Text, section
+    facts: Sequence[tuple[str, str | None]] = ()
     cid: str = ""
 
 

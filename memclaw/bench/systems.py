@@ -28,9 +28,11 @@ SystemFn = Callable[[str, int], Ranked]
 @dataclass(frozen=True)
 class SystemSpec:
     name: str
-    kind: str  # "grep" | "memclaw"
+    # "grep" | "memclaw"
+    kind: str
     description: str
-    recall: dict[str, Any] = field(default_factory=dict)  # RecallConfig overrides (memclaw systems)
+    # RecallConfig overrides (memclaw systems)
+    recall: dict[str, Any] = field(default_factory=dict)
 
 
 SYSTEMS: dict[str, SystemSpec] = {

@@ -39,7 +39,8 @@ def bench_workspace(prefix: str, workdir: Path | None, key: str) -> Iterator[tup
     d = Path(workdir) / key
     reused = (d / KEPT_MARK).exists()
     if not reused and d.exists():
-        shutil.rmtree(d)  # an interrupted write: start again
+        # An interrupted write: start again
+        shutil.rmtree(d)
     d.mkdir(parents=True, exist_ok=True)
     try:
         yield d / "ws", reused

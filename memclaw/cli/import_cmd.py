@@ -28,7 +28,8 @@ def import_command(
     from memclaw.util.progress import stderr_progress
 
     cfg, ws = load(workspace)
-    source = read_source(kind, path)  # the whole source, validated before anything is written
+    # The whole source, validated before anything is written
+    source = read_source(kind, path)
     mem = memory_service(cfg, ws, progress=not json_out)
     importer = Importer(mem, cfg)
     items, summary = importer.plan(source)

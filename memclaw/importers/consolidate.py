@@ -39,7 +39,8 @@ class Estimate:
     conversations: int
     input_tokens: int
     output_tokens: int
-    cost: float | None  # USD; None when litellm has no price for the model
+    # USD; None when litellm has no price for the model
+    cost: float | None
     model: str
 
     def line(self) -> str:

@@ -47,16 +47,20 @@ class Item:
 
     scope: str
     record: ConsolidationRecord
-    kind: str  # "conversation", "facts" or "history"
-    count: int  # turns of a conversation, facts of a day, 1 for a history entry
-    messages: tuple[dict[str, Any], ...] = ()  # a conversation's session messages (all scopes), for --consolidate
+    # "conversation", "facts" or "history"
+    kind: str
+    # Turns of a conversation, facts of a day, 1 for a history entry
+    count: int
+    # A conversation's session messages (all scopes), for --consolidate
+    messages: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass
 class Summary:
     source: str
     dry_run: bool = False
-    conversations: int = 0  # archived now (or, in a dry run, would be)
+    # Archived now (or, in a dry run, would be)
+    conversations: int = 0
     turns: int = 0
     facts: int = 0
     history: int = 0

@@ -43,16 +43,21 @@ _STAMP = re.compile(r"^\[(\d{4}-\d{2}-\d{2})(?:[ T](\d{2}):(\d{2}))?[^\]]*\]\s*"
 
 @dataclass(frozen=True)
 class Message:
-    role: str  # "user" or "assistant"
+    # "user" or "assistant"
+    role: str
     text: str
-    at: datetime  # aware, when it was said
-    sender: str | None = None  # "channel:id" of a user message from someone else than the owner
-    name: str | None = None  # the sender's display name
+    # Aware, when it was said
+    at: datetime
+    # "channel:id" of a user message from someone else than the owner
+    sender: str | None = None
+    # The sender's display name
+    name: str | None = None
 
 
 @dataclass(frozen=True)
 class Conversation:
-    key: str  # unique within its source (a file and an id)
+    # Unique within its source (a file and an id)
+    key: str
     messages: tuple[Message, ...]
 
 
@@ -61,7 +66,8 @@ class Dated:
     """A fact or a history entry with the time it was learned or written."""
 
     text: str
-    at: datetime  # naive local time
+    # Naive local time
+    at: datetime
     section: str | None = None
 
 
