@@ -149,9 +149,9 @@ class RecallConfig(_Section):
     """Vector hits below this cosine similarity are not evidence of relevance."""
     min_bm25: float = Field(0.0, ge=0)
     """BM25 hits at or below this score are not evidence of relevance."""
-    archive_min_similarity: float = Field(0.0, ge=-1, le=1)
+    archive_min_similarity: float = Field(0.2, ge=-1, le=1)
     """An archived turn that shares no word with the query needs at least this cosine similarity: a short chat line
-    sits near almost any query. Off by default: docs/decisions/0030-retries-and-the-archive-floor.md."""
+    sits near almost any query. 0 turns it off; docs/decisions/0030-retries-and-the-archive-floor.md."""
     recency_half_life_days: float | None = Field(None, gt=0)
     """If set, history entries (never facts) are boosted by recency with this half-life."""
     link_sessions: bool = True

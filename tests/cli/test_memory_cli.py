@@ -328,16 +328,16 @@ def test_memory_list_shows_one_row_per_conversation_of_the_archive(cli, ws):
     assert listed(cli, "--kind", "archive", "--sender", "discord:5") == []
 
 
-def test_an_archived_turn_found_by_its_vector_alone_needs_the_archive_floor(cli, ws, monkeypatch):
+def test_an_archived_turn_found_by_its_vector_alone_needs_the_archive_floor(cli, ws):
     """Issue 38 (papercuts): `/recall passport` listed archive excerpts about a restaurant and a ferry (cosine 0.15,
-    no word in common). An archived turn that shares no word with the query needs recall.archive_min_similarity;
-    one that names the passport is still found, and so is a turn that means the query in other words."""
+    no word in common). An archived turn that shares no word with the query needs recall.archive_min_similarity,
+    0.2 by default; one that names the passport is still found, and so is a turn that means the query in other
+    words."""
     from datetime import datetime
 
     from memclaw.workspace import Workspace
     from tests.archive_days import append_day, chunk
 
-    monkeypatch.setenv("MEMCLAW_RECALL__ARCHIVE_MIN_SIMILARITY", "0.2")
     archive(ws)
     trip = chunk("c4444dddd", datetime(2026, 11, 27, 9, 0), ("Maya", "Can you check the flight to Lisbon?"),
                  ("memclaw", "TAP 1234 leaves at 9:10."), ("Maya", "My passport expires in March."))  # fmt: skip
