@@ -71,6 +71,20 @@ def memclaw_home(tmp_path, monkeypatch):
     return home
 
 
+@pytest.fixture(autouse=True)
+def known_secrets_per_test():
+    """The process's known secret values (memclaw.util.redact) are a test's own: one test's token never masks
+    another test's text, whatever the order the tests run in."""
+    from memclaw.util import redact
+
+    with redact._known_lock:
+        saved = set(redact._known)
+    yield
+    with redact._known_lock:
+        redact._known.clear()
+        redact._known.update(saved)
+
+
 @pytest.fixture(scope="session")
 def chroma_server(tmp_path_factory):
     """One real Chroma server for the session (started on first use)."""

@@ -399,9 +399,12 @@ def in_pty(*args: str, typed: bytes = b"") -> bytes:
     os.close(slave)
     os.write(master, typed)
     out = b""
+    # poll, not select: select() fails on a descriptor above 1024, which a long test process reaches
+    poller = select.poll()
+    poller.register(master, select.POLLIN)
     deadline = time.monotonic() + 300  # a safety net against hanging, not a timing assertion
     while time.monotonic() < deadline:
-        if select.select([master], [], [], 0.2)[0]:
+        if poller.poll(200):
             try:
                 chunk = os.read(master, 65536)
             except OSError:  # EIO: the child closed the terminal
