@@ -146,8 +146,12 @@ def direct_transport(config: Config, model: str | None = None) -> bool:
     `agent.transport = "auto"` (docs/decisions/0031-direct-openai-transport.md)."""
     a = config.agent
     model = model or a.model
-    api_base = a.model_overrides.get(model, {}).get("api_base") or a.api_base
-    return a.transport == "auto" and serves_direct(model, api_base)
+    return a.transport == "auto" and serves_direct(model, configured_api_base(config, model))
+
+
+def configured_api_base(config: Config, model: str) -> str | None:
+    """The endpoint the config names for `model`: its `model_overrides` entry, else `agent.api_base`."""
+    return config.agent.model_overrides.get(model, {}).get("api_base") or config.agent.api_base
 
 
 def scrub(text: str, secrets: list[str] | None = None) -> str:
@@ -172,7 +176,7 @@ class LLMClient:
         a = config.agent
         self.model = model or a.model
         ov = dict(a.model_overrides.get(self.model, {}))
-        self.api_base: str | None = ov.get("api_base") or a.api_base
+        self.api_base = configured_api_base(config, self.model)
         key = ov.get("api_key")
         self._api_key: str | None = str(key) if key else (a.api_key.get_secret_value() if a.api_key else None)
         self.timeout_s = float(ov.get("timeout_s", a.timeout_s))
