@@ -127,7 +127,10 @@ class RecallConfig(_Section):
     """The recall keys a user sets. The ranking's tuning constants are a named preset (memclaw.config.presets)."""
 
     k: int = Field(8, ge=1, le=200)
+    """How many memories the recall command and memory_search return unless asked for another number."""
     mode: Literal["hybrid", "bm25", "vector"] = RECALL_MODE
+    """hybrid: words (BM25) and meaning (the embedding) fused; bm25: words alone, no model loaded; vector: meaning
+    alone."""
     max_query_chars: int = Field(2000, ge=1)
     """A recall query (the recall command, a message's auto-recall, memory_search) longer than this is cut to it,
     with a note: the work of recall grows with the query, and a hostile one can be megabytes."""
@@ -141,7 +144,7 @@ class RecallConfig(_Section):
     """If set, history entries (never facts) are boosted by recency with this half-life."""
     preset: PresetName = "default"
     """The ranking's tuning constants, by name: `default`, or `plain-rrf` (reciprocal-rank fusion of the two
-    signals alone, no lifts). Their values: the presets table below."""
+    signals alone, no session links, dates or agent's-turn weight). Their values: the presets table below."""
 
     _tuning: RecallTuning | None = PrivateAttr(None)
 
