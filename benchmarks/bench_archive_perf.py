@@ -130,7 +130,7 @@ def main() -> None:
     arch, arch_info = build(a.workdir / "archive", a.units, a.turns, embedder, a.reuse)
     embedder.save()
     # The archive store once more, without a short turn's BM25 score with the turns beside it: what that costs.
-    no_ctx = system_config(bench_config(), SystemSpec("nocontext", "memclaw", "", {"bm25_context_weight": 0.0}))
+    no_ctx = system_config(bench_config(), SystemSpec("nocontext", "memclaw", "", tuning={"bm25_context_weight": 0.0}))
     arch_nc = MemoryService(Workspace(a.workdir / "archive"), no_ctx, embedder=embedder, store=arch.store)
     queries = synthetic_queries(a.queries)
     for q in queries[:20]:  # warm-up

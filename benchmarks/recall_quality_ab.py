@@ -10,6 +10,8 @@ vectors come from one embedding cache (`--embed-cache`): the first process fills
 
 A configuration change is measured the same way: `--baseline . --current . --current-env
 MEMCLAW_RECALL__ARCHIVE_MIN_SIMILARITY=0.2` runs one checkout twice, the second with that environment override.
+A tuning value of the ranking preset (memclaw.config.presets) is no config key; the benchmarks read it from
+MEMCLAW_BENCH_TUNING: `--current-env 'MEMCLAW_BENCH_TUNING={"rrf_k": 30, "date_weight": 0.3}'`.
 `--locomo-corpus full --lme-corpus archive` measures with the archive in memory.
 
 The report gives the memory-section recall at 128/256/512/1024 tokens (LoCoMo: evidence recall; LongMemEval:

@@ -80,19 +80,19 @@ def test_every_number_and_switch_still_reads_from_the_environment(monkeypatch, s
 
 
 def test_environment_numbers_the_file_writes_as_ints(monkeypatch, memclaw_home):
-    (memclaw_home / "config.toml").write_text("[memory]\nchroma_timeout_s = 5\n[recall]\nbm25_weight = 1\n")
+    (memclaw_home / "config.toml").write_text("[memory]\nchroma_timeout_s = 5\n[recall]\narchive_min_similarity = 0\n")
     monkeypatch.setenv("MEMCLAW_AGENT__TEMPERATURE", "0")
     monkeypatch.setenv("MEMCLAW_RECALL__MIN_SIMILARITY", "-0.5")
     monkeypatch.setenv("MEMCLAW_EMBEDDINGS__DIMENSIONS", "512")
     cfg = load_config()
-    assert cfg.memory.chroma_timeout_s == 5.0 and cfg.recall.bm25_weight == 1.0
+    assert cfg.memory.chroma_timeout_s == 5.0 and cfg.recall.archive_min_similarity == 0.0
     assert cfg.agent.temperature == 0.0 and cfg.recall.min_similarity == -0.5 and cfg.embeddings.dimensions == 512
-    monkeypatch.setenv("MEMCLAW_RECALL__BM25_WEIGHT", "nan")
-    with pytest.raises(ConfigError, match="MEMCLAW_RECALL__BM25_WEIGHT"):
+    monkeypatch.setenv("MEMCLAW_RECALL__ARCHIVE_MIN_SIMILARITY", "nan")
+    with pytest.raises(ConfigError, match="MEMCLAW_RECALL__ARCHIVE_MIN_SIMILARITY"):
         load_config()
-    monkeypatch.delenv("MEMCLAW_RECALL__BM25_WEIGHT")
-    (memclaw_home / "config.toml").write_text("[recall]\nbm25_weight = nan\n")  # TOML has NaN: no weight is
-    with pytest.raises(ConfigError, match="'recall.bm25_weight'.*finite"):
+    monkeypatch.delenv("MEMCLAW_RECALL__ARCHIVE_MIN_SIMILARITY")
+    (memclaw_home / "config.toml").write_text("[recall]\narchive_min_similarity = nan\n")  # TOML has NaN: no floor is
+    with pytest.raises(ConfigError, match="'recall.archive_min_similarity'.*finite"):
         load_config()
 
 
@@ -129,15 +129,6 @@ def test_a_good_or_empty_chroma_url_loads(memclaw_home, monkeypatch):
     assert load_config().memory.chroma_url == "https://chroma.example:8443/"
     monkeypatch.setenv("MEMCLAW_MEMORY__CHROMA_URL", "")
     assert load_config().memory.chroma_url is None
-
-
-def test_a_keep_factor_of_one_is_a_config_error_naming_its_fix(memclaw_home, monkeypatch):
-    monkeypatch.setenv("MEMCLAW_RECALL__KEEP_FACTOR", "1")
-    with pytest.raises(ConfigError, match="MEMCLAW_RECALL__KEEP_FACTOR.*0 \\(off\\) or at least 2"):
-        load_config()
-    for ok in ("0", "2", "3"):
-        monkeypatch.setenv("MEMCLAW_RECALL__KEEP_FACTOR", ok)
-        assert load_config().recall.keep_factor == int(ok)
 
 
 # ----- environment variable names (issue 19.12) -----------------------------------------------------------------

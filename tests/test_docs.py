@@ -52,7 +52,20 @@ def test_the_docs_site_builds_strictly(tmp_path: Path) -> None:
     r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     config = (tmp_path / "site" / "configuration" / "index.html").read_text("utf-8")
-    assert "recall.agent_turn_weight" in config
+    assert "recall.preset" in config and "agent_turn_weight" in config and "plain-rrf" in config
+
+
+def test_the_config_reference_names_every_tuning_value_of_every_preset() -> None:
+    from dataclasses import asdict
+
+    from memclaw.config.presets import PRESETS, TUNING_KEYS
+
+    page = runpy.run_path(str(REPO / "tools" / "config_reference.py"))["render"]()
+    for key in TUNING_KEYS:
+        row = next((line for line in page.splitlines() if line.startswith(f"| `{key}` |")), None)
+        assert row, f"{key} is missing from the presets table"
+        for preset in PRESETS.values():
+            assert f"`{json.dumps(asdict(preset)[key])}`" in row, (key, row)
 
 
 def _markdown_files() -> list[Path]:

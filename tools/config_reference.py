@@ -1,4 +1,5 @@
-"""The configuration reference, generated from the config model (memclaw/config/__init__.py), so it cannot drift.
+"""The configuration reference, generated from the config model (memclaw/config/__init__.py) and recall's presets
+(memclaw/config/presets.py), so it cannot drift.
 
 It is an MkDocs hook: `docs/configuration.md` holds the marker line, and each build puts the tables in its place.
 `python tools/config_reference.py` prints the tables.
@@ -91,7 +92,27 @@ def render() -> str:
         title = f"`[{prefix.rstrip('.')}]`" if prefix else "Top level"
         out += [f"### {title}", "", "| key | type | default | limits | meaning |", "| --- | --- | --- | --- | --- |"]
         out += [*rows, ""]
+        if prefix == "recall.":
+            out += _presets()
     return "\n".join(out)
+
+
+def _presets() -> list[str]:
+    """The presets table: each tuning constant's value in every preset, its limits and meaning."""
+    from dataclasses import asdict
+
+    from memclaw.config import presets
+
+    docs = _attribute_docs(Path(inspect.getfile(presets))).get("RecallTuning", {})
+    names = list(presets.PRESETS)
+    values = {name: asdict(tuning) for name, tuning in presets.PRESETS.items()}
+    out = ["### Recall presets (`recall.preset`)", ""]
+    out += ["| tuning value | " + " | ".join(f"`{n}`" for n in names) + " | limits | meaning |"]
+    out += ["| --- | " + "--- | " * len(names) + "--- | --- |"]
+    for name, field in presets.RecallTuning.__pydantic_fields__.items():
+        cells = " | ".join(f"`{_cell(_default(values[p][name]))}`" for p in names)
+        out.append(f"| `{name}` | {cells} | {_cell(_limits(field))} | {_cell(docs.get(name, ''))} |")
+    return [*out, ""]
 
 
 def on_page_markdown(markdown: str, **_: Any) -> str:

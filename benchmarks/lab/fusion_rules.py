@@ -29,6 +29,11 @@ TODAY = FusionParams(
 PRODUCT = rank_settings(RecallConfig())
 
 
+def _tuned(**changes: object) -> RecallConfig:
+    """The default recall config with these tuning values over its preset's (memclaw.config.presets)."""
+    return RecallConfig().with_tuning(**changes)
+
+
 def unit_sims(q: Query, sig: Signals, n: int = N_CAND * 2, signal: str = "max") -> list[tuple[str, float]]:
     """The vector store's top n vectors (exact, ties by id) -> one similarity per unit, best first."""
     vids = q.corpus.vector_ids
@@ -111,7 +116,7 @@ def product(q: Query, s: RankSettings | None = None, *, strip: bool = True, sign
     return [(f.id, tuple(links.get(f.id, ()))) for f in rank(inp, s, k=K, n_cand=N_CAND)]
 
 
-PREVIOUS = rank_settings(RecallConfig(fusion="weighted", bm25_weight=0.7, keep_factor=0, date_after=0.0))
+PREVIOUS = rank_settings(_tuned(fusion="weighted", bm25_weight=0.7, keep_factor=0, date_after=0.0))
 
 
 RULES: dict[str, Callable[[Query], Ranked]] = {
@@ -472,7 +477,7 @@ RULES["final-base-k0"] = conf_family(wb=0.6, ab=0.25, av=0.25, fv="gap50", nv="f
 
 
 def _settings(**kw) -> RankSettings:
-    return rank_settings(RecallConfig(**kw))
+    return rank_settings(_tuned(**kw))
 
 
 for _name, _kw in {

@@ -1,11 +1,38 @@
 """Recall-quality and performance benchmarks (`memclaw bench ...`), run through memclaw's real path.
 
-Modules: locomo (LoCoMo loader + converter), longmemeval (LongMemEval loader, converter, runner), metrics (pure),
-baselines (grep, grep-ranked), systems (named recall configurations), corpus (converted workspace + coverage),
-run_config (a run's configuration and embedder), workspaces (a corpus's workspace for a run), prepared (one corpus
-indexed and its systems bound), budgeted (the memory-budget view of a ranking), runner (the LoCoMo run loop),
-rankings, report (shared Markdown/JSON/stdout parts), signal_view (the hybrid against its single signals, per
-type), paired (the same question by question), plots, locomo_report (LoCoMo result files), machine, progress,
-perf (`bench perf`), perf_measure (its timed measurements), perf_report (its result files), synthetic (its synthetic
-memories). Heavy libraries are imported lazily.
+The public API is the modules in `__all__`: what the `memclaw bench` command and the scripts in benchmarks/ use.
+- Data sets: locomo (LoCoMo), longmemeval (LongMemEval), synthetic and synthetic_archive (made-up memories), and
+  record (writing a conversation as consolidation would).
+- A run: run_config (its configuration and embedder), systems (the systems it compares), corpus (a converted
+  workspace), embedcache (cached vectors), runner (LoCoMo), one_memory (one memory for both sets), models (one
+  run per embedding model), perf and perf_measure (`bench perf`).
+- Results: metrics (pure scores), budgeted (the memory-budget view), paired (question by question), report,
+  locomo_report and perf_report (result files), machine (the machine a run was on).
+
+The other modules are internals of a run: baselines, estimate, plots, prepared, progress, rankings, signal_view,
+workspaces. Heavy libraries are imported lazily.
 """
+
+__all__ = [
+    "budgeted",
+    "corpus",
+    "embedcache",
+    "locomo",
+    "locomo_report",
+    "longmemeval",
+    "machine",
+    "metrics",
+    "models",
+    "one_memory",
+    "paired",
+    "perf",
+    "perf_measure",
+    "perf_report",
+    "record",
+    "report",
+    "run_config",
+    "runner",
+    "synthetic",
+    "synthetic_archive",
+    "systems",
+]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
@@ -85,5 +86,6 @@ def run_perf(
         "embeddings_model": cfg.embeddings.model,
         "embedder": type(embedder).__name__,
         "recall_config": json.loads(cfg.recall.model_dump_json()),
+        "recall_tuning": asdict(cfg.recall.tuning),
         "sizes": results,
     }

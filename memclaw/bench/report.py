@@ -46,7 +46,10 @@ def disk_md(res: dict[str, Any]) -> list[str]:
 
 
 def config_summary(base: Config) -> dict[str, Any]:
-    return {"recall": json.loads(base.recall.model_dump_json()), "embeddings_model": base.embeddings.model}
+    from dataclasses import asdict
+
+    recall = json.loads(base.recall.model_dump_json())
+    return {"recall": recall, "tuning": asdict(base.recall.tuning), "embeddings_model": base.embeddings.model}
 
 
 def run_provenance(base: Config, index_s: float, started: float) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The systems a benchmark compares: a system is a function (query, k) -> ranked unit ids.
 
-memclaw systems are named recall-config overrides of the memclaw default configuration; they share one
-index per corpus (only recall parameters differ) and go through `MemoryService.recall_detailed`.
+memclaw systems are the default configuration with named changes: recall keys (`recall`) and tuning values
+(`tuning`, on top of the preset: memclaw.config.presets). They share one index per corpus and go through
+`MemoryService.recall_detailed`.
 """
 
 from __future__ import annotations
@@ -31,9 +32,14 @@ class SystemSpec:
     # "grep" | "memclaw"
     kind: str
     description: str
-    # RecallConfig overrides (memclaw systems)
+    # recall keys (memclaw systems): mode, preset, recency_half_life_days, the floors
     recall: dict[str, Any] = field(default_factory=dict)
+    # tuning values over the preset's (memclaw systems): memclaw.config.presets.RecallTuning's fields
+    tuning: dict[str, Any] = field(default_factory=dict)
 
+
+_RAW = {"link_sessions": False, "date_weight": 0.0, "agent_turn_weight": 1.0}
+"""The tuning of a signal alone: no session links, dates or agent's-turn weight."""
 
 SYSTEMS: dict[str, SystemSpec] = {
     s.name: s
@@ -49,93 +55,88 @@ SYSTEMS: dict[str, SystemSpec] = {
             "memclaw",
             "BM25 signal alone (a short turn's score with its context included): no session links, dates, agent's-turn "
             "weight or diversity",
-            {"mode": "bm25", "link_sessions": False, "date_weight": 0.0, "agent_turn_weight": 1.0},
+            {"mode": "bm25"},
+            _RAW,
         ),
         SystemSpec(
             "vector-raw",
             "memclaw",
             "vector signal alone: no session links, dates, agent's-turn weight or diversity",
-            {"mode": "vector", "link_sessions": False, "date_weight": 0.0, "agent_turn_weight": 1.0},
+            {"mode": "vector"},
+            _RAW,
         ),
         SystemSpec(
             "vector-head",
             "memclaw",
             "one vector per unit from its first 256 word pieces (a plain MiniLM index): no passages, links, dates or "
             "agent's-turn weight",
-            {
-                "mode": "vector",
-                "vector_signal": "head",
-                "link_sessions": False,
-                "date_weight": 0.0,
-                "agent_turn_weight": 1.0,
-            },  # fmt: skip
+            {"mode": "vector"},
+            {"vector_signal": "head", **_RAW},
         ),
         SystemSpec("hybrid", "memclaw", "memclaw default configuration", {}),
         SystemSpec(
             "hybrid-head",
             "memclaw",
             "default with the head vector alone as the vector signal",
-            {"vector_signal": "head"},
+            tuning={"vector_signal": "head"},
         ),
         SystemSpec(
             "hybrid-passages",
             "memclaw",
             "default with the best passage alone as the vector signal (no head vectors)",
-            {"vector_signal": "passages"},
+            tuning={"vector_signal": "passages"},
         ),
         SystemSpec(
             "hybrid-rrf-plain",
             "memclaw",
-            "plain reciprocal-rank fusion, no session links, dates or agent's-turn weight (the reference hybrid)",
-            {
-                "mode": "hybrid",
-                "fusion": "rrf",
-                "link_sessions": False,
-                "date_weight": 0.0,
-                "bm25_weight": 1.0,
-                "vector_weight": 1.0,
-                "keep_factor": 0,
-                "agent_turn_weight": 1.0,
-            },
+            "plain reciprocal-rank fusion, no session links, dates or agent's-turn weight (the reference hybrid: the "
+            "preset plain-rrf)",
+            {"mode": "hybrid", "preset": "plain-rrf"},
         ),
         SystemSpec(
             "hybrid-rrf",
             "memclaw",
             "reciprocal-rank fusion with the default links",
-            {"fusion": "rrf", "keep_factor": 0},
+            tuning={"fusion": "rrf", "keep_factor": 0},
         ),
         SystemSpec(
             "hybrid-weighted",
             "memclaw",
             "the previous default's fusion: BM25 / its best * 0.7 + cosine, dates lifted by half the best score, no "
             "signal-rank placement (date words are out of BM25 here too)",
-            {"fusion": "weighted", "bm25_weight": 0.7, "keep_factor": 0, "date_after": 0.0},
+            tuning={"fusion": "weighted", "bm25_weight": 0.7, "keep_factor": 0, "date_after": 0.0},
         ),
         SystemSpec(
-            "hybrid-nokeep", "memclaw", "default without the signal-rank placement (keep_factor 0)", {"keep_factor": 0}
+            "hybrid-nokeep",
+            "memclaw",
+            "default without the signal-rank placement (keep_factor 0)",
+            tuning={"keep_factor": 0},
         ),
         SystemSpec(
-            "hybrid-nolink", "memclaw", "default fusion without session links/diversity", {"link_sessions": False}
+            "hybrid-nolink",
+            "memclaw",
+            "default fusion without session links/diversity",
+            tuning={"link_sessions": False},
         ),
-        SystemSpec("hybrid-nodate", "memclaw", "default without date-range handling", {"date_weight": 0.0}),
+        SystemSpec("hybrid-nodate", "memclaw", "default without date-range handling", tuning={"date_weight": 0.0}),
         SystemSpec(
             "hybrid-nocontext",
             "memclaw",
             "default without a short archived turn's BM25 score with the turns beside it (bm25_context_weight 0)",
-            {"bm25_context_weight": 0.0},
+            tuning={"bm25_context_weight": 0.0},
         ),
         SystemSpec(
             "hybrid-noagent",
             "memclaw",
             "default with the agent's own archived turns weighed as any turn (agent_turn_weight 1)",
-            {"agent_turn_weight": 1.0},
+            tuning={"agent_turn_weight": 1.0},
         ),
         SystemSpec(
             "hybrid-replies",
             "memclaw",
             "default with the agent's own turns kept in place like any unit and its replies beside an excerpt's match "
             "shown as any turn (keep_agent_turns, excerpt_agent_words None: the default before they were elided)",
-            {"keep_agent_turns": True, "excerpt_agent_words": None},
+            tuning={"keep_agent_turns": True, "excerpt_agent_words": None},
         ),
         SystemSpec(
             "hybrid-recency",
@@ -175,10 +176,15 @@ def parse_systems(value: str | None) -> list[SystemSpec]:
 
 
 def system_config(base: Config, spec: SystemSpec) -> Config:
-    """The memclaw Config of a system: base with the spec's recall overrides (validated)."""
+    """The memclaw Config of a system: base with the spec's recall keys (validated) and tuning values. The tuning
+    starts from the spec's preset when it names one, else from the base's tuning (a run's MEMCLAW_BENCH_TUNING)."""
+    from dataclasses import asdict
+
     from memclaw.config import RecallConfig
 
     recall = RecallConfig.model_validate({**base.recall.model_dump(), **spec.recall})
+    start = {} if "preset" in spec.recall else asdict(base.recall.tuning)
+    recall = recall.with_tuning(**{**start, **spec.tuning})
     return base.model_copy(update={"recall": recall})
 
 

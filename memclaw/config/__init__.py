@@ -13,9 +13,19 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from memclaw.config.env import ENV_PREFIX, check_env_names, env_values, merged
+from memclaw.config.presets import PRESETS, RETIRED_KEY, PresetName, RecallTuning, tuned, without_retired
 from memclaw.defaults import CONTEXT_RECALL_K, EMBEDDINGS_BACKEND, EMBEDDINGS_MODEL, RECALL_MODE
 from memclaw.errors import ConfigError
 from memclaw.util.home import config_path
@@ -114,81 +124,46 @@ class MemoryConfig(_Section):
 
 
 class RecallConfig(_Section):
+    """The recall keys a user sets. The ranking's tuning constants are a named preset (memclaw.config.presets)."""
+
     k: int = Field(8, ge=1, le=200)
+    """How many memories the recall command and memory_search return unless asked for another number."""
     mode: Literal["hybrid", "bm25", "vector"] = RECALL_MODE
+    """hybrid: words (BM25) and meaning (the embedding) fused; bm25: words alone, no model loaded; vector: meaning
+    alone."""
     max_query_chars: int = Field(2000, ge=1)
     """A recall query (the recall command, a message's auto-recall, memory_search) longer than this is cut to it,
     with a note: the work of recall grows with the query, and a hostile one can be megabytes."""
-    fusion: Literal["adaptive", "weighted", "rrf"] = "adaptive"
-    """adaptive: each signal on its own scale for the query, weighted by how much it knows about it (its
-    confidence to the power bm25_confidence / vector_confidence); weighted: bm25_weight * BM25 / its best +
-    vector_weight * cosine; rrf: reciprocal-rank fusion."""
-    rrf_k: int = Field(60, ge=1)
-    bm25_weight: float = Field(0.6, ge=0)
-    vector_weight: float = Field(1.0, ge=0)
-    bm25_context_weight: float = Field(0.7, ge=0, le=2)
-    """A short archived turn's BM25 score is the better of its own and this times its score with the words of the
-    turns beside it (memclaw.index.bm25_context); 0 turns it off."""
-    bm25_confidence: float = Field(0.25, ge=0, le=4)
-    """adaptive: how much BM25's weight follows how much of the query its best hit matches (0: not at all)."""
-    vector_confidence: float = Field(0.25, ge=0, le=4)
-    """adaptive: how much the vector's weight follows how far its best cosine stands out (0: not at all)."""
-    keep_factor: int = Field(3, ge=0, le=10)
-    """A unit that BM25 or the vector alone ranks in its top k is kept within the first keep_factor * k hits
-    (itself or the history entry that covers it); 0 turns the guarantee off, else at least 2."""
-    keep_agent_turns: bool = False
-    """True: the guarantee holds for the agent's own archived turns too. By default (with `agent_turn_weight` < 1)
-    it does not: they hold their signal rank with no place of their own and rank as the weight puts them (measured:
-    docs/decisions/0005-agent-replies-in-an-excerpt.md)."""
-
-    candidates: int = Field(50, ge=1, le=2000)
-    vector_signal: Literal["max", "passages", "head"] = "max"
-    """A long unit's vector similarity: its best vector (`max`: passages and head), its best passage
-    (`passages`), or its head vector alone (`head`: one vector per unit, its first 256 word pieces)."""
     min_similarity: float = Field(0.15, ge=-1, le=1)
-    """Vector hits below this cosine similarity are not evidence of relevance."""
-    min_bm25: float = Field(0.0, ge=0)
-    """BM25 hits at or below this score are not evidence of relevance."""
+    """Vector hits below this cosine similarity are not evidence of relevance. Its scale is the embedding model's:
+    another model may need another floor."""
     archive_min_similarity: float = Field(0.2, ge=-1, le=1)
     """An archived turn that shares no word with the query needs at least this cosine similarity: a short chat line
     sits near almost any query. 0 turns it off; docs/decisions/0030-retries-and-the-archive-floor.md."""
     recency_half_life_days: float | None = Field(None, gt=0)
     """If set, history entries (never facts) are boosted by recency with this half-life."""
-    link_sessions: bool = True
-    """A matching fact or archived turn lifts the history entry of its consolidation (same consolidation id; a fact
-    without one: same date), a matching fact or entry lifts the matching turns of its conversation, and the memory
-    section leaves out a fact or turn whose entry it already holds and says the same (the entry covers it)."""
-    link_weight: float = Field(0.5, ge=0)
-    excerpt_before: int = Field(1, ge=0, le=20)
-    excerpt_after: int = Field(2, ge=0, le=20)
-    excerpt_wide: int = Field(2, ge=0, le=200)
-    """An archived turn that matches is served as an excerpt of its conversation: the best `excerpt_wide` of them with
-    up to `excerpt_before` turns of the same chunk before them and `excerpt_after` after (fewer when the memory
-    section's budget is short), the others alone (measured: docs/decisions/0012-the-excerpt-window.md)."""
-    excerpt_agent_words: int | None = Field(25, ge=0, le=400)
-    """In an excerpt, a reply of the agent beside the matched turn (its speaker is `agent.name`) of more than this
-    many words is shown as said, not what (`memclaw: …`, not served: the owner's words are the memory, measured:
-    docs/decisions/0005-agent-replies-in-an-excerpt.md); None: as any turn (a long one as its 40 words nearest
-    to the match). A reply that matches is served as itself."""
-    agent_turn_weight: float = Field(0.4, ge=0, le=1)
-    """An archived turn the agent said itself (its speaker is `agent.name`) ranks with this share of its fused
-    score: the owner's words are the memory, and the agent's long replies, which restate the question's topic, would
-    crowd out the turn that holds the answer (measured: docs/decisions/0004-the-agents-own-words.md); 1: as any
-    turn."""
-    date_weight: float = Field(0.5, ge=0)
-    """A query naming a date range ("in August 2023", "last week") lifts memories stamped inside it by this share
-    of the fusion's full scale (bm25_weight + vector_weight; of the best score with `weighted` or `rrf`), and the
-    words that named the date are no BM25 topic words; 0 turns date handling off."""
-    date_after: float = Field(0.5, ge=0, le=1)
-    """Memories stamped just after a named range (within its length, at most a week: "last week I was in Lisbon",
-    said once it was over) gain this share of the date lift."""
+    preset: PresetName = "default"
+    """The ranking's tuning constants, by name: `default`, or `plain-rrf` (reciprocal-rank fusion of the two
+    signals alone, no session links, dates or agent's-turn weight). Their values: the presets table below."""
 
-    @field_validator("keep_factor")
+    _tuning: RecallTuning | None = PrivateAttr(None)
+
+    @model_validator(mode="before")
     @classmethod
-    def _two_signals_need_two(cls, v: int) -> int:
-        if v == 1:
-            raise ValueError("must be 0 (off) or at least 2: two signals' top k cannot both fit in the first k")
-        return v
+    def _retired_keys(cls, data: Any) -> Any:
+        return without_retired(data) if isinstance(data, dict) else data
+
+    @property
+    def tuning(self) -> RecallTuning:
+        """The tuning constants recall ranks with: the preset's, or those `with_tuning` set."""
+        return self._tuning if self._tuning is not None else PRESETS[self.preset]
+
+    def with_tuning(self, **changes: Any) -> RecallConfig:
+        """A copy that ranks with these tuning values over its own: the benchmarks', the lab's and the tests' seam.
+        ValueError for a name RecallTuning has not."""
+        copy = self.model_copy()
+        copy._tuning = tuned(self.tuning, changes)
+        return copy
 
 
 class AgentConfig(_Section):
@@ -344,17 +319,22 @@ def _env_var_for(loc: tuple) -> str | None:
 
 def _describe(err: ValidationError, file_origin: str | None) -> str:
     first = err.errors()[0]
-    key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    loc = tuple(first["loc"])
+    if first["type"] == RETIRED_KEY:
+        loc += (first["ctx"]["key"],)
+    key = ".".join(str(p) for p in loc) or "(top level)"
     # never the value: it may be a secret
     msg = first["msg"]
     if first["type"] == "extra_forbidden":
         msg = "unknown key (check the spelling against `memclaw config --defaults`)"
     more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
     # the environment beats the file, so a set variable is the culprit
-    env = _env_var_for(tuple(first["loc"]))
+    env = _env_var_for(loc)
+    origin = f"environment variable {env}" if env is not None else file_origin or "the environment"
+    if first["type"] == RETIRED_KEY:
+        return f"config key '{key}' from {origin} {msg}"
     if env is not None:
-        return f"invalid config key '{key}' from environment variable {env}: {msg}{more}; fix or unset it"
-    origin = file_origin or "the environment"
+        return f"invalid config key '{key}' from {origin}: {msg}{more}; fix or unset it"
     return f"invalid config key '{key}' in {origin}: {msg}{more}; fix the value or remove the key"
 
 

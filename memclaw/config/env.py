@@ -30,9 +30,11 @@ from memclaw.errors import ConfigError
 
 ENV_PREFIX = "MEMCLAW_"
 NESTED = "__"
-OWN_VARIABLES = frozenset({"MEMCLAW_HOME", "MEMCLAW_DISCORD_TOKEN", "MEMCLAW_MCP_TOKEN", "MEMCLAW_TEST_CHROMA_URL"})
-"""memclaw's variables that are not config keys: where its home is, the Discord and MCP tokens' own variables, and
-the test suite's Chroma server."""
+OWN_VARIABLES = frozenset(
+    {"MEMCLAW_HOME", "MEMCLAW_DISCORD_TOKEN", "MEMCLAW_MCP_TOKEN", "MEMCLAW_TEST_CHROMA_URL", "MEMCLAW_BENCH_TUNING"}
+)
+"""memclaw's variables that are not config keys: where its home is, the Discord and MCP tokens' own variables, the
+test suite's Chroma server, and the benchmarks' tuning values (memclaw.bench.run_config)."""
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}

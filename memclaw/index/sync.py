@@ -373,7 +373,7 @@ class ScopeSync:
         dirty.unlink(missing_ok=True)
         synced = Scope(state, lexical, scope_state.file_sig(sf))
         cache.put(scope, synced)
-        if self.config.recall.bm25_context_weight > 0 and table.rows_of("archive"):
+        if self.config.recall.tuning.bm25_context_weight > 0 and table.rows_of("archive"):
             # built here, not by the next recall (memclaw.index.bm25_context; 0.3 s at 100k turns)
             with cache.lock:
                 synced.turn_contexts(self.config.agent.name)

@@ -42,27 +42,28 @@ _Hit = TypeVar("_Hit")
 
 
 def rank_settings(rc: RecallConfig) -> RankSettings:
-    """The ranking settings of a recall configuration."""
+    """The ranking settings of a recall configuration: its keys and its preset's tuning."""
+    t = rc.tuning
     fusion = FusionParams(
-        method=rc.fusion,
-        rrf_k=rc.rrf_k,
-        bm25_weight=rc.bm25_weight,
-        vector_weight=rc.vector_weight,
+        method=t.fusion,
+        rrf_k=t.rrf_k,
+        bm25_weight=t.bm25_weight,
+        vector_weight=t.vector_weight,
         min_similarity=rc.min_similarity,
-        min_bm25=rc.min_bm25,
-        bm25_confidence=rc.bm25_confidence,
-        vector_confidence=rc.vector_confidence,
+        min_bm25=t.min_bm25,
+        bm25_confidence=t.bm25_confidence,
+        vector_confidence=t.vector_confidence,
     )
     return RankSettings(
         fusion=fusion,
-        date_weight=rc.date_weight,
-        date_scale="full" if rc.fusion == "adaptive" else "best",
-        date_after=rc.date_after,
-        link_weight=rc.link_weight if rc.link_sessions else 0.0,
+        date_weight=t.date_weight,
+        date_scale="full" if t.fusion == "adaptive" else "best",
+        date_after=t.date_after,
+        link_weight=t.link_weight if t.link_sessions else 0.0,
         recency_half_life_days=rc.recency_half_life_days,
-        keep_factor=rc.keep_factor,
-        agent_weight=rc.agent_turn_weight,
-        keep_agent_turns=rc.keep_agent_turns,
+        keep_factor=t.keep_factor,
+        agent_weight=t.agent_turn_weight,
+        keep_agent_turns=t.keep_agent_turns,
         archive_min_similarity=rc.archive_min_similarity,
     )
 
@@ -115,6 +116,7 @@ class Recall:
         """`as_of` and `exclude` narrow the candidates before fusion: units dated after `as_of`, and the unit ids
         in `exclude`, are never candidates (the store as it stood then; a benchmark's masked units)."""
         rc = self.config.recall
+        tune = rc.tuning
         k = k or rc.k
         mode = mode or rc.mode
         if mode not in ("hybrid", "bm25", "vector"):
@@ -144,7 +146,7 @@ class Recall:
             result.warnings.append(f"{store_down}; recalling from the last synced state")
         if sc is None or not sc.state.units:
             return result
-        n_cand = max(rc.candidates, k * 3)
+        n_cand = max(tune.candidates, k * 3)
         admit = _admission(sc.state.units, as_of, exclude)
         bm25_hits: list[tuple[str, float]] = []
         bm25_bound = 0.0
@@ -155,7 +157,7 @@ class Recall:
         passages: dict[str, str] = {}
         # a date without a year: the occurrence memory holds something in, when the tense does not say
         holds = (lambda r: bool(sc.dated_in([r], 1))) if sc is not None else None
-        ranges = find_date_ranges(query, now or datetime.now(), holds=holds) if rc.date_weight > 0 else []
+        ranges = find_date_ranges(query, now or datetime.now(), holds=holds) if tune.date_weight > 0 else []
         if mode in ("hybrid", "bm25"):
             t = time.perf_counter()
             # the words of a date are no topic
@@ -163,11 +165,11 @@ class Recall:
             with self.scopes.lock:
                 bm25_hits = _admitted(lambda n: sc.lexical.search(tokens, n), n_cand, admit) if tokens else []
                 bm25_bound = sc.lexical.max_score(tokens) if tokens else 0.0
-                use = tokens and rc.bm25_context_weight > 0
+                use = tokens and tune.bm25_context_weight > 0
                 contexts = sc.turn_contexts(self.config.agent.name) if use else None
                 if contexts is not None:
                     found = _admitted(lambda n: contexts.search(sc.lexical, tokens, n), n_cand, admit)  # type: ignore[arg-type]
-                    bm25_hits, by_context = with_context(bm25_hits, found, rc.bm25_context_weight, n_cand)
+                    bm25_hits, by_context = with_context(bm25_hits, found, tune.bm25_context_weight, n_cand)
             result.timings_ms["bm25"] = (time.perf_counter() - t) * 1000
         if mode in ("hybrid", "vector"):
             from memclaw.embedding.load import encode_query
@@ -206,8 +208,8 @@ class Recall:
         # Ignore vectors orphaned by a crash, and, after a repair, units the filter leaves out
         vec_hits = [(i, s) for i, s in vec_hits if i in units and (admit is None or admit(i))]
         result.date_ranges = ranges
-        links = sc.state.links if rc.link_sessions else {}
-        entries_of = sc.entries_by_cid() if rc.link_sessions else {}
+        links = sc.state.links if tune.link_sessions else {}
+        entries_of = sc.entries_by_cid() if tune.link_sessions else {}
         said_by_agent = agent_turns(units, self.config.agent.name)
         dated_in = sc.dated_in
         if admit is not None:
@@ -224,9 +226,9 @@ class Recall:
             entries_of=entries_of,
             agent_turns=said_by_agent,
         )
-        turns = ExcerptBuilder(units, entries_of, self.tokenizer.tokenize, (rc.excerpt_before, rc.excerpt_after),
-                            rc.excerpt_wide, query, passages, said_by_agent=said_by_agent,
-                            agent_words=rc.excerpt_agent_words)  # fmt: skip
+        turns = ExcerptBuilder(units, entries_of, self.tokenizer.tokenize, (tune.excerpt_before, tune.excerpt_after),
+                            tune.excerpt_wide, query, passages, said_by_agent=said_by_agent,
+                            agent_words=tune.excerpt_agent_words)  # fmt: skip
         for f in rank(inp, rank_settings(rc), k=k, n_cand=n_cand, kind=kind):
             u = units[f.id]
             result.hits.append(
@@ -260,7 +262,7 @@ class Recall:
     def _unit_similarities(self, sc: Scope, hits) -> list[tuple[str, float]]:
         units = sc.state.units
         return _best_per_unit(
-            hits, self.config.recall.vector_signal, lambda uid: uid in units and is_long(units[uid].text)
+            hits, self.config.recall.tuning.vector_signal, lambda uid: uid in units and is_long(units[uid].text)
         )
 
     def _query_after_repair(

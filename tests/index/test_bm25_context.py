@@ -159,7 +159,7 @@ def test_an_answer_is_found_by_the_words_of_the_question_it_answers(svc):
 
 
 def test_weight_zero_turns_it_off(tmp_path, embedder):
-    off = Config().model_copy(update={"recall": Config().recall.model_copy(update={"bm25_context_weight": 0.0})})
+    off = Config().model_copy(update={"recall": Config().recall.with_tuning(bm25_context_weight=0.0)})
     with archive_service(tmp_path, embedder, write, config=off, sync=True) as s:
         hits = s.recall("dinosaur exhibit", kind="archive", mode="bm25", k=5)
         assert hits and not [h for h in hits if "stoked" in h.unit.text or h.bm25.context]

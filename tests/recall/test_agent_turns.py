@@ -40,7 +40,8 @@ def _service(root, embedder, agent: str, **recall) -> MemoryService:
     ws.memory_root.mkdir(parents=True, exist_ok=True)
     for c in _chunks(agent):
         append_day(ws, "owner", c)
-    cfg = Config(workspace=ws.root, agent={"name": agent}, recall=recall)
+    cfg = Config(workspace=ws.root, agent={"name": agent})
+    cfg.recall = cfg.recall.with_tuning(**recall)
     svc = MemoryService(ws, cfg, embedder=embedder)
     svc.sync()
     return svc
@@ -105,4 +106,4 @@ def test_the_weight_scales_only_the_agents_turns_and_reorders():
 @pytest.mark.parametrize("bad", [-0.1, 1.5, "half"])
 def test_a_bad_weight_fails_loudly(bad):
     with pytest.raises(ValidationError, match="agent_turn_weight"):
-        Config(recall={"agent_turn_weight": bad})
+        Config().recall.with_tuning(agent_turn_weight=bad)

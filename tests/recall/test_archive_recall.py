@@ -95,7 +95,7 @@ def test_a_turn_lifts_its_own_summary_and_nothing_else(svc):
 
 def test_an_archive_hit_carries_the_window_of_its_chunk_only(tmp_path, embedder):
     cfg = Config()
-    cfg.recall.excerpt_before, cfg.recall.excerpt_after = 2, 2
+    cfg.recall = cfg.recall.with_tuning(excerpt_before=2, excerpt_after=2)
     with archive_service(tmp_path, embedder, same_day, config=cfg) as s:
         hits = s.recall("My cello teacher Mira is moving to Porto", kind="archive", k=3)
         first = hits[0]
@@ -106,7 +106,7 @@ def test_an_archive_hit_carries_the_window_of_its_chunk_only(tmp_path, embedder)
 
 
 def test_only_the_best_archive_hits_get_a_wide_window(svc):
-    svc.config.recall.excerpt_before, svc.config.recall.excerpt_after, svc.config.recall.excerpt_wide = 1, 1, 1
+    svc.config.recall = svc.config.recall.with_tuning(excerpt_before=1, excerpt_after=1, excerpt_wide=1)
     hits = svc.recall("cello teacher Mira lessons Porto Sundays", kind="archive", k=5)
     assert len(hits) >= 2
     assert len(hits[0].excerpt) > 1 and hits[0].unit in hits[0].excerpt
@@ -147,7 +147,7 @@ def test_a_long_turn_is_served_as_the_passage_that_matched(svc):
     said = chunk("c5555eeee", datetime(2026, 11, 27, 10, 0), ("Maya", f"Before you answer: {filler}"),
                  ("memclaw", long_answer), ("Maya", f"{filler} Thanks, noted."))  # fmt: skip
     consolidation(svc.workspace, "owner", said, "Talked about the boat shed.", [])
-    svc.config.recall.excerpt_before, svc.config.recall.excerpt_after, svc.config.recall.excerpt_wide = 1, 1, 5
+    svc.config.recall = svc.config.recall.with_tuning(excerpt_before=1, excerpt_after=1, excerpt_wide=5)
     hit = next(h for h in svc.recall("where is the spare key of the boat shed hidden", kind="archive", k=5)
                if h.unit.extra["cid"] == "c5555eeee")  # fmt: skip
     assert hit.unit.text == f"memclaw: {long_answer}"  # the hit itself keeps its whole text

@@ -42,7 +42,9 @@ def _service(root, embedder, agent: str, **recall) -> MemoryService:
     for s in OWNER:
         said += [("Maya", s), (agent, REPLY)]
     append_day(ws, "owner", chunk("c1111aaaa", datetime(2026, 11, 20, 9, 0), *said))
-    svc = MemoryService(ws, Config(workspace=ws.root, agent={"name": agent}, recall=recall), embedder=embedder)
+    cfg = Config(workspace=ws.root, agent={"name": agent})
+    cfg.recall = cfg.recall.with_tuning(**recall)
+    svc = MemoryService(ws, cfg, embedder=embedder)
     svc.sync()
     return svc
 
@@ -125,4 +127,4 @@ def test_an_elided_reply_that_matches_on_its_own_is_still_served():
                                  {"excerpt_agent_words": 1000}])  # fmt: skip
 def test_bad_excerpt_settings_fail_loudly(bad):
     with pytest.raises(ValidationError, match="excerpt_agent_words"):
-        Config(recall=bad)
+        Config().recall.with_tuning(**bad)

@@ -71,7 +71,7 @@ def test_a_span_the_fact_names_overlaps_the_query(service):
 
 def test_a_fact_naming_another_day_is_not_lifted(service):
     hits = service.recall_detailed("what happened on 9 November?", k=8, now=NOW).hits
-    rc = service.config.recall
+    rc = service.config.recall.tuning
     full = rc.date_weight * (rc.bm25_weight + rc.vector_weight)  # the lift of a unit inside the range
     party = [h for h in hits if "birthday party" in h.unit.text]
     assert party and party[0].boosts["date"] == pytest.approx(full)  # "yesterday (2026-11-09)", learned the 10th

@@ -162,4 +162,4 @@ def test_the_config_is_the_one_source_of_the_ranking_defaults():
         defaulted = {f.name for f in fields(cls) if f.default is not MISSING or f.default_factory is not MISSING}
         assert defaulted <= {"vector_span_from", "date_only_max_days", "recency_weight"}, (cls, defaulted)
     s = rank_settings(RecallConfig())
-    assert (s.fusion.method, s.fusion.min_similarity) == (RecallConfig().fusion, RecallConfig().min_similarity)
+    assert (s.fusion.method, s.fusion.min_similarity) == (RecallConfig().tuning.fusion, RecallConfig().min_similarity)

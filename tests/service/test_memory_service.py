@@ -179,7 +179,7 @@ def test_a_date_in_the_query_lifts_memories_stamped_in_it(service):
 def test_date_handling_can_be_turned_off(tmp_path, embedder):
     ws = make_workspace(tmp_path / "ws")
     cfg = Config(workspace=ws.root)
-    cfg.recall.date_weight = 0.0
+    cfg.recall = cfg.recall.with_tuning(date_weight=0.0)
     svc = MemoryService(ws, cfg, embedder=embedder)
     try:
         r = svc.recall_detailed("what did we talk about in March 2026", k=5)
