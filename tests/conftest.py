@@ -8,6 +8,7 @@ import signal
 import socket
 
 import pytest
+from hypothesis import settings
 
 # Offline switches, before any heavy import.
 from memclaw.runtime import set_offline_env
@@ -19,6 +20,12 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 set_offline_env()
+
+# Property tests draw the same examples on every run, so a run is never red by chance; a failure reproduces as is.
+# `HYPOTHESIS_PROFILE=explore` draws new examples, for a search by hand.
+settings.register_profile("ci", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 _real_getaddrinfo = socket.getaddrinfo
 _real_connect = socket.socket.connect
