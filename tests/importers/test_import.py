@@ -212,6 +212,21 @@ def test_an_interrupted_import_resumes_and_ends_as_one_uninterrupted_import(cli,
     assert memory_files(other) == resumed
 
 
+def test_a_ctrl_c_before_the_index_sync_is_finished_by_the_next_import(cli, ws, src, memclaw_home):
+    """Ctrl-C after the last record, before the index sync: the next run has nothing to write and still syncs the
+    index (it used to skip the sync, leaving every imported turn out of the index until some later recall)."""
+    r = memclaw("import", "nanobot", str(src / "nanobot"), _MEMCLAW_TEST_IMPORT_INTERRUPT_AFTER="4")
+    assert r.returncode == 130, r.stderr
+    assert "4 of 4 records written" in r.stderr
+    stale = json.loads(memclaw("memory", "stats", "--json").stdout)["scopes"]
+    assert not all(s["fresh"] for s in stale.values()), stale
+    rest = imported(cli, "nanobot", str(src / "nanobot"))
+    assert rest["added"] == {"conversations": 0, "turns": 0, "facts": 0, "history_entries": 0}, rest
+    assert rest["index"]["vectors"] > 0, rest
+    scopes = json.loads(memclaw("memory", "stats", "--json").stdout)["scopes"]
+    assert scopes and all(s["fresh"] and s["indexed"] > 0 for s in scopes.values()), scopes
+
+
 def test_progress_counts_turns_with_a_rate_and_the_time_left():
     import io
 
