@@ -196,6 +196,11 @@ def main() -> None:
     args = ap.parse_args()
     from memclaw.bench.machine import machine_info, revision
 
+    # Started with `&` by a shell without job control, this process ignores SIGINT and its children would too:
+    # the Ctrl-C check needs them to take it as a person's Ctrl-C
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
     export = args.workdir / "export" / "conversations.json"
     shape = write_export(export, args.conversations, args.seed)
     home = args.workdir / "home"
@@ -209,11 +214,13 @@ def main() -> None:
     archive = home / "workspace" / "memory" / "archive"
     md_bytes = sum(p.stat().st_size for p in archive.glob("*.md"))
     days = len(list(archive.glob("*.md")))
-    resume = resume_check(args.workdir, args.resume_conversations, args.seed + 1)
     result = {"date": date.today().isoformat(), "revision": revision(), "machine": machine_info(), "export": shape,
               "first": {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1), **first},
-              "again": {"wall_s": round(wall2, 1), **second}, "resume": resume, "load_before": load_before,
+              "again": {"wall_s": round(wall2, 1), **second}, "load_before": load_before,
               "load_after": load_after, "archive_md_bytes": md_bytes, "archive_days": days}  # fmt: skip
+    # kept before the Ctrl-C check, which may fail
+    args.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n", "utf-8")
+    result["resume"] = resume_check(args.workdir, args.resume_conversations, args.seed + 1)
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n", "utf-8")
     print(report(result))
 
