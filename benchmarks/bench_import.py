@@ -6,9 +6,10 @@ through `memclaw import chatgpt` in a fresh workspace, then once more (the idemp
 The export is seeded and written in the shape of a real `conversations.json` (a `mapping` tree per conversation,
 epoch `create_time`s, a regenerated answer now and then, hidden system messages). Conversations are spread over
 the 365 days before 2026-01-01, 2 to 40 messages each, user turns of 8-60 words and answers of 40-260. The import
-runs as a user would run it (the console script, the bundled model, embedded Chroma), with `--json` for its own
-figures: the write phase (records through memclaw's writer) and the whole command (with the one index sync). The
-load average of this shared machine is read before and after.
+runs as a user would run it (the module's CLI, the bundled model, embedded Chroma), with `--json` for its own
+figures: the write phase (records through memclaw's writer) and the one index sync (seconds, vectors), timed apart.
+The load average of this shared machine is read before and after. Then a smaller export is imported in a fresh
+workspace with a real Ctrl-C (SIGINT) in the write phase or halfway through the index sync, and run again.
 """
 
 from __future__ import annotations
@@ -143,7 +144,8 @@ def run_import(export: Path, home: Path) -> tuple[float, float, dict]:
 
 def interrupted_import(export: Path, home: Path, phases: tuple[str, ...]) -> str:
     """The import with a real Ctrl-C (SIGINT) once its progress line says it is in one of `phases` (the first word
-    of the line: "importing" writes, "embedding" indexes). Returns the phase it was interrupted in."""
+    of the line: "importing" writes, "embedding" indexes), the index sync once half its vectors are embedded.
+    Returns the phase it was interrupted in."""
     p = subprocess.Popen([sys.executable, "-m", "memclaw.cli.main", "import", "chatgpt", str(export)],
                          env=env_for(home), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
     assert p.stderr is not None
@@ -151,7 +153,7 @@ def interrupted_import(export: Path, home: Path, phases: tuple[str, ...]) -> str
     for line in p.stderr:
         phase = line.split(" ", 1)[0].rstrip(":")
         # an in-progress line ("N/M turns, R/s, about T left"), not a summary
-        if phase in phases and " left" in line:
+        if phase in phases and " left" in line and (phase != "embedding" or half_done(line)):
             hit = phase
             p.send_signal(signal.SIGINT)
             break
@@ -160,6 +162,12 @@ def interrupted_import(export: Path, home: Path, phases: tuple[str, ...]) -> str
     if not hit or code != 130:
         raise SystemExit(f"no Ctrl-C in {phases} (exit {code}): {rest.strip()[-500:]}")
     return hit
+
+
+def half_done(line: str) -> bool:
+    """Whether a progress line "embedding N memories: done/total vectors, ..." says half is done."""
+    done, _, total = line.split(": ", 1)[1].split(" ", 1)[0].partition("/")
+    return 2 * int(done.replace(",", "")) >= int(total.replace(",", ""))
 
 
 def resume_check(workdir: Path, conversations: int, seed: int) -> dict:
