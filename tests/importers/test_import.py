@@ -65,6 +65,8 @@ def imported(cli, *args: str) -> dict:
 def test_chatgpt_export_lands_in_the_archive_verbatim_dated_and_a_second_import_adds_nothing(cli, ws, src):
     out = imported(cli, "chatgpt", str(src / "chatgpt"))
     assert out["added"] == {"conversations": 2, "turns": 7, "facts": 0, "history_entries": 0}, out
+    # the index sync apart from the writes: every turn embedded, at least one vector each
+    assert out["index"]["vectors"] >= 7 and out["index"]["seconds"] > 0, out
     archive = (ws / "memory" / "archive" / f"{day(1740000010)}.md").read_text("utf-8")
     # the branch shown (current_node), not the regenerated draft; text parts of a multimodal message; no tool turns
     assert "It is hungry, not dead: feed it twice a day at room temperature." in archive
@@ -176,6 +178,7 @@ def test_hostile_text_is_data_secrets_are_masked_and_names_never_become_paths(cl
     r = cli("import", "jsonl", str(f))
     assert r.code == 0, r.err
     assert "\x1b" not in r.out + r.err
+    assert re.search(r"^indexed in [\d.,]+ s \([\d,]+ vectors, [\d,]+/s\)$", r.out, re.M), r.out
     files = memory_files(ws)
     text = "".join(files.values())
     assert key not in text and "my key is" in text
