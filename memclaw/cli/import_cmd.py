@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from functools import partial
 from pathlib import Path
 
@@ -50,8 +51,13 @@ def import_command(
         return
     try:
         importer.write(items, summary, progress=None if json_out else partial(stderr_progress, unit="turn"))
-        if summary.scopes:
-            mem.sync(summary.scopes)
+        # also the scopes written before: a Ctrl-C in the last run's index sync left them to finish
+        scopes = sorted(importer.scopes | set(summary.scopes))
+        if scopes:
+            t0 = time.monotonic()
+            reports = mem.sync(scopes)
+            summary.index_seconds = time.monotonic() - t0
+            summary.vectors = sum(r.vectors for r in reports)
         if convs:
             progress = partial(stderr_progress, unit="conversation") if not json_out else None
             with progress(len(convs), "consolidating conversations") if progress else _null() as advance:
@@ -88,6 +94,9 @@ def _report(summary, est, json_out: bool) -> None:  # noqa: ANN001
     ]
     if not summary.dry_run and summary.seconds > 0:
         lines.append(f"written in {summary.seconds:,.1f} s ({summary.rate:,.0f} turns/s)")
+    if not summary.dry_run and summary.vectors:
+        rate = summary.vectors / summary.index_seconds if summary.index_seconds > 0 else 0.0
+        lines.append(f"indexed in {summary.index_seconds:,.1f} s ({summary.vectors:,} vectors, {rate:,.0f}/s)")
     if summary.consolidated:
         lines.append(f"consolidated {summary.consolidated:,} conversations with the model")
     for line in lines:

@@ -71,13 +71,21 @@ class Summary:
     interrupted: bool = False
     consolidated: int = 0
     counted: set[str] = field(default_factory=set)
+    # the one index sync after the writes: its seconds and the vectors it embedded
+    index_seconds: float = 0.0
+    vectors: int = 0
 
     def to_json(self) -> dict[str, Any]:
         added = {"conversations": self.conversations, "turns": self.turns, "facts": self.facts,
                  "history_entries": self.history}  # fmt: skip
         return {"source": self.source, "dry_run": self.dry_run, "added": added, "skipped": self.skipped,
                 "scopes": self.scopes, "seconds": round(self.seconds, 2), "turns_per_s": round(self.rate, 1),
-                "interrupted": self.interrupted, "consolidated": self.consolidated}  # fmt: skip
+                "interrupted": self.interrupted, "consolidated": self.consolidated,
+                "index": self.index_json()}  # fmt: skip
+
+    def index_json(self) -> dict[str, float]:
+        rate = self.vectors / self.index_seconds if self.index_seconds > 0 else 0.0
+        return {"seconds": round(self.index_seconds, 2), "vectors": self.vectors, "vectors_per_s": round(rate, 1)}
 
     @property
     def rate(self) -> float:
@@ -164,6 +172,9 @@ class Importer:
         self._archives: dict[Any, str] = {}
         self.conversations: list[Item] = []
         """Every conversation item of the last plan, archived before or not (what --consolidate reads)."""
+        self.scopes: set[str] = set()
+        """Every scope the last plan's source maps to, written now or before: the index sync after the writes
+        covers them all, so a run after a Ctrl-C in that sync finishes it."""
 
     def plan(self, source: Source) -> tuple[list[Item], Summary]:
         """The records still to write (what memory holds already is counted as skipped), oldest first."""
@@ -202,6 +213,9 @@ class Importer:
             known_history.add(key)
             todo.append(item)
         todo.sort(key=lambda i: i.record.when)
+        self.scopes = {i.scope for i in self.conversations}
+        if source.facts or source.history:
+            self.scopes.add(OWNER_SCOPE)
         return todo, summary
 
     def archived(self, item: Item) -> bool:

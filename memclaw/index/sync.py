@@ -38,6 +38,8 @@ class SyncReport:
     rebuilt: bool = False
     # units whose vectors wait for the embedding provider (keyword search has them already)
     pending: int = 0
+    # vectors embedded and written by this sync (a long unit or a short turn's context: several per unit)
+    vectors: int = 0
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -323,6 +325,7 @@ class ScopeSync:
                 report.warnings.append(msg)
                 log.warning(msg)
         report.pending = len(pending)
+        report.vectors = sum(1 for p in passages if p.unit not in pending)
         mark_dirty()
         if stale_passages:
             self._store().delete(scope, sorted(stale_passages))

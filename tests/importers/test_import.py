@@ -65,6 +65,8 @@ def imported(cli, *args: str) -> dict:
 def test_chatgpt_export_lands_in_the_archive_verbatim_dated_and_a_second_import_adds_nothing(cli, ws, src):
     out = imported(cli, "chatgpt", str(src / "chatgpt"))
     assert out["added"] == {"conversations": 2, "turns": 7, "facts": 0, "history_entries": 0}, out
+    # the index sync apart from the writes: every turn embedded, at least one vector each
+    assert out["index"]["vectors"] >= 7 and out["index"]["seconds"] > 0, out
     archive = (ws / "memory" / "archive" / f"{day(1740000010)}.md").read_text("utf-8")
     # the branch shown (current_node), not the regenerated draft; text parts of a multimodal message; no tool turns
     assert "It is hungry, not dead: feed it twice a day at room temperature." in archive
@@ -176,6 +178,7 @@ def test_hostile_text_is_data_secrets_are_masked_and_names_never_become_paths(cl
     r = cli("import", "jsonl", str(f))
     assert r.code == 0, r.err
     assert "\x1b" not in r.out + r.err
+    assert re.search(r"^indexed in [\d.,]+ s \([\d,]+ vectors, [\d,]+/s\)$", r.out, re.M), r.out
     files = memory_files(ws)
     text = "".join(files.values())
     assert key not in text and "my key is" in text
@@ -210,6 +213,21 @@ def test_an_interrupted_import_resumes_and_ends_as_one_uninterrupted_import(cli,
             p.unlink()
     assert memclaw("import", "nanobot", str(src / "nanobot"), "-w", str(other)).returncode == 0
     assert memory_files(other) == resumed
+
+
+def test_a_ctrl_c_before_the_index_sync_is_finished_by_the_next_import(cli, ws, src, memclaw_home):
+    """Ctrl-C after the last record, before the index sync: the next run has nothing to write and still syncs the
+    index (it used to skip the sync, leaving every imported turn out of the index until some later recall)."""
+    r = memclaw("import", "nanobot", str(src / "nanobot"), _MEMCLAW_TEST_IMPORT_INTERRUPT_AFTER="4")
+    assert r.returncode == 130, r.stderr
+    assert "4 of 4 records written" in r.stderr
+    stale = json.loads(memclaw("memory", "stats", "--json").stdout)["scopes"]
+    assert not all(s["fresh"] for s in stale.values()), stale
+    rest = imported(cli, "nanobot", str(src / "nanobot"))
+    assert rest["added"] == {"conversations": 0, "turns": 0, "facts": 0, "history_entries": 0}, rest
+    assert rest["index"]["vectors"] > 0, rest
+    scopes = json.loads(memclaw("memory", "stats", "--json").stdout)["scopes"]
+    assert scopes and all(s["fresh"] and s["indexed"] > 0 for s in scopes.values()), scopes
 
 
 def test_progress_counts_turns_with_a_rate_and_the_time_left():

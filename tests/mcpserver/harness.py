@@ -12,6 +12,7 @@ import concurrent.futures
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -19,9 +20,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import httpx2
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+TOKEN = "mcp-test-token-" + "Zq8Wv3Lk5Tn0Rb7Yc2Hd"
 WAIT = 300  # seconds: a safeguard against a hung server, never a synchronisation
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
@@ -157,3 +160,51 @@ def ids(items: list[dict[str, Any]]) -> list[str]:
 
 def dumps(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False)
+
+
+class HttpServer:
+    """`memclaw mcp --http --port 0` in a subprocess: its URL (from its ready line) and its stderr, read whole."""
+
+    def __init__(self, home: Path, *args: str, env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(
+            memclaw_argv("mcp", "--http", "--port", "0", *args),
+            env=env if env is not None else home_env(home, MEMCLAW_MCP_TOKEN=TOKEN),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stderr is not None
+        self.lines: list[str] = []
+        for line in self.proc.stderr:
+            self.lines.append(line)
+            if " at http://127.0.0.1:" in line:
+                self.url = line.split(" at ", 1)[1].split()[0]
+                break
+        else:
+            raise AssertionError(f"no ready line: {self.lines}")
+        self._drain = threading.Thread(target=lambda: self.lines.extend(self.proc.stderr), daemon=True)
+        self._drain.start()
+
+    def stop(self) -> tuple[int, str, str]:
+        """Ctrl-C; the exit code, stdout and stderr."""
+        self.proc.send_signal(signal.SIGINT)
+        out = self.proc.stdout.read() if self.proc.stdout else ""
+        code = self.proc.wait(WAIT)
+        self._drain.join(WAIT)
+        return code, out, "".join(self.lines)
+
+
+def http_session(url: str, token: str | None) -> McpSession:
+    from mcp.client.streamable_http import streamable_http_client
+
+    @contextlib.asynccontextmanager
+    async def connect() -> AsyncIterator[Client]:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=WAIT)) as http,
+            Client(streamable_http_client(url, http_client=http)) as client,
+        ):
+            yield client
+
+    return McpSession(connect)

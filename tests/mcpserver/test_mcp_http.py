@@ -6,38 +6,29 @@ token is never printed; Ctrl-C ends the server with exit 130."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import signal
 import socket
-import subprocess
-import threading
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from tests.llm_server import ScriptedLLMServer
 from tests.mcpserver.harness import (
+    TOKEN,
     WAIT,
-    McpSession,
+    HttpServer,
     ToolFailed,
-    home_env,
+    http_session,
     ids,
     leaves,
-    memclaw_argv,
     onboard,
     run_memclaw,
 )
 
 pytestmark = pytest.mark.slow
 
-TOKEN = "mcp-test-token-" + "Zq8Wv3Lk5Tn0Rb7Yc2Hd"
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -53,58 +44,12 @@ def home(tmp_path_factory) -> Path:
     return home
 
 
-class HttpServer:
-    """`memclaw mcp --http --port 0` in a subprocess: its URL (from its ready line) and its stderr, read whole."""
-
-    def __init__(self, home: Path, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            memclaw_argv("mcp", "--http", "--port", "0", *args),
-            env=home_env(home, MEMCLAW_MCP_TOKEN=TOKEN),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stderr is not None
-        self.lines: list[str] = []
-        for line in self.proc.stderr:
-            self.lines.append(line)
-            if " at http://127.0.0.1:" in line:
-                self.url = line.split(" at ", 1)[1].split()[0]
-                break
-        else:
-            raise AssertionError(f"no ready line: {self.lines}")
-        self._drain = threading.Thread(target=lambda: self.lines.extend(self.proc.stderr), daemon=True)
-        self._drain.start()
-
-    def stop(self) -> tuple[int, str, str]:
-        """Ctrl-C; the exit code, stdout and stderr."""
-        self.proc.send_signal(signal.SIGINT)
-        out = self.proc.stdout.read() if self.proc.stdout else ""
-        code = self.proc.wait(WAIT)
-        self._drain.join(WAIT)
-        return code, out, "".join(self.lines)
-
-
 @pytest.fixture(scope="module")
 def server(home):
     s = HttpServer(home)
     yield s
     if s.proc.poll() is None:
         s.stop()
-
-
-def http_session(url: str, token: str | None) -> McpSession:
-    @contextlib.asynccontextmanager
-    async def connect() -> AsyncIterator[Client]:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        async with (
-            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=WAIT)) as http,
-            Client(streamable_http_client(url, http_client=http)) as client,
-        ):
-            yield client
-
-    return McpSession(connect)
 
 
 @pytest.fixture(scope="module")
