@@ -25,9 +25,10 @@ from memclaw.index.passages import is_head, is_long, unit_of
 from memclaw.markdown.units import KINDS
 from memclaw.recall.archive import ExcerptBuilder, agent_turns, best_passages
 from memclaw.recall.dates import find_date_ranges, without_dates
-from memclaw.recall.fusion import FusionParams
+from memclaw.recall.fusion import Fused, FusionParams
 from memclaw.recall.ranking import RankInput, RankSettings, rank
-from memclaw.recall.results import RecallHit, RecallResult, Signal
+from memclaw.recall.rerank import Candidate, RerankStage, failure_line
+from memclaw.recall.results import RecallHit, RecallResult, Reranked, Signal
 
 if TYPE_CHECKING:
     from memclaw.config import Config, RecallConfig
@@ -99,6 +100,8 @@ class Recall:
         self._prefetch = prefetch
         self._ensure_fresh = ensure_fresh
         self._rebuild = rebuild
+        # the configured re-ranker (recall.rerank), made at its first use
+        self._rerank: RerankStage | None = None
 
     def recall(
         self,
@@ -111,9 +114,11 @@ class Recall:
         now: datetime | None,
         as_of: datetime | None = None,
         exclude: Collection[str] = (),
+        rerank: bool = True,
     ) -> RecallResult:
         """`as_of` and `exclude` narrow the candidates before fusion: units dated after `as_of`, and the unit ids
-        in `exclude`, are never candidates (the store as it stood then; a benchmark's masked units)."""
+        in `exclude`, are never candidates (the store as it stood then; a benchmark's masked units). `rerank`:
+        False leaves the configured re-ranker out (recall.rerank; consolidation's many fact recalls)."""
         rc = self.config.recall
         k = k or rc.k
         mode = mode or rc.mode
@@ -227,7 +232,14 @@ class Recall:
         turns = ExcerptBuilder(units, entries_of, self.tokenizer.tokenize, (rc.excerpt_before, rc.excerpt_after),
                             rc.excerpt_wide, query, passages, said_by_agent=said_by_agent,
                             agent_words=rc.excerpt_agent_words)  # fmt: skip
-        for f in rank(inp, rank_settings(rc), k=k, n_cand=n_cand, kind=kind):
+        settings = rank_settings(rc)
+        stage = self._rerank_stage() if rerank else None
+        if stage is None:
+            fused = rank(inp, settings, k=k, n_cand=n_cand, kind=kind)
+            placed: list[tuple[Fused, Reranked | None]] = [(f, None) for f in fused]
+        else:
+            placed = self._reranked(stage, query, inp, settings, k, n_cand, kind, turns, result)
+        for f, reranked in placed:
             u = units[f.id]
             result.hits.append(
                 RecallHit(
@@ -238,10 +250,54 @@ class Recall:
                     boosts=dict(f.boosts),
                     covered_by=tuple(links.get(f.id, ())) + turns.covered_by(u),
                     excerpt=turns.excerpt(u),
+                    rerank=reranked,
                 )
             )
         result.timings_ms["total"] = (time.perf_counter() - t0) * 1000
         return result
+
+    def _rerank_stage(self) -> RerankStage | None:
+        """The configured re-ranker's stage (made once per Recall, so a failure is remembered), or None when off."""
+        if self.config.recall.rerank.kind == "off":
+            return None
+        if self._rerank is None:
+            self._rerank = RerankStage(self.config)
+        return self._rerank
+
+    def _reranked(
+        self,
+        stage: RerankStage,
+        query: str,
+        inp: RankInput,
+        settings: RankSettings,
+        k: int,
+        n_cand: int,
+        kind: str | None,
+        turns: ExcerptBuilder,
+        result: RecallResult,
+    ) -> list[tuple[Fused, Reranked | None]]:
+        """The first `top_n` fused hits in the re-ranker's order, then the rest in fused order, cut to k. When the
+        re-ranker fails, exactly the hits of a recall without it (ranked for k), each with its fused place."""
+        rc = self.config.recall.rerank
+        fused = list(rank(inp, settings, k=max(k, stage.top_n), n_cand=n_cand, kind=kind))
+        head = fused[: stage.top_n]
+        t = time.perf_counter()
+        candidates = [Candidate(f.id, _candidate_text(inp.units[f.id], turns, rc.max_chars),
+                                _candidate_date(inp.units[f.id])) for f in head]  # fmt: skip
+        order, report = stage.order(query, candidates) if candidates else ([], None)
+        result.timings_ms["rerank"] = (time.perf_counter() - t) * 1000
+        result.rerank = report
+        if report is None or not report.ok:
+            if report is not None and report.error is not None and not report.error.startswith("not asked"):
+                result.warnings.append(failure_line(report.error))
+            kept = list(rank(inp, settings, k=k, n_cand=n_cand, kind=kind))
+            place = {f.id: n for n, f in enumerate(fused, 1)}
+            return [(f, Reranked(place.get(f.id, 0), None)) for f in kept]
+        out: list[tuple[Fused, Reranked | None]] = []
+        for new_rank, (i, score) in enumerate(order, 1):
+            out.append((head[i], Reranked(i + 1, new_rank if score is not None else None, score)))
+        out += [(f, Reranked(n, None)) for n, f in enumerate(fused[stage.top_n :], stage.top_n + 1)]
+        return out[:k]
 
     def _freshen(self, scope: str, mode: str, result: RecallResult) -> StoreDown | None:
         """Before recall: the store opened in the background, the scope synced if its Markdown changed (auto_sync).
@@ -283,6 +339,18 @@ class Recall:
         result.warnings.append(f"{err}; recall fell back to BM25 only")
         log.warning("%s; recall fell back to BM25 only", err)
         return []
+
+
+def _candidate_text(u, turns: ExcerptBuilder, max_chars: int) -> str:
+    """What a re-ranker reads of a hit: its text, or an archived turn's excerpt (`speaker: text` joined by ` / `),
+    cut to `max_chars`."""
+    excerpt = turns.excerpt(u)
+    text = " / ".join(f"{t.extra.get('speaker') or '?'}: {t.text.strip()}" for t in excerpt) if excerpt else u.text
+    return text if len(text) <= max_chars else text[:max_chars]
+
+
+def _candidate_date(u) -> str | None:
+    return u.timestamp.strftime("%Y-%m-%d") if u.timestamp else None
 
 
 def _admission(units, as_of: datetime | None, exclude: Collection[str]) -> Callable[[str], bool] | None:
