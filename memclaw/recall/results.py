@@ -144,3 +144,11 @@ class RecallResult:
     relevance floor."""
     rerank: RerankReport | None = None
     """What the configured re-ranker did (recall.rerank); None when none is configured."""
+
+
+def rerank_json(result: RecallResult, hit: RecallHit) -> dict[str, Any]:
+    """The re-ranker's part of a hit in `recall --json`: its places and score, with the call that ordered it (its
+    tokens for the chat kind, or why it failed); {} without a re-ranker."""
+    if hit.rerank is None or result.rerank is None:
+        return {}
+    return {"rerank": hit.rerank.to_json() | {"call": result.rerank.to_json()}}
