@@ -165,7 +165,9 @@ def recall_table(
         caption = []
     said = rerank_line(result)
     if said is not None:
-        caption.append(said + " (rerank: the place in the fused order, and the re-ranker's score)")
+        caption.append(said)
+        if shown is not None and rerank in shown:
+            caption.append("rerank: the hit's place in the fused order, and the re-ranker's score")
     if any(r.kind == "excerpt" for r in recall_rows(result)):
         caption.append("excerpt: an archived turn »as said« with the turns around it in its conversation")
     caption += [

@@ -68,7 +68,7 @@ def rerank_cell(hit: RecallHit) -> str:
         return ""
     if r.rank is None:
         return f"#{r.fused_rank}, not re-ranked"
-    return f"from #{r.fused_rank}" + (f", {r.score:.3f}" if r.score is not None else "")
+    return f"from #{r.fused_rank}" + (f", {r.score:.4g}" if r.score is not None else "")
 
 
 def rerank_line(result: RecallResult) -> str | None:
@@ -77,7 +77,7 @@ def rerank_line(result: RecallResult) -> str | None:
     if r is None:
         return None
     if not r.ok:
-        return f"re-ranker {r.by}: failed, fused order kept ({r.error})"
+        return f"re-ranker {r.by} failed, the fused order kept: {r.error}"
     cost = f", {r.prompt_tokens:,} + {r.completion_tokens:,} tokens" if r.prompt_tokens is not None else ""
     ignored = r.unknown_ids + r.repeated_ids
     extra = f", {counted(ignored, 'id')} in its answer ignored" if ignored else ""

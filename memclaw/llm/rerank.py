@@ -81,7 +81,7 @@ def rerank_scores(
     except Exception as e:
         failed = client.describe_failure(e, api_base=api_base, timeout_s=timeout_s)
         client.trip_circuit(circuit, failed)
-        raise RerankError(f"the re-ranker {model} failed ({client.scrub(failed.text, [api_key or ''])})") from None
+        raise RerankError(f"the re-ranker {model} failed: {client.scrub(failed.text, [api_key or ''])}") from None
     return _scores(resp, len(documents), model)
 
 

@@ -173,6 +173,19 @@ def failure_line(why: str) -> str:
     return f"re-ranking failed, the fused order stands: {why}"
 
 
+def needs_litellm(config: Config) -> bool:
+    """Whether the configured re-ranker asks through litellm (a provider's, or a chat model that is not asked over
+    the direct OpenAI-compatible transport)."""
+    cfg = config.recall.rerank
+    if cfg.kind == "provider":
+        return True
+    if cfg.kind == "chat":
+        from memclaw.llm.client import direct_transport
+
+        return not direct_transport(config, cfg.model or config.agent.model)
+    return False
+
+
 def reranker_for(config: Config) -> Reranker | None:
     """The re-ranker `recall.rerank` configures, or None when it is off. Nothing is loaded or asked here."""
     cfg = config.recall.rerank

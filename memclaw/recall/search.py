@@ -27,7 +27,7 @@ from memclaw.recall.archive import ExcerptBuilder, agent_turns, best_passages
 from memclaw.recall.dates import find_date_ranges, without_dates
 from memclaw.recall.fusion import Fused, FusionParams
 from memclaw.recall.ranking import RankInput, RankSettings, rank
-from memclaw.recall.rerank import Candidate, RerankStage, failure_line
+from memclaw.recall.rerank import Candidate, RerankStage, failure_line, needs_litellm
 from memclaw.recall.results import RecallHit, RecallResult, Reranked, Signal
 
 if TYPE_CHECKING:
@@ -102,6 +102,11 @@ class Recall:
         self._rebuild = rebuild
         # the configured re-ranker (recall.rerank), made at its first use
         self._rerank: RerankStage | None = None
+        if needs_litellm(config):
+            from memclaw.llm.client import import_in_background
+
+            # litellm's import (seconds) runs while the scope syncs and the query is searched
+            import_in_background()
 
     def recall(
         self,
