@@ -1,5 +1,5 @@
 """A scripted rerank server on 127.0.0.1 for tests (a sibling of tests/llm_server.py): Cohere's rerank API, which
-Infinity, TEI's Cohere route, Jina and Voyage answer alike.
+Infinity and Jina answer alike, and Text Embeddings Inference's (`texts` in, a list of `index` and `score` out).
 
 Real HTTP: litellm's `rerank` talks to it exactly as to a provider. With an empty queue it scores each document by
 the query words it holds (deterministic), so tests can predict the order; scripted items answer errors, malformed
@@ -41,11 +41,15 @@ class ScriptedRerankServer(ScriptedLLMServer):
         if item.message is not None:
             results = item.message["results"]
         else:
-            docs = [d if isinstance(d, str) else d.get("text", "") for d in req.get("documents") or []]
+            sent = req.get("documents") or req.get("texts") or []
+            docs = [d if isinstance(d, str) else d.get("text", "") for d in sent]
             scored = sorted(
                 ((i, overlap_score(str(req.get("query", "")), d)) for i, d in enumerate(docs)), key=lambda x: -x[1]
             )
             results = [{"index": i, "relevance_score": s} for i, s in scored][: req.get("top_n") or None]
+        if "texts" in req:
+            # Text Embeddings Inference
+            return json.dumps([{"index": r["index"], "score": r["relevance_score"]} for r in results]).encode()
         body = {"id": "rerank-1", "results": results, "meta": {"billed_units": {"search_units": 1}}}
         return json.dumps(body).encode()
 

@@ -118,9 +118,10 @@ class RerankConfig(_Section):
     See docs/recall.md and docs/decisions/draft-rerank-seam.md."""
 
     kind: Literal["off", "provider", "cross_encoder", "chat"] = "off"
-    """provider: a rerank API through litellm (`model` e.g. cohere/rerank-v3.5, jina_ai/jina-reranker-v2-base-en,
-    voyage/rerank-2, infinity/<name> with `api_base`). cross_encoder: a sentence-transformers CrossEncoder saved in
-    the local directory `model`. chat: a chat model (`model`, default agent.model) orders them, costing tokens."""
+    """provider: a rerank API through litellm, `model` e.g. cohere/rerank-v3.5, jina_ai/jina-reranker-v2-base-en or
+    voyage/rerank-2; a local server by `api_base`: infinity/<name>, or huggingface/<name> for TEI. cross_encoder: a
+    sentence-transformers CrossEncoder saved in the local directory `model`. chat: a chat model (`model`, default
+    agent.model) orders them, costing tokens."""
     model: str | None = None
     """provider: "<provider>/<model>"; cross_encoder: a local directory (never downloaded); chat: a litellm model
     name (default: agent.model, with its endpoint and key)."""

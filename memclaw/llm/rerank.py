@@ -5,10 +5,10 @@ re-ranking sits on recall's hot path, where the fused order is a good answer alr
 Every failure is a `RerankError` in one line naming the address, never the key. A refused connection trips the
 endpoint's circuit (memclaw.llm.client), so the same process does not ask it again for a while.
 
-litellm 1.106's rerank providers: `cohere/` (api_base + /v1/rerank, or /v2/rerank; default api.cohere.com),
-`infinity/` (api_base + /rerank, api_base required), `jina_ai/`, `voyage/`, `together_ai/`, `hosted_vllm/`,
-`deepinfra/` and `azure_ai/`, each taking `api_base`. All answer Cohere's shape: `results` of `index` and
-`relevance_score`.
+litellm 1.106's rerank providers that take `api_base`: `cohere/` (+ /v1/rerank or /v2/rerank; default
+api.cohere.com), `infinity/` (+ /rerank, required), `huggingface/` (Text Embeddings Inference: + /rerank), `jina_ai/`,
+`voyage/`, `together_ai/`, `hosted_vllm/`, `deepinfra/` and `azure_ai/`. litellm maps each answer to Cohere's shape:
+`results` of `index` and `relevance_score`.
 """
 
 from __future__ import annotations

@@ -109,6 +109,22 @@ def test_a_cohere_reranker_at_a_named_endpoint_sends_its_key(tmp_path, embedder,
         svc.close()
 
 
+def test_a_local_tei_server_by_its_address(tmp_path, embedder, server) -> None:
+    svc = _service(tmp_path, embedder, kind="provider", model="huggingface/BAAI/bge-reranker-base",
+                   api_base=server.base)  # fmt: skip
+    try:
+        res = svc.recall_detailed(QUERY, k=3)
+        sent = server.requests[-1]
+        # Text Embeddings Inference's own request: `texts`, not `documents`
+        assert res.rerank.ok and sent["query"] == QUERY and len(sent["texts"]) == res.rerank.reranked
+        from tests.rerank_server import overlap_score
+
+        best = sorted(sent["texts"], key=lambda d: -overlap_score(QUERY, d))[:3]
+        assert [h.unit.text for h in res.hits] == best
+    finally:
+        svc.close()
+
+
 FAILURES = {
     "500": lambda s: s.status(500),
     "malformed JSON": lambda s: s.raw("{not json"),
