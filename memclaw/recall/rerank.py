@@ -241,4 +241,6 @@ class RerankStage:
         report = RerankReport(by, ok=True, reranked=len(scored), prompt_tokens=got.prompt_tokens,
                               completion_tokens=got.completion_tokens, ms=ms, unknown_ids=got.unknown_ids,
                               repeated_ids=got.repeated_ids)  # fmt: skip
+        cost = f", {got.prompt_tokens} + {got.completion_tokens} tokens" if got.prompt_tokens is not None else ""
+        log.info("re-ranked %d hits with %s in %.0f ms%s", len(scored), by, ms, cost)
         return [*scored, *rest], report

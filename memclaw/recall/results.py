@@ -96,22 +96,24 @@ class RecallHit:
 
     def to_json(self) -> dict[str, Any]:
         u = self.unit
-        return {
-            "id": u.id,
-            "text": u.text,
-            "kind": u.kind,
-            "scope": u.scope,
-            "source": f"{u.source}:{u.line}",
-            "date": u.timestamp.isoformat(timespec="minutes") if u.timestamp else None,
-            "section": u.section,
-            "score": round(self.score, 6),
-            "bm25": {"rank": self.bm25.rank, "score": _r(self.bm25.score)}
-            | ({"context": True} if self.bm25.context else {}),
-            "vector": {"rank": self.vector.rank, "similarity": _r(self.vector.score)},
-            "boosts": {k: round(v, 6) for k, v in self.boosts.items()},
-            "covered_by": list(self.covered_by),
-        } | ({"excerpt": [excerpt_turn_json(t) for t in self.excerpt]} if self.excerpt else {}) | (
-            {"rerank": self.rerank.to_json()} if self.rerank is not None else {}
+        return (
+            {
+                "id": u.id,
+                "text": u.text,
+                "kind": u.kind,
+                "scope": u.scope,
+                "source": f"{u.source}:{u.line}",
+                "date": u.timestamp.isoformat(timespec="minutes") if u.timestamp else None,
+                "section": u.section,
+                "score": round(self.score, 6),
+                "bm25": {"rank": self.bm25.rank, "score": _r(self.bm25.score)}
+                | ({"context": True} if self.bm25.context else {}),
+                "vector": {"rank": self.vector.rank, "similarity": _r(self.vector.score)},
+                "boosts": {k: round(v, 6) for k, v in self.boosts.items()},
+                "covered_by": list(self.covered_by),
+            }
+            | ({"excerpt": [excerpt_turn_json(t) for t in self.excerpt]} if self.excerpt else {})
+            | ({"rerank": self.rerank.to_json()} if self.rerank is not None else {})
         )
 
 

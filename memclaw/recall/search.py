@@ -22,7 +22,7 @@ from memclaw.errors import (
 from memclaw.index.bm25_context import with_context
 from memclaw.index.identity import what_broke
 from memclaw.index.passages import is_head, is_long, unit_of
-from memclaw.markdown.units import KINDS
+from memclaw.markdown.units import KINDS, MemoryUnit
 from memclaw.recall.archive import ExcerptBuilder, agent_turns, best_passages
 from memclaw.recall.dates import find_date_ranges, without_dates
 from memclaw.recall.fusion import Fused, FusionParams
@@ -346,7 +346,7 @@ class Recall:
         return []
 
 
-def _candidate_text(u, turns: ExcerptBuilder, max_chars: int) -> str:
+def _candidate_text(u: MemoryUnit, turns: ExcerptBuilder, max_chars: int) -> str:
     """What a re-ranker reads of a hit: its text, or an archived turn's excerpt (`speaker: text` joined by ` / `),
     cut to `max_chars`."""
     excerpt = turns.excerpt(u)
@@ -354,7 +354,7 @@ def _candidate_text(u, turns: ExcerptBuilder, max_chars: int) -> str:
     return text if len(text) <= max_chars else text[:max_chars]
 
 
-def _candidate_date(u) -> str | None:
+def _candidate_date(u: MemoryUnit) -> str | None:
     return u.timestamp.strftime("%Y-%m-%d") if u.timestamp else None
 
 
