@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
@@ -76,7 +77,8 @@ class Recall:
 
     Before a search, `prefetch(scope)` opens the vector store in the background; the next `store()` waits for it.
     Then `ensure_fresh(scope)` syncs the scope if its Markdown changed, and returns False when a sync runs elsewhere.
-    And `rebuild(scope)` rebuilds the index from the Markdown when Chroma's files turn out damaged."""
+    And `rebuild(scope)` rebuilds the index from the Markdown when Chroma's files turn out damaged. With a re-ranker
+    configured, `screen(result)` takes out of the candidates what must not be shown before the re-ranker reads them."""
 
     def __init__(
         self,
@@ -90,6 +92,7 @@ class Recall:
         prefetch: Callable[[str], None],
         ensure_fresh: Callable[..., bool],
         rebuild: Callable[[str], object],
+        screen: Callable[[RecallResult], RecallResult] | None = None,
     ) -> None:
         self.config = config
         self.tokenizer = tokenizer
@@ -100,6 +103,8 @@ class Recall:
         self._prefetch = prefetch
         self._ensure_fresh = ensure_fresh
         self._rebuild = rebuild
+        # what the owner forgot, left out of the hits before a re-ranker reads them (memclaw.service.forgotten)
+        self._screen = screen
         # the configured re-ranker (recall.rerank), made at its first use
         self._rerank: RerankStage | None = None
         if needs_litellm(config):
@@ -237,27 +242,29 @@ class Recall:
         turns = ExcerptBuilder(units, entries_of, self.tokenizer.tokenize, (rc.excerpt_before, rc.excerpt_after),
                             rc.excerpt_wide, query, passages, said_by_agent=said_by_agent,
                             agent_words=rc.excerpt_agent_words)  # fmt: skip
+
+        def hit_of(f: Fused) -> RecallHit:
+            u = units[f.id]
+            return RecallHit(
+                unit=u,
+                score=f.score,
+                bm25=Signal(f.bm25_rank, f.bm25_score, f.id in by_context),
+                vector=Signal(f.vector_rank, f.vector_similarity),
+                boosts=dict(f.boosts),
+                covered_by=tuple(links.get(f.id, ())) + turns.covered_by(u),
+                excerpt=turns.excerpt(u),
+            )
+
         settings = rank_settings(rc)
         stage = self._rerank_stage() if rerank else None
         if stage is None:
-            fused = rank(inp, settings, k=k, n_cand=n_cand, kind=kind)
-            placed: list[tuple[Fused, Reranked | None]] = [(f, None) for f in fused]
+            result.hits = [hit_of(f) for f in rank(inp, settings, k=k, n_cand=n_cand, kind=kind)]
         else:
-            placed = self._reranked(stage, query, inp, settings, k, n_cand, kind, turns, result)
-        for f, reranked in placed:
-            u = units[f.id]
-            result.hits.append(
-                RecallHit(
-                    unit=u,
-                    score=f.score,
-                    bm25=Signal(f.bm25_rank, f.bm25_score, f.id in by_context),
-                    vector=Signal(f.vector_rank, f.vector_similarity),
-                    boosts=dict(f.boosts),
-                    covered_by=tuple(links.get(f.id, ())) + turns.covered_by(u),
-                    excerpt=turns.excerpt(u),
-                    rerank=reranked,
-                )
-            )
+            fused = [hit_of(f) for f in rank(inp, settings, k=max(k, stage.top_n), n_cand=n_cand, kind=kind)]
+            if self._reranked(stage, query, fused, k, result) is None:
+                # exactly the hits of a recall without a re-ranker
+                kept = rank(inp, settings, k=k, n_cand=n_cand, kind=kind)
+                result.hits = [replace(hit_of(f), rerank=Reranked(n, None)) for n, f in enumerate(kept, 1)]
         result.timings_ms["total"] = (time.perf_counter() - t0) * 1000
         return result
 
@@ -270,39 +277,32 @@ class Recall:
         return self._rerank
 
     def _reranked(
-        self,
-        stage: RerankStage,
-        query: str,
-        inp: RankInput,
-        settings: RankSettings,
-        k: int,
-        n_cand: int,
-        kind: str | None,
-        turns: ExcerptBuilder,
-        result: RecallResult,
-    ) -> list[tuple[Fused, Reranked | None]]:
-        """The first `top_n` fused hits in the re-ranker's order, then the rest in fused order, cut to k. When the
-        re-ranker fails, exactly the hits of a recall without it (ranked for k), each with its fused place."""
+        self, stage: RerankStage, query: str, fused: list[RecallHit], k: int, result: RecallResult
+    ) -> list[RecallHit] | None:
+        """Set `result.hits` to the first `top_n` fused hits in the re-ranker's order, then the rest in fused order,
+        cut to k, and return them; None when the re-ranker failed (the report and warning say why). The re-ranker
+        reads the hits as `screen` leaves them: nothing the owner forgot."""
         rc = self.config.recall.rerank
-        fused = list(rank(inp, settings, k=max(k, stage.top_n), n_cand=n_cand, kind=kind))
+        place = {h.unit.id: n for n, h in enumerate(fused, 1)}
+        if self._screen is not None:
+            fused = self._screen(RecallResult(result.query, result.scope, result.mode, fused)).hits
         head = fused[: stage.top_n]
         t = time.perf_counter()
-        candidates = [Candidate(f.id, _candidate_text(inp.units[f.id], turns, rc.max_chars),
-                                _candidate_date(inp.units[f.id])) for f in head]  # fmt: skip
+        candidates = [Candidate(h.unit.id, _candidate_text(h, rc.max_chars), _candidate_date(h.unit)) for h in head]
         order, report = stage.order(query, candidates) if candidates else ([], None)
         result.timings_ms["rerank"] = (time.perf_counter() - t) * 1000
         result.rerank = report
         if report is None or not report.ok:
             if report is not None and report.error is not None and not report.error.startswith("not asked"):
                 result.warnings.append(failure_line(report.error))
-            kept = list(rank(inp, settings, k=k, n_cand=n_cand, kind=kind))
-            place = {f.id: n for n, f in enumerate(fused, 1)}
-            return [(f, Reranked(place.get(f.id, 0), None)) for f in kept]
-        out: list[tuple[Fused, Reranked | None]] = []
-        for new_rank, (i, score) in enumerate(order, 1):
-            out.append((head[i], Reranked(i + 1, new_rank if score is not None else None, score)))
-        out += [(f, Reranked(n, None)) for n, f in enumerate(fused[stage.top_n :], stage.top_n + 1)]
-        return out[:k]
+            return None
+        out = [
+            replace(head[i], rerank=Reranked(place[head[i].unit.id], n if score is not None else None, score))
+            for n, (i, score) in enumerate(order, 1)
+        ]
+        out += [replace(h, rerank=Reranked(place[h.unit.id], None)) for h in fused[stage.top_n :]]
+        result.hits = out[:k]
+        return result.hits
 
     def _freshen(self, scope: str, mode: str, result: RecallResult) -> StoreDown | None:
         """Before recall: the store opened in the background, the scope synced if its Markdown changed (auto_sync).
@@ -346,11 +346,11 @@ class Recall:
         return []
 
 
-def _candidate_text(u: MemoryUnit, turns: ExcerptBuilder, max_chars: int) -> str:
+def _candidate_text(h: RecallHit, max_chars: int) -> str:
     """What a re-ranker reads of a hit: its text, or an archived turn's excerpt (`speaker: text` joined by ` / `),
     cut to `max_chars`."""
-    excerpt = turns.excerpt(u)
-    text = " / ".join(f"{t.extra.get('speaker') or '?'}: {t.text.strip()}" for t in excerpt) if excerpt else u.text
+    turns = h.excerpt
+    text = " / ".join(f"{t.extra.get('speaker') or '?'}: {t.text.strip()}" for t in turns) if turns else h.unit.text
     return text if len(text) <= max_chars else text[:max_chars]
 
 

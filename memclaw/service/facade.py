@@ -90,6 +90,7 @@ class MemoryService:
             prefetch=self.prefetch_store,
             ensure_fresh=lambda scope, vectors=True: self.ensure_fresh(scope, wait=False, vectors=vectors),
             rebuild=lambda scope: self.sync([scope], full=True),
+            screen=lambda result: self._forgotten.apply(result),
         )  # fmt: skip
         self._writer = MemoryWriter(self.scopes, self.sync)
         self._forgotten = ForgottenFilter(workspace.sessions_dir, self.tokenizer.tokenize, self.scopes.doc_freq)

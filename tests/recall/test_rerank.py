@@ -182,3 +182,26 @@ def test_a_provider_without_its_key_is_one_line_and_no_request(tmp_path, embedde
         assert not server.requests
     finally:
         svc.close()
+
+
+def test_what_the_owner_forgot_never_reaches_the_reranker(tmp_path, embedder, server) -> None:
+    root = tmp_path / "ws"
+    make_workspace(
+        root,
+        memory="# Family\n- Sister Lena lives in Porto\n- Lena is a marine biologist\n",
+        history="## 2026-03-02 18:00\nMaya said her sister Lena moved to Porto. They planned a hike in the Jura.\n",
+    )
+    rerank = {"kind": "provider", "model": "infinity/bge", "api_base": server.base}
+    cfg = Config(workspace=root, recall={"rerank": rerank})
+    svc = MemoryService(Workspace(root), cfg, embedder=embedder)
+    try:
+        porto = next(u for u in svc.facts() if "Porto" in u.text)
+        svc.forget([porto.id])
+        res = svc.recall_detailed("Lena Porto hike Jura", k=5)
+        assert res.rerank.ok and res.hits
+        sent = server.requests[-1]["documents"]
+        assert sent and not any("Porto" in d for d in sent), sent
+        assert any("hike in the Jura" in d for d in sent)
+        assert not any("Porto" in h.unit.text for h in res.hits)
+    finally:
+        svc.close()
