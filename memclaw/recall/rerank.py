@@ -127,6 +127,11 @@ class ChatReranker:
             lines.append(_quoted(item))
         prompt = render("rerank", query=_quoted(query), candidates="\n".join(lines))
         budget = 16 + MAX_ANSWER_TOKENS_PER_CANDIDATE * len(candidates)
+        if not self._client.direct:
+            from memclaw.llm.client import litellm_module
+
+            # imported once, outside the request's time bound
+            litellm_module()
         resp = chat_sync(self._client, [{"role": "user", "content": prompt}], timeout_s=self.timeout_s,
                          temperature=0.0, max_tokens=budget)  # fmt: skip
         usage = resp.usage

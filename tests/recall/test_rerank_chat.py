@@ -193,3 +193,21 @@ def test_recall_through_the_console_script_shows_the_rerank_and_its_tokens(tmp_p
     assert p.returncode == 0, p.stderr
     assert [h["rerank"]["fused_rank"] for h in json.loads(p.stdout)] == [1, 2, 3, 4]
     assert p.stderr.count("re-ranking failed, the fused order stands") == 1
+
+
+def test_the_chat_kind_through_litellm(tmp_path, embedder, llm_server) -> None:
+    root = tmp_path / "ws"
+    ws = make_workspace(root, memory=MEMORY, history="")
+    agent = {"model": "openai/scripted-chat", "api_base": llm_server.url, "transport": "litellm"}
+    cfg = Config(workspace=ws.root, agent=agent, recall={"rerank": {"kind": "chat", "top_n": 3}})
+    svc = MemoryService(ws, cfg, embedder=embedder)
+    try:
+        llm_server.reply('{"ranking": ["m3", "m2", "m1"]}', usage={"prompt_tokens": 400, "completion_tokens": 9})
+        res = svc.recall_detailed(QUERY, k=3)
+        assert res.rerank.ok and [h.rerank.fused_rank for h in res.hits] == [3, 2, 1]
+        assert (res.rerank.prompt_tokens, res.rerank.completion_tokens) == (400, 9)
+        # twice, on the one loop kept for these calls
+        llm_server.reply('{"ranking": ["m2"]}')
+        assert [h.rerank.fused_rank for h in svc.recall_detailed(QUERY, k=3).hits] == [2, 1, 3]
+    finally:
+        svc.close()
