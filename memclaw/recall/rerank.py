@@ -233,15 +233,21 @@ class RerankStage:
             if len(got.scores) != len(candidates):
                 raise RerankError(f"the re-ranker {by} scored {len(got.scores)} of {len(candidates)} candidates")
         except (RerankError, LLMError) as e:
-            why = str(e)
+            why: str | None = str(e) or type(e).__name__
+        # a re-ranker is the user's component at a boundary: whatever it raises, the recall stands
+        except Exception as e:
+            log.debug("the re-ranker %s raised", by, exc_info=True)
+            why = f"the re-ranker {by} failed: {type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}"
+        else:
+            why = None
+        if why is not None:
             with self._lock:
                 self._down_until, self._down_why = time.monotonic() + COOLDOWN_S, why
             log.warning(failure_line(why))
             return fused, RerankReport(by, ok=False, error=why, ms=(time.perf_counter() - t) * 1000)
         ms = (time.perf_counter() - t) * 1000
-        scored = sorted(
-            ((i, s) for i, s in enumerate(got.scores) if s is not None), key=lambda x: -x[1]
-        )  # stable: ties keep the fused order
+        # sorted is stable: ties keep the fused order
+        scored = sorted(((i, s) for i, s in enumerate(got.scores) if s is not None), key=lambda x: -x[1])
         rest = [(i, None) for i, s in enumerate(got.scores) if s is None]
         report = RerankReport(by, ok=True, reranked=len(scored), prompt_tokens=got.prompt_tokens,
                               completion_tokens=got.completion_tokens, ms=ms, unknown_ids=got.unknown_ids,
