@@ -122,6 +122,13 @@ class ConsolidationOverBudget(ConsolidationError):
     """A consolidation prompt cannot fit `agent.consolidation_tokens`; nothing was asked or written."""
 
 
+class RerankError(MemclawError):
+    """The configured re-ranker (recall.rerank) failed: unreachable, too slow, or its answer unusable. Recall keeps
+    the fused order and says so; a command never fails for it."""
+
+    exit_code = 5
+
+
 class SessionError(MemclawError):
     """A session file cannot be read or written."""
 

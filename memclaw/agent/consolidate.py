@@ -443,7 +443,9 @@ def relevant_facts(
             if not query:
                 continue
             try:
-                hits = memory.recall_detailed(query, scope=scope, k=RECALL_K, mode=mode, kind="fact", now=now).hits
+                # many queries a conversation, each placing facts within a budget: no re-ranker's cost
+                hits = memory.recall_detailed(query, scope=scope, k=RECALL_K, mode=mode, kind="fact", now=now,
+                                              rerank=False).hits  # fmt: skip
             except MemclawError as e:
                 log.info("consolidation: recall of a turn found nothing (%s)", e)
                 continue

@@ -96,7 +96,10 @@ def recall(
 
         section = fill_hits(result.hits, tokens, counter_for(mem.config.agent.model))
     if json_out:
-        print_json([h.to_json() | (section.hit_json(i) if section else {}) for i, h in enumerate(result.hits)])
+        from memclaw.recall.results import rerank_json
+
+        print_json([h.to_json() | rerank_json(result, h) | (section.hit_json(i) if section else {})
+                    for i, h in enumerate(result.hits)])  # fmt: skip
         return
     print_recall(result, section, k or mem.config.recall.k)
 

@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from memclaw.agent.commands import listed_text
-from memclaw.context.recall_view import recall_rows, recall_title
+from memclaw.context.recall_view import recall_rows, recall_title, rerank_line
 from memclaw.markdown.formats import split_trailing_date
 from memclaw.markdown.units import MemoryUnit
 from memclaw.recall.dates import DateRange
@@ -138,7 +138,9 @@ def recall_table(
     bm25, vector = _Col("bm25", drop=2, justify="right"), _Col("vector", drop=2, justify="right")
     kind, date, source = _Col("kind"), _Col("date", drop=3), _Col("source", drop=3)
     tok, cut = _Col("tok", justify="right"), _Col("cut", wrap_max=CUT_MAX)
-    cols += [bm25, vector, kind, date, source] + ([tok, cut] if section is not None else [])
+    # optional: empty (not shown) without a re-ranker
+    rerank = _Col("rerank", drop=2, wrap_max=CUT_MAX)
+    cols += [rerank, bm25, vector, kind, date, source] + ([tok, cut] if section is not None else [])
     texts: list[Text] = []
     for r in recall_rows(result):
         cols[0].cells.append(Text(str(r.n)))
@@ -148,6 +150,7 @@ def recall_table(
         b = f"{r.bm25_rank}/{_fmt(r.bm25_score, 2)}" if r.bm25_rank else "-"
         bm25.cells.append(lit(b + "".join(f" {k}" for k in r.boosts)))
         vector.cells.append(Text(f"{r.vector_rank}/{_fmt(r.vector_score)}" if r.vector_rank else "-"))
+        rerank.cells.append(Text(r.rerank))
         kind.cells.append(lit(r.kind))
         stamp = "%Y-%m-%d %H:%M" if r.kind == "excerpt" else "%Y-%m-%d"
         date.cells.append(Text(r.timestamp.strftime(stamp) if r.timestamp else ""))
@@ -160,6 +163,11 @@ def recall_table(
     caption = ["bm25: rank/score · vector: rank/cosine similarity · +link: lifted by a linked memory"]
     if shown is not None and bm25 not in shown:
         caption = []
+    said = rerank_line(result)
+    if said is not None:
+        caption.append(said)
+        if shown is not None and rerank in shown:
+            caption.append("rerank: the hit's place in the fused order, and the re-ranker's score")
     if any(r.kind == "excerpt" for r in recall_rows(result)):
         caption.append("excerpt: an archived turn »as said« with the turns around it in its conversation")
     caption += [

@@ -123,6 +123,43 @@ class MemoryConfig(_Section):
         return v.strip()
 
 
+class RerankConfig(_Section):
+    """`recall.rerank`: a re-ranker that reorders the first `top_n` fused hits (off by default).
+    See docs/recall.md and docs/decisions/draft-rerank-seam.md."""
+
+    kind: Literal["off", "provider", "cross_encoder", "chat"] = "off"
+    """provider: a rerank API through litellm, `model` e.g. cohere/rerank-v3.5, jina_ai/jina-reranker-v2-base-en or
+    voyage/rerank-2; a local server by `api_base`: infinity/<name>, or huggingface/<name> for TEI. cross_encoder: a
+    sentence-transformers CrossEncoder saved in the local directory `model`. chat: a chat model (`model`, default
+    agent.model) orders them, costing tokens."""
+    model: str | None = None
+    """provider: "<provider>/<model>"; cross_encoder: a local directory (never downloaded); chat: a litellm model
+    name (default: agent.model, with its endpoint and key)."""
+    top_n: int = Field(30, ge=2, le=200)
+    """How many of the first fused hits are re-ranked; the hits after them keep their fused order."""
+    api_base: str | None = None
+    """provider: the endpoint (e.g. a local Infinity or TEI server); else the provider's variable or default."""
+    api_key: SecretStr | None = None
+    """provider: the API key (else the provider's variable, e.g. COHERE_API_KEY); never printed."""
+    timeout_s: float = Field(10.0, gt=0, le=120)
+    """How long one re-ranking request may take. A failure is not retried: recall keeps the fused order, and the
+    re-ranker is not asked again for a minute after it failed."""
+    max_chars: int = Field(1000, ge=50, le=20_000)
+    """Each candidate's text is cut to this many characters before it is sent (it bounds the cost of a request)."""
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, v: str | None) -> str | None:
+        return (v.strip() or None) if v is not None else None
+
+    @model_validator(mode="after")
+    def _model_named(self) -> RerankConfig:
+        if self.kind in ("provider", "cross_encoder") and self.model is None:
+            example = "cohere/rerank-v3.5" if self.kind == "provider" else "a local directory"
+            raise ValueError(f"kind {self.kind!r} needs recall.rerank.model (e.g. {example})")
+        return self
+
+
 class RecallConfig(_Section):
     """The recall keys a user sets. The ranking's tuning constants are a named preset (memclaw.config.presets)."""
 
@@ -145,6 +182,9 @@ class RecallConfig(_Section):
     preset: PresetName = "default"
     """The ranking's tuning constants, by name: `default`, or `plain-rrf` (reciprocal-rank fusion of the two
     signals alone, no session links, dates or agent's-turn weight). Their values: the presets table below."""
+
+    rerank: RerankConfig = Field(default_factory=RerankConfig)
+    """A re-ranker of the first fused hits (off by default)."""
 
     _tuning: RecallTuning | None = PrivateAttr(None)
 
@@ -382,11 +422,17 @@ def config_secrets(config: Config) -> list[str]:
         config.agent.api_key,
         config.embeddings.api_key,
         config.channels.discord.token,
+        config.recall.rerank.api_key,
         *config.memory.chroma_headers.values(),
     ):
         if v is not None:
             vals += secret_pieces(v.get_secret_value())
-    for url in (config.memory.chroma_url, config.agent.api_base, config.embeddings.api_base):
+    for url in (
+        config.memory.chroma_url,
+        config.agent.api_base,
+        config.embeddings.api_base,
+        config.recall.rerank.api_base,
+    ):
         if url:
             vals += url_secrets(url)
     return vals

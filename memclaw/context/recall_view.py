@@ -37,6 +37,8 @@ class RecallRow:
     # Shortened to MEMORY_CHARS
     text: str
     id: str
+    # The re-ranker's view (recall.rerank): "from #5, 0.912" or "#5, not re-ranked"; "" without a re-ranker
+    rerank: str = ""
 
     @classmethod
     def of(cls, n: int, hit: RecallHit) -> RecallRow:
@@ -55,7 +57,31 @@ class RecallRow:
             source=f"{u.source}:{u.line}",
             text=excerpt_text(hit) if hit.excerpt else shorten(u.text, MEMORY_CHARS),
             id=u.id,
+            rerank=rerank_cell(hit),
         )
+
+
+def rerank_cell(hit: RecallHit) -> str:
+    """A hit's place before re-ranking and the re-ranker's score: "from #5, 0.912"; "" without a re-ranker."""
+    r = hit.rerank
+    if r is None:
+        return ""
+    if r.rank is None:
+        return f"#{r.fused_rank}, not re-ranked"
+    return f"from #{r.fused_rank}" + (f", {r.score:.4g}" if r.score is not None else "")
+
+
+def rerank_line(result: RecallResult) -> str | None:
+    """What the re-ranker of a recall did, in one line (its tokens for the chat kind), or None without one."""
+    r = result.rerank
+    if r is None:
+        return None
+    if not r.ok:
+        return f"re-ranker {r.by} failed, the fused order kept: {r.error}"
+    cost = f", {r.prompt_tokens:,} + {r.completion_tokens:,} tokens" if r.prompt_tokens is not None else ""
+    ignored = r.unknown_ids + r.repeated_ids
+    extra = f", {counted(ignored, 'id')} in its answer ignored" if ignored else ""
+    return f"re-ranker {r.by}: ordered the first {counted(r.reranked, 'hit')} in {r.ms / 1000:.2f} s{cost}{extra}"
 
 
 def excerpt_text(hit: RecallHit) -> str:
@@ -93,6 +119,10 @@ def recall_text(result: RecallResult, *, markdown: bool = False, limit: int | No
     quoted = code(query) if markdown else f'"{query}"'
     lines = [f"recall {quoted} · scope {result.scope} · {result.mode} · {counted(len(result.hits), 'hit')}"]
     lines += [f"⚠ {w}" for w in result.warnings]
+    said = rerank_line(result)
+    error = result.rerank.error if result.rerank is not None else None
+    if said is not None and not (error and any(error in w for w in result.warnings)):
+        lines.append(said)
     if not result.hits:
         lines.append("(nothing found)")
     for r in recall_rows(result):
@@ -100,7 +130,7 @@ def recall_text(result: RecallResult, *, markdown: bool = False, limit: int | No
         v = f"vec #{r.vector_rank}" if r.vector_rank else "vec -"
         date = f" {r.timestamp:%Y-%m-%d %H:%M}" if r.timestamp and r.kind == "excerpt" else ""
         date = date or (f" {r.timestamp:%Y-%m-%d}" if r.timestamp else "")
-        head = f"{code(f'{r.n:>2}')} {code(f'{r.score:.3f}')} {b}, {v}"
+        head = f"{code(f'{r.n:>2}')} {code(f'{r.score:.3f}')} {b}, {v}" + (f", rerank {r.rerank}" if r.rerank else "")
         lines.append(f"{head} · {r.kind}{date} {r.source} · {r.text} · {code(r.id)}")
     if limit is None:
         return "\n".join(lines)

@@ -18,6 +18,7 @@ messages. litellm is imported on first use (it is slow to import), or beside a c
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import random
 import re
@@ -376,6 +377,33 @@ class LLMClient:
             model=getattr(raw, "model", "") or self.model,
             finish_reason=getattr(choice, "finish_reason", None),
         )
+
+
+_sync_loop: asyncio.AbstractEventLoop | None = None
+_sync_lock = threading.Lock()
+
+
+def _loop_for_sync_calls() -> asyncio.AbstractEventLoop:
+    """One event loop in a daemon thread for the whole process: its connections (litellm's, httpx's) stay bound
+    to a loop that lives, whichever thread asks."""
+    global _sync_loop
+    with _sync_lock:
+        if _sync_loop is None:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="memclaw-llm-sync", daemon=True).start()
+            _sync_loop = loop
+        return _sync_loop
+
+
+def chat_sync(client: LLMClient, messages: list[dict[str, Any]], *, timeout_s: float, **options: Any) -> LLMResponse:
+    """`client.chat(messages, **options)` from synchronous code (recall's re-ranker), from any thread, bounded by
+    `timeout_s` in all: LLMError when it fails or gives no answer in time."""
+    future = asyncio.run_coroutine_threadsafe(client.chat(messages, **options), _loop_for_sync_calls())
+    try:
+        return future.result(timeout_s)
+    except concurrent.futures.TimeoutError:
+        future.cancel()
+        raise LLMError(f"the model {client.model} gave no answer within {timeout_s:g} s") from None
 
 
 class _JunkResponse(Exception):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
@@ -22,12 +23,13 @@ from memclaw.errors import (
 from memclaw.index.bm25_context import with_context
 from memclaw.index.identity import what_broke
 from memclaw.index.passages import is_head, is_long, unit_of
-from memclaw.markdown.units import KINDS
+from memclaw.markdown.units import KINDS, MemoryUnit
 from memclaw.recall.archive import ExcerptBuilder, agent_turns, best_passages
 from memclaw.recall.dates import find_date_ranges, without_dates
-from memclaw.recall.fusion import FusionParams
+from memclaw.recall.fusion import Fused, FusionParams
 from memclaw.recall.ranking import RankInput, RankSettings, rank
-from memclaw.recall.results import RecallHit, RecallResult, Signal
+from memclaw.recall.rerank import Candidate, RerankStage, failure_line, needs_litellm
+from memclaw.recall.results import RecallHit, RecallResult, Reranked, Signal
 
 if TYPE_CHECKING:
     from memclaw.config import Config, RecallConfig
@@ -76,7 +78,8 @@ class Recall:
 
     Before a search, `prefetch(scope)` opens the vector store in the background; the next `store()` waits for it.
     Then `ensure_fresh(scope)` syncs the scope if its Markdown changed, and returns False when a sync runs elsewhere.
-    And `rebuild(scope)` rebuilds the index from the Markdown when Chroma's files turn out damaged."""
+    And `rebuild(scope)` rebuilds the index from the Markdown when Chroma's files turn out damaged. With a re-ranker
+    configured, `screen(result)` takes out of the candidates what must not be shown before the re-ranker reads them."""
 
     def __init__(
         self,
@@ -90,6 +93,7 @@ class Recall:
         prefetch: Callable[[str], None],
         ensure_fresh: Callable[..., bool],
         rebuild: Callable[[str], object],
+        screen: Callable[[RecallResult], RecallResult] | None = None,
     ) -> None:
         self.config = config
         self.tokenizer = tokenizer
@@ -100,6 +104,15 @@ class Recall:
         self._prefetch = prefetch
         self._ensure_fresh = ensure_fresh
         self._rebuild = rebuild
+        # what the owner forgot, left out of the hits before a re-ranker reads them (memclaw.service.forgotten)
+        self._screen = screen
+        # the configured re-ranker (recall.rerank), made at its first use
+        self._rerank: RerankStage | None = None
+        if needs_litellm(config):
+            from memclaw.llm.client import import_in_background
+
+            # litellm's import (seconds) runs while the scope syncs and the query is searched
+            import_in_background()
 
     def recall(
         self,
@@ -112,9 +125,11 @@ class Recall:
         now: datetime | None,
         as_of: datetime | None = None,
         exclude: Collection[str] = (),
+        rerank: bool = True,
     ) -> RecallResult:
         """`as_of` and `exclude` narrow the candidates before fusion: units dated after `as_of`, and the unit ids
-        in `exclude`, are never candidates (the store as it stood then; a benchmark's masked units)."""
+        in `exclude`, are never candidates (the store as it stood then; a benchmark's masked units). `rerank`:
+        False leaves the configured re-ranker out (recall.rerank; consolidation's many fact recalls)."""
         rc = self.config.recall
         tune = rc.tuning
         k = k or rc.k
@@ -229,21 +244,67 @@ class Recall:
         turns = ExcerptBuilder(units, entries_of, self.tokenizer.tokenize, (tune.excerpt_before, tune.excerpt_after),
                             tune.excerpt_wide, query, passages, said_by_agent=said_by_agent,
                             agent_words=tune.excerpt_agent_words)  # fmt: skip
-        for f in rank(inp, rank_settings(rc), k=k, n_cand=n_cand, kind=kind):
+
+        def hit_of(f: Fused) -> RecallHit:
             u = units[f.id]
-            result.hits.append(
-                RecallHit(
-                    unit=u,
-                    score=f.score,
-                    bm25=Signal(f.bm25_rank, f.bm25_score, f.id in by_context),
-                    vector=Signal(f.vector_rank, f.vector_similarity),
-                    boosts=dict(f.boosts),
-                    covered_by=tuple(links.get(f.id, ())) + turns.covered_by(u),
-                    excerpt=turns.excerpt(u),
-                )
+            return RecallHit(
+                unit=u,
+                score=f.score,
+                bm25=Signal(f.bm25_rank, f.bm25_score, f.id in by_context),
+                vector=Signal(f.vector_rank, f.vector_similarity),
+                boosts=dict(f.boosts),
+                covered_by=tuple(links.get(f.id, ())) + turns.covered_by(u),
+                excerpt=turns.excerpt(u),
             )
+
+        settings = rank_settings(rc)
+        stage = self._rerank_stage() if rerank else None
+        if stage is None:
+            result.hits = [hit_of(f) for f in rank(inp, settings, k=k, n_cand=n_cand, kind=kind)]
+        else:
+            fused = [hit_of(f) for f in rank(inp, settings, k=max(k, stage.top_n), n_cand=n_cand, kind=kind)]
+            if self._reranked(stage, query, fused, k, result) is None:
+                # exactly the hits of a recall without a re-ranker
+                kept = rank(inp, settings, k=k, n_cand=n_cand, kind=kind)
+                result.hits = [replace(hit_of(f), rerank=Reranked(n, None)) for n, f in enumerate(kept, 1)]
         result.timings_ms["total"] = (time.perf_counter() - t0) * 1000
         return result
+
+    def _rerank_stage(self) -> RerankStage | None:
+        """The configured re-ranker's stage (made once per Recall, so a failure is remembered), or None when off."""
+        if self.config.recall.rerank.kind == "off":
+            return None
+        if self._rerank is None:
+            self._rerank = RerankStage(self.config)
+        return self._rerank
+
+    def _reranked(
+        self, stage: RerankStage, query: str, fused: list[RecallHit], k: int, result: RecallResult
+    ) -> list[RecallHit] | None:
+        """Set `result.hits` to the first `top_n` fused hits in the re-ranker's order, then the rest in fused order,
+        cut to k, and return them; None when the re-ranker failed (the report and warning say why). The re-ranker
+        reads the hits as `screen` leaves them: nothing the owner forgot."""
+        rc = self.config.recall.rerank
+        place = {h.unit.id: n for n, h in enumerate(fused, 1)}
+        if self._screen is not None:
+            fused = self._screen(RecallResult(result.query, result.scope, result.mode, fused)).hits
+        head = fused[: stage.top_n]
+        t = time.perf_counter()
+        candidates = [Candidate(h.unit.id, _candidate_text(h, rc.max_chars), _candidate_date(h.unit)) for h in head]
+        order, report = stage.order(query, candidates) if candidates else ([], None)
+        result.timings_ms["rerank"] = (time.perf_counter() - t) * 1000
+        result.rerank = report
+        if report is None or not report.ok:
+            if report is not None and report.error is not None and not report.error.startswith("not asked"):
+                result.warnings.append(failure_line(report.error))
+            return None
+        out = [
+            replace(head[i], rerank=Reranked(place[head[i].unit.id], n if score is not None else None, score))
+            for n, (i, score) in enumerate(order, 1)
+        ]
+        out += [replace(h, rerank=Reranked(place[h.unit.id], None)) for h in fused[stage.top_n :]]
+        result.hits = out[:k]
+        return result.hits
 
     def _freshen(self, scope: str, mode: str, result: RecallResult) -> StoreDown | None:
         """Before recall: the store opened in the background, the scope synced if its Markdown changed (auto_sync).
@@ -285,6 +346,18 @@ class Recall:
         result.warnings.append(f"{err}; recall fell back to BM25 only")
         log.warning("%s; recall fell back to BM25 only", err)
         return []
+
+
+def _candidate_text(h: RecallHit, max_chars: int) -> str:
+    """What a re-ranker reads of a hit: its text, or an archived turn's excerpt (`speaker: text` joined by ` / `),
+    cut to `max_chars`."""
+    turns = h.excerpt
+    text = " / ".join(f"{t.extra.get('speaker') or '?'}: {t.text.strip()}" for t in turns) if turns else h.unit.text
+    return text if len(text) <= max_chars else text[:max_chars]
+
+
+def _candidate_date(u: MemoryUnit) -> str | None:
+    return u.timestamp.strftime("%Y-%m-%d") if u.timestamp else None
 
 
 def _admission(units, as_of: datetime | None, exclude: Collection[str]) -> Callable[[str], bool] | None:

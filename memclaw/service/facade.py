@@ -90,6 +90,7 @@ class MemoryService:
             prefetch=self.prefetch_store,
             ensure_fresh=lambda scope, vectors=True: self.ensure_fresh(scope, wait=False, vectors=vectors),
             rebuild=lambda scope: self.sync([scope], full=True),
+            screen=lambda result: self._forgotten.apply(result),
         )  # fmt: skip
         self._writer = MemoryWriter(self.scopes, self.sync)
         self._forgotten = ForgottenFilter(workspace.sessions_dir, self.tokenizer.tokenize, self.scopes.doc_freq)
@@ -343,10 +344,11 @@ class MemoryService:
 
     def recall_detailed(self, query: str, *, scope: str = OWNER_SCOPE, k: int | None = None, mode: str | None = None,
                         kind: str | None = None, now: datetime | None = None, as_of: datetime | None = None,
-                        exclude: Collection[str] = ()) -> RecallResult:  # fmt: skip
-        """`as_of` / `exclude`: no unit dated after `as_of`, and none of the ids in `exclude`, is a candidate."""
+                        exclude: Collection[str] = (), rerank: bool = True) -> RecallResult:  # fmt: skip
+        """`as_of` / `exclude`: no unit dated after `as_of`, and none of the ids in `exclude`, is a candidate.
+        `rerank`: False leaves the configured re-ranker (recall.rerank) out."""
         result = self._recall.recall(query, scope=scope, k=k, mode=mode, kind=kind, now=now, as_of=as_of,
-                                     exclude=exclude)  # fmt: skip
+                                     exclude=exclude, rerank=rerank)  # fmt: skip
         # Archived turns that restate what the owner forgot
         return self._forgotten.apply(result)
 
