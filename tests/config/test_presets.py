@@ -70,7 +70,7 @@ def test_a_retired_key_is_compared_with_the_preset_it_names():
 def test_the_user_keys_are_few_and_the_tuning_is_a_preset():
     assert set(RecallConfig.model_fields) == {
         "k", "mode", "max_query_chars", "min_similarity", "archive_min_similarity", "recency_half_life_days",
-        "preset",
+        "preset", "rerank",
     }  # fmt: skip
     assert not TUNING_KEYS & set(RecallConfig.model_fields)
     assert set(get_args(PresetName)) == set(PRESETS) and RecallConfig().tuning is DEFAULT
