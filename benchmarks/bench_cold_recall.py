@@ -139,6 +139,58 @@ def warm_child(ws: Path, queries_file: Path) -> None:
     print(json.dumps({"ms": ms, "embed_ms": embed, "ids": ids}))
 
 
+def _mem() -> dict[str, float]:
+    """This process's resident set now and its peak since the last reset (MB, from /proc)."""
+    got = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        k, _, v = line.partition(":")
+        if k in ("VmRSS", "VmHWM"):
+            got[k] = int(v.split()[0]) / 1024
+    return {"rss_mb": round(got["VmRSS"], 1), "peak_mb": round(got["VmHWM"], 1)}
+
+
+def breakdown(ws: Path, query: str) -> None:
+    """In this (fresh) process, the stages of a cold hybrid recall one after the other, each with its wall and CPU
+    time, the resident set after it and the peak during it (the peak is reset before each stage); then the sizes
+    of what the scope holds. Prints JSON."""
+    stages: list[dict[str, Any]] = []
+
+    def stage(name: str, fn: Any) -> Any:
+        Path("/proc/self/clear_refs").write_text("5")
+        t, c = time.perf_counter(), time.process_time()
+        out = fn()
+        stages.append({"stage": name, "wall_s": round(time.perf_counter() - t, 3),
+                       "cpu_s": round(time.process_time() - c, 3), **_mem()})  # fmt: skip
+        return out
+
+    stages.append({"stage": "python", **_mem()})
+
+    def imports() -> Any:
+        from memclaw.cli.common import load
+        from memclaw.service.facade import MemoryService
+
+        return load, MemoryService
+
+    load, service = stage("imports (config, service)", imports)
+    cfg, workspace = stage("config", lambda: load(ws))
+    svc = service(workspace, cfg)
+    stage("embedding model", lambda: svc.embedder)
+    sc = stage("scope state (unit table, BM25)", lambda: svc.scopes.get("owner"))
+    stage("first BM25 recall (turn contexts, dates)", lambda: svc.recall_detailed(query, mode="bm25"))
+    stage("vector store open", lambda: svc.store)
+    from memclaw.embedding.load import encode_query
+
+    qv = encode_query(svc.embedder, query)
+    stage("first vector query (the graph loaded)", lambda: svc.store.query("owner", qv, 10))
+    stage("hybrid recall", lambda: svc.recall_detailed(query))
+    table, lex = sc.state.units, sc.lexical
+    sizes = {"units": len(table), "bm25_docs": len(lex), "bm25_postings": int(len(lex._f_slots)),
+             "bm25_arrays_mb": round(sum(a.nbytes for a in (lex._f_slots, lex._f_tfs, lex._lens)) / 2**20, 1),
+             "texts_lazy": type(table.columns["texts"]).__name__}  # fmt: skip
+    svc.close()
+    print(json.dumps({"stages": stages, "sizes": sizes}))
+
+
 def measure(workdir: Path, checkouts: dict[str, Path], runs: int, n_queries: int, seed: int) -> dict[str, Any]:
     """Cold runs alternated A, B, A, B...; then one warm process per side (alternated too); and the hits compared."""
     import random
@@ -204,10 +256,15 @@ def main() -> None:
     m.add_argument("--queries", type=int, default=300)
     m.add_argument("--seed", type=int, default=41)
     m.add_argument("--out", type=Path)
+    k = sub.add_parser("breakdown")
+    k.add_argument("--workspace", type=Path, required=True)
+    k.add_argument("--query", default="What did I buy for my sister's birthday?")
     w = sub.add_parser("warm-child")
     w.add_argument("--workspace", type=Path, required=True)
     w.add_argument("--queries", type=Path, required=True)
     a = ap.parse_args()
+    if a.cmd == "breakdown":
+        return breakdown(a.workspace, a.query)
     if a.cmd == "warm-child":
         return warm_child(a.workspace, a.queries)
     if a.cmd == "measure":

@@ -124,6 +124,10 @@ class TextColumn(Sequence[str]):
             at += int(b[-1] - b[0])
         return cls(blob, np.concatenate(bounds))
 
+    def byte_lengths(self) -> np.ndarray:
+        """Each row's length in UTF-8 bytes (int64), read without decoding it."""
+        return np.diff(self._bounds) - 1
+
     def joined(self) -> bytes:
         """The rows as `"\x00".join` of them would encode them (the blob's own bytes, not decoded)."""
         b = self._bounds
@@ -162,7 +166,7 @@ class TextColumn(Sequence[str]):
 
 
 # Bytes checked or scanned at a time (the temporary arrays stay small)
-_CHUNK = 1 << 23
+_CHUNK = 1 << 22
 
 
 def _check_utf8(view: memoryview) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memclaw.index.unittable import TextColumn, UnitTable, table_from_bytes, table_to_bytes
 from memclaw.markdown.units import MemoryUnit
@@ -73,3 +75,39 @@ def test_texts_that_are_not_utf8_are_refused_at_load():
     assert len(bad) == len(data)
     with pytest.raises(ValueError):
         table_from_bytes(bad)
+
+
+WHITESPACE = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u200a\u2028\u2029\u202f\u205f\u3000"
+# characters that share lead bytes with those spaces without being one
+NEAR = "\u2019\u2014\u2060\u20ac\u3001\u1681\u00a9"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from([*WHITESPACE, *NEAR, "a", "é", "z", "🎉"]), max_size=160),
+                max_size=12))  # fmt: skip
+def test_short_texts_are_those_of_is_long_from_a_list_and_from_bytes(texts):
+    from memclaw.index.passages import is_long, short_texts
+
+    want = [not is_long(t) for t in texts]
+    assert short_texts(texts).tolist() == want
+    assert short_texts(TextColumn.of(texts)).tolist() == want
+
+
+def test_short_texts_at_the_edges_of_the_word_limit():
+    from memclaw.index.passages import MAX_WORDS, is_long, short_texts
+
+    texts = [" ".join("w" * MAX_WORDS), "w " * MAX_WORDS, "w " * (MAX_WORDS + 1), " w" * (MAX_WORDS + 1) + " ",
+             "\u00e9 " * MAX_WORDS, "\u00e9\u00a0" * (MAX_WORDS + 1), "x" * 5000]  # fmt: skip
+    want = [not is_long(t) for t in texts]
+    assert want[:3] == [True, True, False]
+    assert short_texts(texts).tolist() == want and short_texts(TextColumn.of(texts)).tolist() == want
+
+
+def test_the_turn_contexts_of_a_loaded_table_are_those_of_the_decoded_one():
+    from memclaw.index.passages import context_rows_all
+
+    texts = ["short one", "word " * 300, "short two", "", "short three \u00a0 x", "and four"]
+    table = UnitTable.from_units(_units(texts))
+    loaded = table_from_bytes(table_to_bytes(table))
+    for got, want in zip(context_rows_all(loaded), context_rows_all(table), strict=True):
+        assert got.tolist() == want.tolist()
