@@ -166,14 +166,19 @@ class TextColumn(Sequence[str]):
 
 
 # Bytes checked or scanned at a time (the temporary arrays stay small)
-_CHUNK = 1 << 22
+_CHUNK = 1 << 20
 
 
 def _check_utf8(view: memoryview) -> None:
-    """Raise ValueError (UnicodeDecodeError) unless the bytes are UTF-8, surrogates allowed: decoded a chunk at a
-    time and let go (ASCII decodes at memory speed)."""
+    """Raise ValueError (UnicodeDecodeError) unless the bytes are UTF-8, surrogates allowed.
+
+    A chunk at a time, with no large temporary: a chunk of ASCII is valid as it is, and only the others are decoded
+    (and let go), with what an earlier chunk left unfinished."""
+    raw = np.frombuffer(view, np.uint8)
     dec = codecs.getincrementaldecoder("utf-8")("surrogatepass")
-    for i in range(0, len(view), _CHUNK):
+    for i in range(0, len(raw), _CHUNK):
+        if raw[i : i + _CHUNK].max() < 0x80 and not dec.getstate()[0]:
+            continue
         dec.decode(view[i : i + _CHUNK])
     dec.decode(b"", final=True)
 

@@ -111,3 +111,17 @@ def test_the_turn_contexts_of_a_loaded_table_are_those_of_the_decoded_one():
     loaded = table_from_bytes(table_to_bytes(table))
     for got, want in zip(context_rows_all(loaded), context_rows_all(table), strict=True):
         assert got.tolist() == want.tolist()
+
+
+def test_a_character_split_across_checked_chunks_is_valid_and_a_cut_one_is_not(monkeypatch):
+    import memclaw.index.unittable as ut
+
+    monkeypatch.setattr(ut, "_CHUNK", 4)
+    texts = ["ab", "c\u00e9d", "ascii only here", "\U0001f389\u2019x", "end"]
+    units = _units(texts)
+    data = table_to_bytes(UnitTable.from_units(units))
+    assert table_from_bytes(data).units() == units
+    # the last byte of the emoji replaced by ASCII: a sequence cut short in the middle of a row
+    bad = data.replace("\U0001f389".encode(), "\U0001f389".encode()[:3] + b"z")
+    with pytest.raises(ValueError):
+        table_from_bytes(bad)
