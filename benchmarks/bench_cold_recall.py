@@ -204,8 +204,6 @@ def measure(workdir: Path, checkouts: dict[str, Path], runs: int, n_queries: int
     qs = json.loads((workdir / "questions.json").read_text("utf-8"))
     random.Random(seed).shuffle(qs)
     qs = qs[:n_queries]
-    qfile = workdir / "measure-questions.json"
-    qfile.write_text(json.dumps(qs), "utf-8")
     homes = {k: Path(tempfile.mkdtemp(prefix=f"memclaw-cold-{k}-")) for k in checkouts}
     cold: dict[str, list[dict[str, Any]]] = {k: [] for k in checkouts}
     # one untimed run each: the page cache holds the store, as it does for the timed runs
@@ -216,12 +214,19 @@ def measure(workdir: Path, checkouts: dict[str, Path], runs: int, n_queries: int
             r = cold_once(c, ws, homes[k], qs[i % len(qs)])
             cold[k].append(r)
             print(k, "cold", {x: round(y, 3) for x, y in r.items() if x != "ids"}, flush=True)
-    warm: dict[str, Any] = {}
-    for k, c in checkouts.items():
-        cmd = [sys.executable, __file__, "warm-child", "--workspace", str(ws), "--queries", str(qfile)]
-        p = subprocess.run(cmd, env=side_env(c, homes[k]), capture_output=True, text=True, check=True,
-                           cwd=str(homes[k]))  # fmt: skip
-        warm[k] = json.loads(p.stdout.strip().splitlines()[-1])
+    # warm: the questions in two halves, each run by A then B in a fresh process, so drift hits both sides alike
+    warm: dict[str, Any] = {k: {"ms": [], "cpu_ms": [], "embed_ms": [], "ids": []} for k in checkouts}
+    half = (len(qs) + 1) // 2
+    for part, chunk in enumerate((qs[:half], qs[half:])):
+        pfile = workdir / f"measure-questions-{part}.json"
+        pfile.write_text(json.dumps(chunk), "utf-8")
+        for k, c in checkouts.items():
+            cmd = [sys.executable, __file__, "warm-child", "--workspace", str(ws), "--queries", str(pfile)]
+            p = subprocess.run(cmd, env=side_env(c, homes[k]), capture_output=True, text=True, check=True,
+                               cwd=str(homes[k]))  # fmt: skip
+            got = json.loads(p.stdout.strip().splitlines()[-1])
+            for key, values in got.items():
+                warm[k][key] += values
     out: dict[str, Any] = {"n_queries": len(qs), "runs": runs, "sides": {}}
     for k in checkouts:
         cs = cold[k]
