@@ -583,7 +583,8 @@ def table_from_bytes(data: bytes, *, check_ids: bool = True) -> UnitTable:
             raise ValueError("unexpected sizes")
         rows = n if k != EXTRA_VALUES else _n_values(head)
         if k in LAZY_COLUMNS and modes[k] != "json":
-            head[k] = TextColumn.from_joined(memoryview(data)[off : off + size], rows)
+            # a copy of its own bytes: the rest of `data` is decoded below and let go
+            head[k] = TextColumn.from_joined(data[off : off + size], rows)
             off += size
             continue
         text = data[off : off + size].decode("utf-8", "surrogatepass")
