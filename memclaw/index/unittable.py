@@ -73,11 +73,13 @@ class TextColumn(Sequence[str]):
     Row i spans `blob[bounds[i] : bounds[i + 1] - 1]` (the byte after it is its NUL or the blob's end).
     """
 
-    __slots__ = ("_blob", "_bounds")
+    __slots__ = ("_blob", "_bounds", "_at")
 
     def __init__(self, blob: bytes | memoryview, bounds: np.ndarray) -> None:
         self._blob = memoryview(blob)
-        self._bounds = bounds
+        self._bounds = np.ascontiguousarray(bounds, np.int64)
+        # the same bounds as Python ints, without a copy: a row's read costs a third of what numpy's scalars cost
+        self._at = memoryview(self._bounds).cast("B").cast("q")
 
     @classmethod
     def from_joined(cls, blob: bytes | memoryview, n: int) -> TextColumn:
@@ -142,12 +144,13 @@ class TextColumn(Sequence[str]):
             if step != 1:
                 return [self[j] for j in range(start, stop, step)]
             return TextColumn(self._blob, self._bounds[start : max(start, stop) + 1])
-        n = len(self)
+        at = self._at
+        n = len(at) - 1
         if i < 0:
             i += n
         if not 0 <= i < n:
             raise IndexError("row out of range")
-        return str(self._blob[int(self._bounds[i]) : int(self._bounds[i + 1]) - 1], "utf-8", "surrogatepass")
+        return str(self._blob[at[i] : at[i + 1] - 1], "utf-8", "surrogatepass")
 
     def __iter__(self) -> Iterator[str]:
         blob, b = self._blob, self._bounds.tolist()
