@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from memclaw.index.unittable import TextColumn
 from memclaw.markdown.archive import chunk_of
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ def context_rows_all(table: UnitTable, rows: Sequence[int] | np.ndarray | None =
     m = len(read)
     rows_read = range(n) if rows is None else read.tolist()
     texts = c["texts"] if rows is None else [c["texts"][r] for r in rows_read]
-    words = np.fromiter((len(t.split()) for t in texts), np.int64, m)
+    is_short = short_texts(texts)
     extras, extra_ix, source_ix = c["extras"], c["extra_ix"], c["source_ix"]
     keys: dict[tuple, int] = {}
     chunk = np.full(m, -1, np.int64)
@@ -122,7 +123,7 @@ def context_rows_all(table: UnitTable, rows: Sequence[int] | np.ndarray | None =
         key = chunk_of(str(source_ix[row]), dict(extras[extra_ix[row]]))
         if key is not None:
             chunk[i] = keys.setdefault(key, len(keys))
-    short = (words <= MAX_WORDS) & (chunk >= 0)
+    short = is_short & (chunk >= 0)
     # read[i] and read[i + 1] are consecutive turns of one chunk
     same = np.zeros(m, np.bool_)
     same[:-1] = (chunk[:-1] == chunk[1:]) & (chunk[:-1] >= 0) & (np.diff(read) == 1)
@@ -130,6 +131,25 @@ def context_rows_all(table: UnitTable, rows: Sequence[int] | np.ndarray | None =
     after = short & same & np.r_[short[1:], False]
     row = read[at]
     return np.where(before[at], row - 1, -1), np.where(after[at], row + 1, -1)
+
+
+def short_texts(texts: Sequence[str]) -> np.ndarray:
+    """`not is_long(t)` of every text, as a bool array, reading as little of each as that needs.
+
+    A text of at most 2 * MAX_WORDS - 1 characters holds at most MAX_WORDS words. From a loaded table (TextColumn),
+    such a row is known by its length in bytes, without decoding it. Any other text is split at MAX_WORDS words
+    at most: more than MAX_WORDS words leave MAX_WORDS + 1 parts. A cold recall reads every row's answer.
+    """
+    out = np.zeros(len(texts), np.bool_)
+    if isinstance(texts, TextColumn):
+        sure = texts.byte_lengths() <= 2 * MAX_WORDS - 1
+        out[sure] = True
+        todo = np.flatnonzero(~sure).tolist()
+    else:
+        todo = range(len(texts))
+    for i in todo:
+        out[i] = len(texts[i].split(None, MAX_WORDS)) <= MAX_WORDS
+    return out
 
 
 def is_long(text: str, max_words: int = MAX_WORDS) -> bool:

@@ -11,6 +11,7 @@ Tables written with the extras as JSON pairs are still read.
 
 from __future__ import annotations
 
+import codecs
 import json
 import struct
 import sys
@@ -35,6 +36,8 @@ STR_COLUMNS = ("ids", "texts", "hashes", "timestamps", "sections", "scopes", "so
 # int64 (kinds: int8)
 INT_COLUMNS = ("lines", "scope_ix", "source_ix", "extra_ix")
 JOINED_COLUMNS = ("ids", "texts", "hashes")
+# kept as their bytes when read back, decoded a row at a time (TextColumn): recall reads few of their rows
+LAZY_COLUMNS = ("texts", "hashes")
 
 
 def least(a: array) -> int:
@@ -60,6 +63,127 @@ def from_little(code: str, data: bytes) -> array:
     if sys.byteorder != "little":
         a.byteswap()
     return a
+
+
+class TextColumn(Sequence[str]):
+    """A column of strings kept as one NUL-separated UTF-8 blob, each row decoded when it is read.
+
+    A year's texts are ~95 MB: decoded and split at load, they cost most of a cold recall's second and twice
+    their size at its peak, for the few rows a recall returns. The blob is checked as UTF-8 once, at load.
+    Row i spans `blob[bounds[i] : bounds[i + 1] - 1]` (the byte after it is its NUL or the blob's end).
+    """
+
+    __slots__ = ("_blob", "_bounds", "_at")
+
+    def __init__(self, blob: bytes | memoryview, bounds: np.ndarray) -> None:
+        self._blob = memoryview(blob)
+        self._bounds = np.ascontiguousarray(bounds, np.int64)
+        # the same bounds as Python ints, without a copy: a row's read costs a third of what numpy's scalars cost
+        self._at = memoryview(self._bounds).cast("B").cast("q")
+
+    @classmethod
+    def from_joined(cls, blob: bytes | memoryview, n: int) -> TextColumn:
+        """The column of `n` rows that `"\x00".join` wrote. Raises ValueError if it has another count of rows or
+        is not UTF-8 (surrogates allowed, as written)."""
+        view = memoryview(blob).cast("B")
+        if not n:
+            if len(view):
+                raise ValueError("an empty column with bytes")
+            return cls(view, np.zeros(1, np.int64))
+        _check_utf8(view)
+        raw = np.frombuffer(view, np.uint8)
+        nuls = [np.flatnonzero(raw[i : i + _CHUNK] == 0) + i for i in range(0, len(raw), _CHUNK)]
+        bounds = np.concatenate([np.zeros(1, np.int64), *nuls, np.array([len(raw)], np.int64)]).astype(np.int64)
+        bounds[1:] += 1
+        if len(bounds) != n + 1:
+            raise ValueError(f"{len(bounds) - 1} rows, expected {n}")
+        return cls(view, bounds)
+
+    @classmethod
+    def of(cls, values: Sequence[str]) -> TextColumn:
+        """The column of these strings (none may hold a NUL)."""
+        col = list(values)
+        return cls.from_joined("\x00".join(col).encode("utf-8", "surrogatepass"), len(col))
+
+    @classmethod
+    def concat(cls, parts: Sequence[Sequence[str]]) -> TextColumn | None:
+        """The rows of `parts` in order as one column; None if a row of a plain list holds a NUL."""
+        cols = []
+        for p in parts:
+            if not isinstance(p, TextColumn):
+                if any("\x00" in t for t in p):
+                    return None
+                p = cls.of(p)
+            if len(p):
+                cols.append(p)
+        if not cols:
+            return cls.of([])
+        blob = b"\x00".join(c.joined() for c in cols)
+        bounds, at = [np.zeros(1, np.int64)], 0
+        for c in cols:
+            b = c._bounds
+            bounds.append(b[1:] - b[0] + at)
+            at += int(b[-1] - b[0])
+        return cls(blob, np.concatenate(bounds))
+
+    def byte_lengths(self) -> np.ndarray:
+        """Each row's length in UTF-8 bytes (int64), read without decoding it."""
+        return np.diff(self._bounds) - 1
+
+    def joined(self) -> bytes:
+        """The rows as `"\x00".join` of them would encode them (the blob's own bytes, not decoded)."""
+        b = self._bounds
+        return self._blob[int(b[0]) : int(b[-1]) - 1].tobytes() if len(b) > 1 else b""
+
+    def __len__(self) -> int:
+        return len(self._bounds) - 1
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self))
+            if step != 1:
+                return [self[j] for j in range(start, stop, step)]
+            return TextColumn(self._blob, self._bounds[start : max(start, stop) + 1])
+        at = self._at
+        n = len(at) - 1
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("row out of range")
+        return str(self._blob[at[i] : at[i + 1] - 1], "utf-8", "surrogatepass")
+
+    def __iter__(self) -> Iterator[str]:
+        blob, b = self._blob, self._bounds.tolist()
+        for a, z in zip(b, b[1:]):  # noqa: B905
+            yield str(blob[a : z - 1], "utf-8", "surrogatepass")
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (TextColumn, list, tuple)):
+            return len(self) == len(other) and all(x == y for x, y in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"TextColumn({len(self)} rows)"
+
+
+# Bytes checked or scanned at a time (the temporary arrays stay small)
+_CHUNK = 1 << 20
+
+
+def _check_utf8(view: memoryview) -> None:
+    """Raise ValueError (UnicodeDecodeError) unless the bytes are UTF-8, surrogates allowed.
+
+    A chunk at a time, with no large temporary: a chunk of ASCII is valid as it is, and only the others are decoded
+    (and let go), with what an earlier chunk left unfinished."""
+    raw = np.frombuffer(view, np.uint8)
+    dec = codecs.getincrementaldecoder("utf-8")("surrogatepass")
+    for i in range(0, len(raw), _CHUNK):
+        if raw[i : i + _CHUNK].max() < 0x80 and not dec.getstate()[0]:
+            continue
+        dec.decode(view[i : i + _CHUNK])
+    dec.decode(b"", final=True)
 
 
 class Interner:
@@ -129,14 +253,14 @@ class UnitTable(Mapping[str, MemoryUnit]):
         if len(parts) == 1:
             return parts[0]
         scopes, sources, extras = Interner(), Interner(), Interner()
-        cols: dict[str, Any] = {k: [] for k in ("ids", "texts", "hashes", "timestamps", "sections")}
+        cols: dict[str, Any] = {k: [] for k in ("ids", "timestamps", "sections")}
         cols.update(lines=array("q"), kinds=array("b"), scope_ix=array("q"), source_ix=array("q"), extra_ix=array("q"))
         # Segments of one table share its value tables (the same list objects): each is mapped once, not once per
         # part (a scope with a thousand archive days is a thousand segments of one table).
         remaps: dict[int, tuple[list, list[int], bool]] = {}
         for p in parts:
             c = p._c
-            for k in ("ids", "texts", "hashes", "timestamps", "sections", "lines", "kinds"):
+            for k in ("ids", "timestamps", "sections", "lines", "kinds"):
                 cols[k].extend(c[k])
             for ix, table, vals in (("scope_ix", scopes, "scopes"), ("source_ix", sources, "sources"),
                                     ("extra_ix", extras, "extras")):  # fmt: skip
@@ -154,6 +278,12 @@ class UnitTable(Mapping[str, MemoryUnit]):
                 else:
                     cols[ix].extend(remap[i] for i in c[ix])
         cols["scopes"], cols["sources"], cols["extras"] = scopes.values, sources.values, extras.values
+        for k in LAZY_COLUMNS:
+            # one column of bytes when any part has one (a loaded table); lists otherwise
+            if any(isinstance(p._c[k], TextColumn) for p in parts):
+                cols[k] = TextColumn.concat([p._c[k] for p in parts])
+            if cols.get(k) is None:
+                cols[k] = [t for p in parts for t in p._c[k]]
         _drop_unused_extras(cols)
         return cls(cols)
 
@@ -425,6 +555,11 @@ def table_to_bytes(table: UnitTable) -> bytes:
     values = [v for e in c["extras"] for _k, v in e]
     blobs = []
     for k, col in (*((k, c[k]) for k in JOINED_COLUMNS), (EXTRA_VALUES, values)):
+        if isinstance(col, TextColumn):
+            # its own bytes: no row of it holds a NUL
+            blobs.append(col.joined())
+            head[f"{k}_as"] = "joined"
+            continue
         joined = "\x00".join(col)
         plain = joined.count("\x00") == max(len(col) - 1, 0)
         blobs.append((joined if plain else json.dumps(col, ensure_ascii=False)).encode("utf-8", "surrogatepass"))
@@ -449,9 +584,14 @@ def table_from_bytes(data: bytes, *, check_ids: bool = True) -> UnitTable:
     for k, size in zip(blobs, head.pop("sizes"), strict=True):
         if type(size) is not int or size < 0:
             raise ValueError("unexpected sizes")
+        rows = n if k != EXTRA_VALUES else _n_values(head)
+        if k in LAZY_COLUMNS and modes[k] != "json":
+            # a copy of its own bytes: the rest of `data` is decoded below and let go
+            head[k] = TextColumn.from_joined(data[off : off + size], rows)
+            off += size
+            continue
         text = data[off : off + size].decode("utf-8", "surrogatepass")
         off += size
-        rows = n if k != EXTRA_VALUES else _n_values(head)
         head[k] = json.loads(text) if modes[k] == "json" else (text.split("\x00") if rows else [])
         if not isinstance(head[k], list) or len(head[k]) != rows:
             raise ValueError(f"column {k} does not have {rows} rows")
@@ -536,7 +676,8 @@ def _checked(
     """Check what JSON gave for the string columns (`known_str`: made by str.split, strings already) and the
     extras (at C speed: a 100k-row table loads on every cold recall; `extras_checked`: built from checked columns
     already), then the columns' consistency."""
-    if set(cols) != set(COLUMNS) or not all(type(cols[k]) is list for k in (*STR_COLUMNS, "extras")):
+    lazy = {k for k in LAZY_COLUMNS if isinstance(cols.get(k), TextColumn)}
+    if set(cols) != set(COLUMNS) or not all(type(cols[k]) is list for k in (*STR_COLUMNS, "extras") if k not in lazy):
         raise ValueError("unexpected columns")
     for k in (k for k in STR_COLUMNS if k not in known_str):
         allowed = {str, type(None)} if k in ("timestamps", "sections") else {str}
