@@ -11,6 +11,8 @@ vectors come from one embedding cache (`--embed-cache`): the first process fills
 A configuration change is measured the same way: `--baseline . --current . --current-env
 MEMCLAW_RECALL__ARCHIVE_MIN_SIMILARITY=0.2` runs one checkout twice, the second with that environment override.
 `--locomo-corpus full --lme-corpus archive` measures with the archive in memory.
+A change of model gives other vectors: `--current-cache FILE` gives the current side a cache of its own, e.g.
+`--current-env MEMCLAW_EMBEDDINGS__MODEL=all-MiniLM-L6-v2-int8 --current-cache int8.npz`.
 
 The report gives the memory-section recall at 128/256/512/1024 tokens (LoCoMo: evidence recall; LongMemEval:
 recall_any and recall_all), the questions each side wins and loses at each budget, and the exact two-sided sign
@@ -159,6 +161,7 @@ def main() -> int:
     ap.add_argument("--current", type=Path, default=ROOT)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "recall-quality-ab.md")
     ap.add_argument("--cache", type=Path, help="the embedding cache file (default: a temporary one)")
+    ap.add_argument("--current-cache", type=Path, help="the current side's own cache, for another model")
     ap.add_argument("--limit", type=int, help="first N questions of each set (a smoke run)")
     ap.add_argument("--lme", type=int, help="first N LongMemEval questions only (their haystacks are long to embed)")
     ap.add_argument("--lme-pick", help="only these LongMemEval questions: 0-based positions in the file, a,b,c")
@@ -179,7 +182,8 @@ def main() -> int:
         corpora = (a.locomo_corpus, a.lme_corpus)
         extra = dict(kv.split("=", 1) for kv in a.current_env)
         _run(a.baseline.resolve(), old, cache, a.limit, a.lme, a.lme_pick, corpora=corpora, extra_env={})
-        _run(a.current.resolve(), new, cache, a.limit, a.lme, a.lme_pick, corpora=corpora, extra_env=extra)
+        mine = a.current_cache or cache
+        _run(a.current.resolve(), new, mine, a.limit, a.lme, a.lme_pick, corpora=corpora, extra_env=extra)
         ra, rb = json.loads(old.read_text()), json.loads(new.read_text())
     head = "| set | tokens | before | after | questions won | lost | sign test p |"
     lines = [
