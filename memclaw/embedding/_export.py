@@ -141,7 +141,7 @@ def _export_into(spec: ModelSpec, model_dir: Path, source_sha: str, out: Path) -
             dynamo=False,
         )
     if spec.quantize:
-        _quantize(exported, out / "model.onnx")
+        quantize_int8(exported, out / "model.onnx")
         exported.unlink()
     shutil.copyfile(tokenizer_src, out / "tokenizer.json")
     pad_token = getattr(transformer.tokenizer, "pad_token", None) or "[PAD]"
@@ -189,7 +189,7 @@ def _export_into(spec: ModelSpec, model_dir: Path, source_sha: str, out: Path) -
     return manifest
 
 
-def _quantize(source: Path, target: Path) -> None:
+def quantize_int8(source: Path, target: Path) -> None:
     """`source` dynamically quantised to int8 into `target`: MatMul weights per output channel (measured on real
     passages: mean cosine 0.994 to the float model; all ops per tensor gave 0.955)."""
     import logging
