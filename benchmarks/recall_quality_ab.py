@@ -169,6 +169,7 @@ def main() -> int:
     ap.add_argument("--lme-corpus", default="history", help="LongMemEval corpus: history or archive")
     ap.add_argument("--current-env", action="append", default=[], metavar="KEY=VALUE",
                     help="an environment override for the current side only (repeatable)")  # fmt: skip
+    ap.add_argument("--rows", type=Path, help="keep both sides' per-question rows in this folder (old.json, new.json)")
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -185,6 +186,10 @@ def main() -> int:
         mine = a.current_cache or cache
         _run(a.current.resolve(), new, mine, a.limit, a.lme, a.lme_pick, corpora=corpora, extra_env=extra)
         ra, rb = json.loads(old.read_text()), json.loads(new.read_text())
+        if a.rows:
+            a.rows.mkdir(parents=True, exist_ok=True)
+            (a.rows / "old.json").write_text(old.read_text(), "utf-8")
+            (a.rows / "new.json").write_text(new.read_text(), "utf-8")
     head = "| set | tokens | before | after | questions won | lost | sign test p |"
     lines = [
         "# Recall quality before and after a change, question by question (exact vector store)",
