@@ -13,6 +13,8 @@ MEMCLAW_RECALL__ARCHIVE_MIN_SIMILARITY=0.2` runs one checkout twice, the second 
 A tuning value of the ranking preset (memclaw.config.presets) is no config key; the benchmarks read it from
 MEMCLAW_BENCH_TUNING: `--current-env 'MEMCLAW_BENCH_TUNING={"rrf_k": 30, "date_weight": 0.3}'`.
 `--locomo-corpus full --lme-corpus archive` measures with the archive in memory.
+A change of model gives other vectors: `--current-cache FILE` gives the current side a cache of its own, e.g.
+`--current-env MEMCLAW_EMBEDDINGS__MODEL=all-MiniLM-L6-v2-int8 --current-cache int8.npz`.
 
 The report gives the memory-section recall at 128/256/512/1024 tokens (LoCoMo: evidence recall; LongMemEval:
 recall_any and recall_all), the questions each side wins and loses at each budget, and the exact two-sided sign
@@ -161,6 +163,7 @@ def main() -> int:
     ap.add_argument("--current", type=Path, default=ROOT)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "recall-quality-ab.md")
     ap.add_argument("--cache", type=Path, help="the embedding cache file (default: a temporary one)")
+    ap.add_argument("--current-cache", type=Path, help="the current side's own cache, for another model")
     ap.add_argument("--limit", type=int, help="first N questions of each set (a smoke run)")
     ap.add_argument("--lme", type=int, help="first N LongMemEval questions only (their haystacks are long to embed)")
     ap.add_argument("--lme-pick", help="only these LongMemEval questions: 0-based positions in the file, a,b,c")
@@ -168,6 +171,7 @@ def main() -> int:
     ap.add_argument("--lme-corpus", default="history", help="LongMemEval corpus: history or archive")
     ap.add_argument("--current-env", action="append", default=[], metavar="KEY=VALUE",
                     help="an environment override for the current side only (repeatable)")  # fmt: skip
+    ap.add_argument("--rows", type=Path, help="keep both sides' per-question rows in this folder (old.json, new.json)")
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -181,8 +185,13 @@ def main() -> int:
         corpora = (a.locomo_corpus, a.lme_corpus)
         extra = dict(kv.split("=", 1) for kv in a.current_env)
         _run(a.baseline.resolve(), old, cache, a.limit, a.lme, a.lme_pick, corpora=corpora, extra_env={})
-        _run(a.current.resolve(), new, cache, a.limit, a.lme, a.lme_pick, corpora=corpora, extra_env=extra)
+        mine = a.current_cache or cache
+        _run(a.current.resolve(), new, mine, a.limit, a.lme, a.lme_pick, corpora=corpora, extra_env=extra)
         ra, rb = json.loads(old.read_text()), json.loads(new.read_text())
+        if a.rows:
+            a.rows.mkdir(parents=True, exist_ok=True)
+            (a.rows / "old.json").write_text(old.read_text(), "utf-8")
+            (a.rows / "new.json").write_text(new.read_text(), "utf-8")
     head = "| set | tokens | before | after | questions won | lost | sign test p |"
     lines = [
         "# Recall quality before and after a change, question by question (exact vector store)",

@@ -98,6 +98,11 @@ class MemoryConfig(_Section):
     archive: bool = True
     """Keep what consolidation reads verbatim, one Markdown file per day (memory/archive/YYYY-MM-DD.md, secrets
     masked); false: nothing is archived, consolidation writes only facts and history."""
+    agent_reply_vectors: Literal["passages", "head"] = "passages"
+    """How the agent's archived replies are embedded. passages: like every unit, a long one as passages of 60 words
+    plus its head. head: the head alone, one vector of the whole reply, which the model reads to 256 word pieces
+    (about 3x fewer vectors per turn: docs/decisions/draft-ingest-speed.md). With recall.vector_signal = "passages"
+    a long reply then has no vector signal. Changing it rebuilds the index."""
     small_scope_vectors: int = Field(1000, ge=0, le=100_000)
     """An outsider's scope with at most this many vectors keeps them in one small file, searched exactly, instead
     of a Chroma collection (which holds 4 open files and ~2.6 MiB for the life of the process); past it the scope

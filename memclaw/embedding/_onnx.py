@@ -69,7 +69,7 @@ def import_runtime() -> None:
 class OnnxEmbedder:
     """onnxruntime + `tokenizers` on an export made by `export_onnx`: tokenize with truncation to
     max_seq_length and padding to the longest text of each batch, run the transformer, pool with the
-    attention mask, L2-normalize. Texts are sorted by length before batching to keep padding small.
+    attention mask, L2-normalize. Texts are sorted by their word pieces before batching to keep padding small.
 
     `spin`: ONNX Runtime's threads busy-wait between runs for the next one (~6% more texts a second in a batch).
     Off for a process that embeds a query among other work (a cold `recall`, `context`, a turn): spinning they take
@@ -108,12 +108,10 @@ class OnnxEmbedder:
         self.max_seq_length = int(manifest["max_seq_length"])
         tok.enable_truncation(self.max_seq_length)
         pad = tok.padding or {}
-        tok.enable_padding(
-            pad_id=int(pad.get("pad_id", manifest.get("pad_id", 0))),
-            pad_token=str(pad.get("pad_token", manifest.get("pad_token", "[PAD]"))),
-            pad_type_id=int(pad.get("pad_type_id", 0)),
-            # no length: pad each batch to its longest text
-        )
+        # each batch is padded here, to its longest text (encode)
+        tok.no_padding()
+        self._pad_id = int(pad.get("pad_id", manifest.get("pad_id", 0)))
+        self._pad_type_id = int(pad.get("pad_type_id", 0))
         self._tokenizer = tok
         self._inputs = [i.name for i in self._session.get_inputs()]
         self._pooling: str = manifest["pooling"]
@@ -123,13 +121,18 @@ class OnnxEmbedder:
         self.export_dir = export_dir
         self.manifest = manifest
 
-    def _run(self, texts: list[str]) -> np.ndarray:
-        encs = self._tokenizer.encode_batch(texts)
-        ids = np.asarray([e.ids for e in encs], dtype=np.int64)
-        mask = np.asarray([e.attention_mask for e in encs], dtype=np.int64)
-        feed = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self._inputs:
-            feed["token_type_ids"] = np.asarray([e.type_ids for e in encs], dtype=np.int64)
+    def _run(self, encs: list[Any]) -> np.ndarray:
+        """The vectors of tokenized texts, padded to the longest of them."""
+        width = max(len(e.ids) for e in encs)
+        ids = np.full((len(encs), width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(encs), width), dtype=np.int64)
+        types = np.full((len(encs), width), self._pad_type_id, dtype=np.int64)
+        for row, e in enumerate(encs):
+            n = len(e.ids)
+            ids[row, :n] = e.ids
+            mask[row, :n] = 1
+            types[row, :n] = e.type_ids
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         hidden = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
         if self._pooling == "cls":
             pooled = hidden[:, 0]
@@ -144,10 +147,12 @@ class OnnxEmbedder:
         # lone surrogates (undecodable argv bytes) break the tokenizer
         texts = [clean_text(str(t)) for t in texts]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        encs = self._tokenizer.encode_batch(texts)
+        # longest first by word pieces, what the model runs on: each batch pads to little
+        order = sorted(range(len(texts)), key=lambda i: -len(encs[i].ids))
         for start, end in batches(len(texts), batch_size):
             idx = order[start:end]
-            out[idx] = self._run([texts[i] for i in idx])
+            out[idx] = self._run([encs[i] for i in idx])
             if progress:
                 progress(end - start)
         return out

@@ -44,11 +44,14 @@ class ModelSpec:
     weights: str = "model.safetensors"
     aliases: tuple[str, ...] = ()
     upstream: str = ""
+    # "" (the weights as they are) or "int8" (the ONNX export dynamically quantised, memclaw.embedding._export)
+    quantize: str = ""
 
     @property
     def fingerprint(self) -> str:
         norm = "+norm" if self.normalize else ""
-        return f"{self.name}@{self.sha256[:16]}/{self.pooling}{norm}/max{self.max_seq_length}/d{self.dimensions}"
+        quant = f"/{self.quantize}" if self.quantize else ""
+        return f"{self.name}@{self.sha256[:16]}/{self.pooling}{norm}/max{self.max_seq_length}/d{self.dimensions}{quant}"
 
 
 _SPEC_KEYS = {
@@ -60,7 +63,9 @@ _SPEC_KEYS = {
     "sha256": str,
     "revision": str,
 }
-_OPTIONAL_KEYS = {"weights": str, "aliases": list, "upstream": str}
+_OPTIONAL_KEYS = {"weights": str, "aliases": list, "upstream": str, "quantize": str}
+QUANTIZATIONS = ("int8",)
+"""What `quantize` may name: int8 is ONNX Runtime's dynamic quantisation of the export's MatMul weights."""
 
 
 def registry_path() -> Path:
@@ -98,6 +103,8 @@ def load_registry(path: Path | None = None) -> dict[str, ModelSpec]:
                 raise EmbeddingError(f"{where}: '{key}' must be a {typ.__name__}; fix that file")
         if entry["pooling"] not in ("mean", "cls", "max"):
             raise EmbeddingError(f"{where}: pooling must be mean, cls or max; fix that file")
+        if entry.get("quantize", "") not in ("", *QUANTIZATIONS):
+            raise EmbeddingError(f"{where}: quantize must be one of {list(QUANTIZATIONS)}; fix that file")
         if not re.fullmatch(r"[0-9a-f]{64}", entry["sha256"]):
             raise EmbeddingError(f"{where}: sha256 must be 64 lowercase hex digits; fix that file")
         out[name] = ModelSpec(
@@ -112,6 +119,7 @@ def load_registry(path: Path | None = None) -> dict[str, ModelSpec]:
             weights=entry.get("weights", "model.safetensors"),
             aliases=tuple(str(a) for a in entry.get("aliases", [])),
             upstream=entry.get("upstream", ""),
+            quantize=entry.get("quantize", ""),
         )
     return out
 

@@ -197,6 +197,14 @@ def load_embedder(cfg: EmbeddingsConfig | None = None, *, registry: Mapping[str,
 
 
 def _load_registry_model(spec: ModelSpec, backend: str, cache_dir: Path) -> Embedder:
+    if spec.quantize:
+        # only its ONNX export is that model: torch would give other vectors under its fingerprint
+        if backend == "torch":
+            raise EmbeddingError(
+                f"model {spec.name} is {spec.quantize}, which only the ONNX backend runs; "
+                "set embeddings.backend = 'auto' or pick the model without quantisation"
+            )
+        backend = "onnx"
     if backend == "torch":
         model_dir = resolve_model_dir(spec)
         verify_weights(model_dir, spec)

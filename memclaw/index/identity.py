@@ -87,6 +87,7 @@ class IndexIdentity:
             "embedder": self.embedder_fingerprint(),
             "tokenizer": self.tokenizer.fingerprint,
             "store": ix.store_id(self.chroma_url),
+            "agent_reply_vectors": self.config.memory.agent_reply_vectors,
         }
 
     def mismatch(self, have: dict | None, want: dict[str, Any]) -> tuple[str | None, bool]:

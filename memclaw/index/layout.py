@@ -217,7 +217,10 @@ _CHANGE_WORDS = {
     "embedder": "the embedding model changed",
     "tokenizer": "the tokenizer changed",
     "store": "the store changed",
+    "agent_reply_vectors": "how the agent's replies are embedded changed",
 }
+# what an older manifest, written before the key, was built with
+_BUILT_BEFORE_THE_KEY = {"agent_reply_vectors": "passages"}
 
 
 def store_id(chroma_url: str | None) -> str:
@@ -235,8 +238,8 @@ def rebuild_reason(have: dict | None, want: dict) -> str | None:
         return None
     reasons = []
     for key, words in _CHANGE_WORDS.items():
-        if key in want and have.get(key) != want[key]:
-            before = have.get(key)
+        before = have.get(key, _BUILT_BEFORE_THE_KEY.get(key))
+        if key in want and before != want[key]:
             reasons.append(f"{words} ({before} -> {want[key]})" if key in ("store", "embedder") else words)
     return "; ".join(reasons) or None
 

@@ -67,9 +67,12 @@ def split_passages(text: str, max_words: int = MAX_WORDS) -> list[str]:
     return out
 
 
-def unit_vectors(unit_id: str, text: str) -> list[tuple[str, str]]:
+def unit_vectors(unit_id: str, text: str, *, whole: bool = False) -> list[tuple[str, str]]:
     """(vector-store id, text) of every vector a unit is embedded as: its passages, then its head if it has more
-    than one passage."""
+    than one passage. `whole`: a long unit's head alone (the agent's replies may be embedded so, the setting
+    memory.agent_reply_vectors); a short unit is its own head either way."""
+    if whole and is_long(text):
+        return [(head_id(unit_id), text)]
     parts = split_passages(text)
     out = list(zip(passage_ids(unit_id, len(parts)), parts, strict=True))
     if len(parts) > 1:

@@ -14,6 +14,7 @@ from memclaw.errors import DerivedIndexError, EmbeddingUnavailable, VectorStoreC
 from memclaw.index._links import changes_links, session_links
 from memclaw.index.passages import context_rows_all, turn_context, unit_of, unit_vectors
 from memclaw.index.scopes import Scope, ScopeCache, index_text
+from memclaw.markdown.archive import speaker_is
 from memclaw.markdown.units import MemoryUnit
 from memclaw.util.text import counted
 
@@ -197,6 +198,9 @@ class ScopeSync:
     ) -> None:
         self.cache = cache
         self.config = cache.config
+        head = self.config.memory.agent_reply_vectors == "head"
+        # whether a turn is the agent's, when its replies are embedded whole
+        self._agent_said = speaker_is(self.config.agent.name) if head else None
         self.identity = identity
         self._store = store
         self._embedder = embedder
@@ -245,7 +249,9 @@ class ScopeSync:
             in_store = {unit_of(pid) for pid in in_store_passages}
             # A unit counts as present only if all its passages are (a crash may have left some out).
             old_hashes = {
-                i: hashes[i] for i in in_store if i in desired and set(_passages_of(desired[i])) <= in_store_passages
+                i: hashes[i]
+                for i in in_store
+                if i in desired and set(self._passages_of(desired[i])) <= in_store_passages
             }
             stale_in_store = in_store - set(desired)
         else:
@@ -268,22 +274,22 @@ class ScopeSync:
         passages = [
             Passage(pid, text, _metadata(u), u.id, contexts.get(u.id))
             for u in to_embed
-            for pid, text in unit_vectors(u.id, index_text(u))
+            for pid, text in self._vectors_of(u)
         ]
         new_pids = {p.id for p in passages}
         stale_passages: set[str] = set()
         if old is None:
             # an empty store, e.g. after a wipe, has nothing stale
             if in_store_passages:
-                stale_passages = in_store_passages - {pid for u in units for pid in _passages_of(u)}
+                stale_passages = in_store_passages - {pid for u in units for pid in self._passages_of(u)}
         else:
             old_units = old.state.units
             for uid in stale_in_store:
-                stale_passages.update(_passages_of(old_units[uid]))
+                stale_passages.update(self._passages_of(old_units[uid]))
             # only a unit parsed again in full, or pending, can be an old one
             for u in to_embed:
                 if (u.id in old_hashes or u.id in old.state.pending) and u.id in old_units:
-                    stale_passages.update(set(_passages_of(old_units[u.id])) - new_pids)
+                    stale_passages.update(set(self._passages_of(old_units[u.id])) - new_pids)
 
         # before the first write: a crash from here on makes the next sync reconcile
         def mark_dirty() -> None:
@@ -314,7 +320,7 @@ class ScopeSync:
                 for uid in pending:
                     # (a unit pending already has no vector: a keyword-only sync need not open the store for it)
                     if uid in old_units and (vectors or uid not in old.state.pending):
-                        stale_passages.update(_passages_of(old_units[uid]))
+                        stale_passages.update(self._passages_of(old_units[uid]))
             # keyword search gets the units now, the vectors come later
             if err is not None:
                 self._embed_failed(err)
@@ -384,6 +390,18 @@ class ScopeSync:
             log.info("synced %s: +%d ~%d -%d", scope, report.added, report.updated, report.removed)
         return report
 
+    def _vectors_of(self, u: MemoryUnit) -> list[tuple[str, str]]:
+        """(vector id, text) of each vector `u` is embedded as (memclaw.index.passages.unit_vectors).
+
+        With memory.agent_reply_vectors = "head", a turn of the agent's is one vector of its whole text.
+        """
+        if self._agent_said is not None and u.kind == "archive" and self._agent_said(str(u.extra.get("speaker", ""))):
+            return unit_vectors(u.id, index_text(u), whole=True)
+        return unit_vectors(u.id, index_text(u))
+
+    def _passages_of(self, u: MemoryUnit) -> list[str]:
+        return [pid for pid, _t in self._vectors_of(u)]
+
 
 def _note_keys(data: bytes, notes: list[ParseNote]) -> list[str]:
     """A key per parse note that stays the same while its line does: its kind, detail and the line's text (not its
@@ -418,10 +436,6 @@ def _contexts(table: UnitTable, units: list[MemoryUnit]) -> dict[str, str]:
             if context is not None:
                 out[u.id] = context
     return out
-
-
-def _passages_of(u: MemoryUnit) -> list[str]:
-    return [pid for pid, _t in unit_vectors(u.id, index_text(u))]
 
 
 def _metadata(u: MemoryUnit) -> dict[str, Any]:

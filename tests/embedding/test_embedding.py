@@ -246,6 +246,55 @@ def test_warm_up_and_one_load_per_process(onnx_embedder):
     assert load_embedder(EmbeddingsConfig(batch_size=7)) is onnx_embedder
 
 
+# ----- the int8 model ---------------------------------------------------------------------------------------
+MINILM_INT8 = "all-MiniLM-L6-v2-int8"
+
+
+@pytest.fixture(scope="session")
+def int8_embedder():
+    return load_embedder(EmbeddingsConfig(model=MINILM_INT8))
+
+
+def test_the_int8_model_is_a_model_of_its_own_close_to_the_float_one(int8_embedder, onnx_embedder, minilm_spec):
+    """The same verified weights, quantised: its own fingerprint (an index or cache never mixes it with the float
+    model's vectors), vectors close to the float model's but not the same."""
+    spec = find_spec(MINILM_INT8, load_registry())
+    assert spec.quantize == "int8" and spec.sha256 == minilm_spec.sha256
+    assert isinstance(int8_embedder, OnnxEmbedder)
+    assert int8_embedder.fingerprint == spec.fingerprint != onnx_embedder.fingerprint
+    assert int8_embedder.fingerprint.endswith("/int8")
+    assert int8_embedder.export_dir != onnx_embedder.export_dir
+    assert int8_embedder.manifest["quantize"] == "int8" and int8_embedder.manifest["min_cosine"] >= 0.95
+    a, b = int8_embedder.encode(TEXTS), onnx_embedder.encode(TEXTS)
+    assert np.allclose(_norms(a), 1.0, atol=1e-5)
+    cosine = (a * b).sum(axis=1)
+    assert cosine.min() > 0.95 and float(np.abs(a - b).max()) > 1e-3
+
+
+def test_quantising_is_deterministic(onnx_embedder, tmp_path):
+    from memclaw.embedding._export import quantize_int8
+
+    source = onnx_embedder.export_dir / "model.onnx"
+    quantize_int8(source, tmp_path / "a.onnx")
+    quantize_int8(source, tmp_path / "b.onnx")
+    assert (tmp_path / "a.onnx").read_bytes() == (tmp_path / "b.onnx").read_bytes()
+
+
+def test_the_int8_model_never_runs_on_torch():
+    with pytest.raises(EmbeddingError, match="only the ONNX backend runs"):
+        load_embedder(EmbeddingsConfig(model=MINILM_INT8, backend="torch"))
+
+
+def test_an_unknown_quantisation_is_a_clear_error(tmp_path):
+    path = tmp_path / "registry.toml"
+    path.write_text(
+        '[models.x]\ndimensions = 3\nmax_seq_length = 8\npooling = "mean"\nnormalize = true\n'
+        f'source = "path:/x"\nsha256 = "{MINILM_SHA}"\nrevision = "r"\nquantize = "int4"\n'
+    )
+    with pytest.raises(EmbeddingError, match="quantize must be one of"):
+        load_registry(path)
+
+
 # ----- the export cache -------------------------------------------------------------------------------------
 def test_cached_export_is_reused_not_re_exported(onnx_embedder, caplog):
     export_dir = onnx_embedder.export_dir

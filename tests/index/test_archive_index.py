@@ -10,9 +10,11 @@ from datetime import datetime
 
 import pytest
 
+from memclaw.config import Config
 from memclaw.index.passages import is_long, unit_of, unit_vectors
 from memclaw.index.scopes import index_text
 from memclaw.service.facade import MemoryService
+from memclaw.workspace import Workspace
 from tests.archive_days import DAY, append_day, archive_service, chunk
 from tests.service.test_memory_service import count_full_parses
 
@@ -176,3 +178,47 @@ def test_a_facts_consolidation_id_is_a_link_not_words(svc):
     assert set(stored(svc).values()) == {"I live in Lyon (2026-11-25)"}
     assert svc.recall_detailed("c7f3a9b21", mode="bm25").hits == []
     assert [h.unit.id for h in svc.recall_detailed("Lyon", mode="bm25").hits] == [fact.id]
+
+
+GARDEN = " ".join(f"Sentence {i} about the garden, the basil and the tomatoes on the balcony." for i in range(12))
+
+
+def _head_only(name: str = "memclaw") -> Config:
+    cfg = Config()
+    memory = cfg.memory.model_copy(update={"agent_reply_vectors": "head"})
+    return cfg.model_copy(update={"memory": memory, "agent": cfg.agent.model_copy(update={"name": name})})
+
+
+def test_the_agents_long_replies_can_be_embedded_as_their_head_alone(tmp_path, embedder):
+    """memory.agent_reply_vectors = "head": a long reply of the agent is one vector, its whole text; the owner's long
+    turn keeps its passages and head; the reply is still found by its meaning."""
+    day = chunk(
+        "c2222cccc", datetime(2026, 11, 25, 9, 0), ("Maya", GARDEN), ("memclaw", GARDEN.replace("garden", "yard"))
+    )
+    with archive_service(tmp_path, embedder, config=_head_only()) as svc:
+        append_day(svc.workspace, "owner", day)
+        svc.sync()
+        mine, agents = [u for u in svc.parse_scope("owner") if u.kind == "archive"]
+        assert is_long(mine.text) and is_long(agents.text)
+        vectors = stored(svc)
+        assert [v for k, v in vectors.items() if unit_of(k) == agents.id] == [agents.text]
+        assert len([k for k in vectors if unit_of(k) == mine.id]) == len(unit_vectors(mine.id, mine.text)) > 2
+        by_vector = {h.unit.id for h in svc.recall("tomatoes in the yard", kind="archive") if h.vector.rank}
+        assert agents.id in by_vector
+
+
+def test_changing_how_the_agents_replies_are_embedded_rebuilds_the_index(tmp_path, embedder):
+    day = chunk("c3333dddd", datetime(2026, 11, 25, 9, 0), ("memclaw", GARDEN))
+    with archive_service(tmp_path, embedder, config=_head_only()) as svc:
+        append_day(svc.workspace, "owner", day)
+        svc.sync()
+        [reply] = [u for u in svc.parse_scope("owner") if u.kind == "archive"]
+        assert len([k for k in stored(svc) if unit_of(k) == reply.id]) == 1
+    ws = Workspace(tmp_path / "ws")
+    svc = MemoryService(ws, Config().model_copy(update={"workspace": ws.root}), embedder=embedder)
+    try:
+        svc.sync()
+        assert stored(svc) == want_vectors(svc)
+        assert len([k for k in stored(svc) if unit_of(k) == reply.id]) > 2
+    finally:
+        svc.close()

@@ -150,6 +150,11 @@ def test_rebuild_reason_in_words():
         "the embedding model changed (m1 -> m2); the store changed (server http://h:8000 -> embedded)"
     )
     assert ix.store_id("http://h:8000/") == "server http://h:8000"
+    # a manifest written before the setting existed was built with the agent's replies as passages
+    assert ix.rebuild_reason(want, dict(want, agent_reply_vectors="passages")) is None
+    assert ix.rebuild_reason(want, dict(want, agent_reply_vectors="head")) == (
+        "how the agent's replies are embedded changed"
+    )
 
 
 def test_the_store_switch_of_the_issue_through_the_cli(tmp_path, chroma_server, monkeypatch, capsys, caplog):
