@@ -10,7 +10,7 @@ vectors are compared with the shipped encoder's: max abs difference and cosine.
 Variants: `shipped` is the encoder as it was before this benchmark (batches of 64 texts sorted by characters);
 the next sorts by word pieces, as memclaw.embedding._onnx does now; `int8` is the all-MiniLM-L6-v2-int8 model;
 "agent replies by head" is memory.agent_reply_vectors = "head" (both give other vectors: recall decisions,
-docs/decisions/draft-ingest-speed.md). Turns/s and vectors/s count the sample's turns and stored vectors.
+docs/decisions/0043-ingest-speed.md). Turns/s and vectors/s count the sample's turns and stored vectors.
 Writes benchmarks/results/ingest.md.
 """
 

@@ -101,7 +101,7 @@ class MemoryConfig(_Section):
     agent_reply_vectors: Literal["passages", "head"] = "passages"
     """How the agent's archived replies are embedded. passages: like every unit, a long one as passages of 60 words
     plus its head. head: the head alone, one vector of the whole reply, which the model reads to 256 word pieces
-    (about 3x fewer vectors per turn: docs/decisions/draft-ingest-speed.md). With recall.vector_signal = "passages"
+    (about 3x fewer vectors per turn: docs/decisions/0043-ingest-speed.md). With recall.vector_signal = "passages"
     a long reply then has no vector signal. Changing it rebuilds the index."""
     small_scope_vectors: int = Field(1000, ge=0, le=100_000)
     """An outsider's scope with at most this many vectors keeps them in one small file, searched exactly, instead
@@ -130,7 +130,7 @@ class MemoryConfig(_Section):
 
 class RerankConfig(_Section):
     """`recall.rerank`: a re-ranker that reorders the first `top_n` fused hits (off by default).
-    See docs/recall.md and docs/decisions/draft-rerank-seam.md."""
+    See docs/recall.md and docs/decisions/0042-a-re-ranking-seam.md."""
 
     kind: Literal["off", "provider", "cross_encoder", "chat"] = "off"
     """provider: a rerank API through litellm, `model` e.g. cohere/rerank-v3.5, jina_ai/jina-reranker-v2-base-en or

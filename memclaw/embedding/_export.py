@@ -6,7 +6,7 @@ A model whose registry entry says `quantize = "int8"` is that export dynamically
 Its MatMul weights become int8, per output channel; the activations are quantised at run time.
 The same export gives the same bytes, so two machines get the same model.
 It is checked by cosine instead (at least MIN_QUANTIZED_COSINE on every probe text).
-Why: docs/decisions/draft-ingest-speed.md."""
+Why: docs/decisions/0043-ingest-speed.md."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The re-ranking seam: after fusion, a re-ranker the user configures (recall.rerank) may reorder the first
-`top_n` hits. Off by default; see docs/decisions/draft-rerank-seam.md.
+`top_n` hits. Off by default; see docs/decisions/0042-a-re-ranking-seam.md.
 
 A `Reranker` scores candidates (id, text, date) for a query. Three kinds fill it: a provider's rerank API through
 litellm (memclaw.llm.rerank), a local cross-encoder (memclaw.embedding.cross_encoder), and the user's chat model
