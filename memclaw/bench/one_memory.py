@@ -132,13 +132,15 @@ class OneMemory:
 def lme_protocol(
     mem: OneMemory, filler: Filler, q: LMEQuestion, protocol: str
 ) -> tuple[datetime | None, frozenset[str]]:
-    """The candidate filter of one LongMemEval question: (as_of, the unit ids masked). Default: its date, and the
-    units of every other question's answer sessions that are not its own; raw: none."""
+    """The candidate filter of one LongMemEval question: (as_of, the unit ids masked). Default: the end of its day,
+    and the units of every other question's answer sessions that are not its own; raw: none.
+    The file stamps some answer sessions later on the question's own day, so the day is the unit, as for LoCoMo."""
     if protocol == "raw":
         return None, frozenset()
     own = filler.answers_of.get(q.qid, frozenset()) | q.relevant
     others = {s for qid, ids in filler.answers_of.items() if qid != q.qid for s in ids} - own
-    return q.question_date, mem.mask(sorted(others))
+    as_of = q.question_date.replace(hour=23, minute=59, second=59) if q.question_date else None
+    return as_of, mem.mask(sorted(others))
 
 
 def build_one_memory(

@@ -43,8 +43,8 @@ OneMemoryOpt = Annotated[
     bool,
     typer.Option(
         "--one-memory",
-        help="Put every session in one workspace and ask each question of all of it, with the store as of the "
-        "question's date and other questions' answer sessions masked (see --raw).",
+        help="Put every session in one workspace and ask each question of all of it, with the store as of the end of "
+        "the question's day and other questions' answer sessions masked (see --raw).",
     ),
 ]
 RawOpt = Annotated[

@@ -45,7 +45,7 @@ def tiny_file(tmp_path: Path) -> Path:
         _question("q_dog_show", "single-session-user", "Which golden retriever breed did I fall for at the dog show?",
                   "2023/06/30 (Fri) 20:00", ["garden", "dog-show", "filler"], ["dog-show"]),
         _question("q_garden", "single-session-user", "What did I plant in the garden?",
-                  "2023/06/30 (Fri) 20:00", ["garden", "filler"], ["garden"]),
+                  "2023/04/02 (Sun) 07:00", ["garden", "filler"], ["garden"]),
         _question("q_abs_abs", "single-session-user", "What is my cat called?",
                   "2023/06/30 (Fri) 20:00", ["filler"], []),
     ]  # fmt: skip
@@ -84,6 +84,9 @@ def test_the_default_protocol_never_offers_a_later_or_another_questions_answer_s
         # q_dog_show: dog-early is q_dog_breed's answer session (masked); dog-late is after June 30
         assert seen[("default", "q_dog_show")] & {"dog-early", "dog-late"} == set()
         assert "dog-show" in seen[("default", "q_dog_show")]
+        # q_garden is asked at 07:00 and its answer session stamped 08:00 the same day: the day is the unit
+        assert "garden" in seen[("default", "q_garden")]
+        assert seen[("default", "q_garden")] & {"dog-early", "dog-show", "dog-late"} == set()
         # raw lets both through, for either question
         assert {"dog-show", "dog-late"} <= seen[("raw", "q_dog_breed")]
         assert {"dog-early", "dog-late"} <= seen[("raw", "q_dog_show")]
