@@ -117,13 +117,21 @@ def cold_once(checkout: Path, ws: Path, home: Path, query: str) -> dict[str, Any
             "ids": [h["unit"]["id"] if "unit" in h else h.get("id") for h in hits]}  # fmt: skip
 
 
+def _load(ws: Path) -> tuple[Any, Any]:
+    """The configuration and the workspace, as `memclaw recall --workspace ws` reads them."""
+    from memclaw.config import load_config
+    from memclaw.workspace import resolve_workspace
+
+    cfg = load_config()
+    return cfg, resolve_workspace(cfg, ws)
+
+
 def warm_child(ws: Path, queries_file: Path) -> None:
     """In this process: recall every question over the store (after a warm-up of 10), as `memclaw recall` does
     (the default configuration, the query embedded by the real model); print latencies and hit ids (JSON)."""
-    from memclaw.cli.common import load
     from memclaw.service.facade import MemoryService
 
-    cfg, workspace = load(ws)
+    cfg, workspace = _load(ws)
     svc = MemoryService(workspace, cfg)
     qs = json.loads(queries_file.read_text("utf-8"))
     for q in qs[:10]:
@@ -168,10 +176,9 @@ def breakdown(ws: Path, query: str) -> None:
     stages.append({"stage": "python", **_mem()})
 
     def imports() -> Any:
-        from memclaw.cli.common import load
         from memclaw.service.facade import MemoryService
 
-        return load, MemoryService
+        return _load, MemoryService
 
     load, service = stage("imports (config, service)", imports)
     cfg, workspace = stage("config", lambda: load(ws))
