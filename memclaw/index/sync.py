@@ -277,6 +277,10 @@ class ScopeSync:
             for pid, text in self._vectors_of(u)
         ]
         new_pids = {p.id for p in passages}
+        if old is None and in_store_passages:
+            # A unit a crash or a Ctrl-C left half-embedded keeps the passages it stored; only the rest are embedded.
+            # They are trusted as a whole unit's are: the ids encode the unit and the passage.
+            passages = [p for p in passages if p.id not in in_store_passages]
         stale_passages: set[str] = set()
         if old is None:
             # an empty store, e.g. after a wipe, has nothing stale

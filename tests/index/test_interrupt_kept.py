@@ -129,3 +129,35 @@ def test_interrupted_incremental_sync_keeps_what_it_embedded(tmp_path):
         again = _embedded(server)
         assert len(again) == N_FACTS - KEPT_BATCHES * BATCH, p.stderr
         assert not (set(again) & {_fact(i) for i in range(10)})
+
+
+def _long_fact(i: int) -> str:
+    """A fact of 10 sentences, about 160 words: a head and 4 passages, each of which starts with "Fact "."""
+    return " ".join(f"Fact {i} part {j}: Anna planted {j} tomatoes near shed {i % 7} in the garden of house {i}."
+                    for j in range(10))  # fmt: skip
+
+
+def test_an_interrupted_sync_keeps_the_passages_of_a_half_embedded_unit(tmp_path):
+    # Passages are embedded longest first, so a long unit's head and its passages fall in different batches:
+    # the kept batches hold the heads of every unit and the passages of a few. None of them is embedded again.
+    n = 120
+    home = tmp_path / "home"
+    with embedding_server() as server:
+        mem = _workspace(home, server, [_fact(0)])
+        assert _run(home, server, "memory", "sync").returncode == 0
+        with mem.open("a", encoding="utf-8") as f:
+            f.write("".join(f"- {_long_fact(i)}\n" for i in range(1, n + 1)))
+
+        server.requests.clear()
+        code, err = _interrupted(home, server, "memory", "sync")
+        assert code == 130, err
+        first = _embedded(server)
+        assert len(first) == (KEPT_BATCHES + 1) * BATCH
+
+        server.requests.clear()
+        p = _run(home, server, "memory", "sync")
+        assert p.returncode == 0, p.stderr
+        again = _embedded(server)
+        total = 5 * n
+        assert len(again) == total - KEPT_BATCHES * BATCH, (len(again), p.stderr)
+        assert not set(again) & set(first[: KEPT_BATCHES * BATCH])
