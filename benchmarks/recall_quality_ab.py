@@ -41,7 +41,13 @@ BUDGETS = (128, 256, 512, 1024)
 
 
 def child(
-    out: Path, cache: Path, limit: int | None, lme: int | None, pick: str | None, corpora: tuple[str, str]
+    out: Path,
+    cache: Path,
+    limit: int | None,
+    lme: int | None,
+    pick: str | None,
+    corpora: tuple[str, str],
+    answers: str = "user",
 ) -> None:
     """Runs inside one checkout: both runners with an exact store, every question's budget recalls to `out`."""
     sys.path.insert(0, str(Path(__file__).parent / "lab"))
@@ -104,7 +110,8 @@ def child(
         raw = json.loads(gzip.decompress(LME.read_bytes()))
         data = out.parent / "lme-picked.json"
         data.write_text(json.dumps([raw[int(i)] for i in pick.split(",")]), "utf-8")
-    run_longmemeval(data, specs, limit=lme or limit, progress=False, base=base, embedder=emb, corpus=corpora[1])
+    run_longmemeval(data, specs, limit=lme or limit, progress=False, base=base, embedder=emb, corpus=corpora[1],
+                    **({"answers": answers} if answers != "user" else {}))  # fmt: skip
     rows["seconds"] = [round(t1 - t0, 1), round(time.perf_counter() - t1, 1)]  # type: ignore[assignment]
     emb.save()
     out.write_text(json.dumps(rows), "utf-8")
@@ -120,6 +127,7 @@ def _run(
     *,
     corpora: tuple[str, str],
     extra_env: dict[str, str],
+    answers: str = "user",
 ) -> None:
     env = dict(os.environ, PYTHONPATH=str(checkout), PYTHONHASHSEED="0", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                LITELLM_LOCAL_MODEL_COST_MAP="True", MEMCLAW_HOME=str(out.parent / f"home-{out.stem}"))  # fmt: skip
@@ -128,6 +136,7 @@ def _run(
     cmd += (["--limit", str(limit)] if limit else []) + (["--lme", str(lme)] if lme else [])
     cmd += ["--lme-pick", pick] if pick else []
     cmd += ["--locomo-corpus", corpora[0], "--lme-corpus", corpora[1]]
+    cmd += ["--lme-answers", answers] if answers != "user" else []
     subprocess.run(cmd, env=env, check=True, cwd=checkout)
 
 
@@ -169,13 +178,15 @@ def main() -> int:
     ap.add_argument("--lme-pick", help="only these LongMemEval questions: 0-based positions in the file, a,b,c")
     ap.add_argument("--locomo-corpus", default="all", help="LoCoMo corpus: all, facts, sessions or full")
     ap.add_argument("--lme-corpus", default="history", help="LongMemEval corpus: history or archive")
+    ap.add_argument("--lme-answers", default="user",
+                    help="LongMemEval: whose has_answer turns count: user (official) or all")  # fmt: skip
     ap.add_argument("--current-env", action="append", default=[], metavar="KEY=VALUE",
                     help="an environment override for the current side only (repeatable)")  # fmt: skip
     ap.add_argument("--rows", type=Path, help="keep both sides' per-question rows in this folder (old.json, new.json)")
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        child(a.child, a.cache, a.limit, a.lme, a.lme_pick, (a.locomo_corpus, a.lme_corpus))
+        child(a.child, a.cache, a.limit, a.lme, a.lme_pick, (a.locomo_corpus, a.lme_corpus), a.lme_answers)
         return 0
     if a.baseline is None:
         ap.error("--baseline is required")
@@ -184,9 +195,10 @@ def main() -> int:
         old, new = Path(tmp) / "old.json", Path(tmp) / "new.json"
         corpora = (a.locomo_corpus, a.lme_corpus)
         extra = dict(kv.split("=", 1) for kv in a.current_env)
-        _run(a.baseline.resolve(), old, cache, a.limit, a.lme, a.lme_pick, corpora=corpora, extra_env={})
+        common = {"corpora": corpora, "answers": a.lme_answers}
+        _run(a.baseline.resolve(), old, cache, a.limit, a.lme, a.lme_pick, extra_env={}, **common)
         mine = a.current_cache or cache
-        _run(a.current.resolve(), new, mine, a.limit, a.lme, a.lme_pick, corpora=corpora, extra_env=extra)
+        _run(a.current.resolve(), new, mine, a.limit, a.lme, a.lme_pick, extra_env=extra, **common)
         ra, rb = json.loads(old.read_text()), json.loads(new.read_text())
         if a.rows:
             a.rows.mkdir(parents=True, exist_ok=True)
@@ -202,7 +214,9 @@ def main() -> int:
         + (f" with {', '.join(a.current_env)}" if a.current_env else ""),
         f"- data: {LOCOMO.name} ({len(rb['locomo'])} questions, corpus {a.locomo_corpus}), "
         f"{LME.name} ({len(rb['lme'])} questions "
-        f"scored, corpus {a.lme_corpus}); system `hybrid`; run seconds (LoCoMo, LongMemEval) before "
+        f"scored, corpus {a.lme_corpus}"
+        + (f", answers {a.lme_answers}" if a.lme_answers != "user" else "")
+        + "); system `hybrid`; run seconds (LoCoMo, LongMemEval) before "
         f"{ra['seconds']}, after {rb['seconds']}",
         "- method: `benchmarks/recall_quality_ab.py` (docstring). Recall of what a memory section of that many "
         "tokens keeps; won / lost: questions whose recall went up / down; p: exact two-sided sign test",

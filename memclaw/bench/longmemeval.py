@@ -7,6 +7,8 @@ Format (`longmemeval_s_cleaned.json`, `longmemeval_oracle.json`): a JSON list of
 Official retrieval protocol: one HISTORY.md entry per haystack session, stamped with the session's date, whose
 text is the session's user turns joined (one line per turn); questions whose id ends in `_abs` and questions with
 no user turn marked `has_answer` are skipped; a session is relevant when one of its user turns has `has_answer`.
+`answers="all"` (the archive corpus only) also scores what the assistant said: a session is relevant by any turn
+marked `has_answer`, so the single-session-assistant questions count. It is not the official key.
 One workspace per question, removed as soon as it is scored. The file is loaded once with `json` (a 250 MB file
 fits easily in memory); each question is converted lazily.
 """
@@ -61,8 +63,12 @@ class LMEQuestion:
     question: str
     question_date: datetime | None
     sessions: tuple[LMESession, ...]
-    # Session ids with a has_answer user turn
+    # Session ids with a has_answer user turn (any turn with answers="all")
     relevant: frozenset[str]
+
+
+ANSWERS: tuple[str, ...] = ("user", "all")
+"""Whose `has_answer` turns make a session relevant: the user's (the official key), or anyone's."""
 
 
 def _one_line(text: str) -> str:
@@ -73,8 +79,9 @@ def _one_line(text: str) -> str:
     return line
 
 
-def haystack(raw: dict[str, Any]) -> tuple[list[LMESession], set[str]]:
-    """One question's haystack sessions that hold text, and the ids of those with a `has_answer` user turn."""
+def haystack(raw: dict[str, Any], *, answers: str = "user") -> tuple[list[LMESession], set[str]]:
+    """One question's haystack sessions that hold text, and the ids of those with a `has_answer` user turn (any
+    turn with `answers="all"`)."""
     qid = str(raw["question_id"])
     ids = raw.get("haystack_session_ids") or []
     dates = raw.get("haystack_dates") or []
@@ -88,7 +95,7 @@ def haystack(raw: dict[str, Any]) -> tuple[list[LMESession], set[str]]:
     relevant: set[str] = set()
     for sid, date, turns in zip(ids, dates, sessions_raw, strict=True):
         user = [t for t in turns or [] if t.get("role") == "user"]
-        if any(t.get("has_answer") for t in user):
+        if any(t.get("has_answer") for t in (turns or [] if answers == "all" else user)):
             relevant.add(str(sid))
         text = "\n".join(line for line in (_one_line(t.get("content", "")) for t in user) if line)
         said = [(str(t.get("role", "?")), " ".join(str(t.get("content", "")).split()), bool(t.get("has_answer")))
@@ -99,12 +106,12 @@ def haystack(raw: dict[str, Any]) -> tuple[list[LMESession], set[str]]:
     return sessions, relevant
 
 
-def convert_question(raw: dict[str, Any]) -> LMEQuestion | None:
+def convert_question(raw: dict[str, Any], *, answers: str = "user") -> LMEQuestion | None:
     """One question of the file -> LMEQuestion, or None when the protocol skips it (`_abs`, no has_answer)."""
     qid = str(raw["question_id"])
     if qid.endswith("_abs"):
         return None
-    sessions, relevant = haystack(raw)
+    sessions, relevant = haystack(raw, answers=answers)
     if not relevant:
         return None
     qdate = parse_lme_date(raw["question_date"]) if raw.get("question_date") else None
@@ -151,6 +158,12 @@ CORPUS_NOTES = {
     "history": "the official key: one HISTORY.md entry per session, its user turns; a served entry credits its "
     "session.",
 }
+
+
+ANSWERS_ALL_NOTE = (
+    "- answers `all`: a session is relevant by any turn marked `has_answer`, the assistant's too, so questions "
+    "about what the assistant said are scored. The official key counts the user's turns only."
+)
 
 
 def write_question(q: LMEQuestion, root: Path, corpus: str = "archive") -> list[dict[str, Any]]:
@@ -204,6 +217,14 @@ def _write_archive(q: LMEQuestion, root: Path) -> list[dict[str, Any]]:
     return entries
 
 
+def check_answers(answers: str, corpus: str) -> None:
+    """Refuse an `answers` value that is unknown, or that the corpus cannot score (history holds user turns only)."""
+    if answers not in ANSWERS:
+        raise UsageError(f"unknown --answers {answers!r}: use one of {', '.join(ANSWERS)}")
+    if answers == "all" and corpus != "archive":
+        raise UsageError("--answers all needs the archive corpus: the history corpus holds the user's turns only")
+
+
 def run_longmemeval(
     path: Path,
     specs: Sequence[SystemSpec],
@@ -215,12 +236,14 @@ def run_longmemeval(
     rankings: bool = False,
     workdir: Path | None = None,
     corpus: str = "archive",
+    answers: str = "user",
 ) -> dict[str, Any]:
     """Every requested system on every kept question (one workspace each, its haystack written as `corpus` says:
     CORPORA); results dict with recall_any@k, recall_all@k, ndcg_any@k for k = 1, 5, 10, overall and
     `by_question_type`, the archive's `disk` use (and `rankings`, as
     memclaw.bench.rankings.ranking_record gives them per question and system, when asked). `workdir` keeps each
-    question's workspace and index there and reuses them on a later run (memclaw.bench.workspaces.bench_workspace)."""
+    question's workspace and index there and reuses them on a later run (memclaw.bench.workspaces.bench_workspace).
+    `answers` says whose `has_answer` turns count (ANSWERS)."""
     from memclaw.bench.locomo import coverage_path
     from memclaw.bench.machine import sha256_file
     from memclaw.bench.prepared import prepare_corpus
@@ -232,6 +255,7 @@ def run_longmemeval(
     from memclaw.bench.signal_view import run_paired
     from memclaw.bench.workspaces import bench_workspace
 
+    check_answers(answers, corpus)
     raw = load_longmemeval(path)
     chosen = raw[:limit] if limit else raw
     n_sessions = sum(len(q.get("haystack_sessions") or []) for q in chosen)
@@ -250,7 +274,7 @@ def run_longmemeval(
         advance = prog.task("LongMemEval (sessions)", n_sessions)
         for rq in chosen:
             n_here = len(rq.get("haystack_sessions") or [])
-            q = convert_question(rq)
+            q = convert_question(rq, answers=answers)
             if q is None:
                 skipped["abstention" if str(rq["question_id"]).endswith("_abs") else "no_has_answer"] += 1
                 estimate.skip(n_here)
@@ -291,6 +315,7 @@ def run_longmemeval(
     return {
         "dataset": "longmemeval",
         "corpus": corpus,
+        **({"answers": answers} if answers != "user" else {}),
         "data_file": str(path),
         "data_sha256": sha256_file(Path(path)),
         "n_questions": n_scored,
@@ -347,7 +372,9 @@ def skipped_line(res: dict[str, Any]) -> str | None:
         return None
     why = {
         "abstention": "abstention (_abs: the answer is not in the haystack, nothing to retrieve)",
-        "no_has_answer": "no user turn marked has_answer (no evidence to score)",
+        "no_has_answer": "no turn marked has_answer (no evidence to score)"
+        if res.get("answers") == "all"
+        else "no user turn marked has_answer (no evidence to score)",
     }
     parts = [f"{n} {why.get(k, k)}" for k, n in skipped.items() if n]
     return f"skipped {sum(skipped.values())} of {res['n_considered']} questions, as the protocol does: " + "; ".join(
@@ -367,6 +394,7 @@ def longmemeval_markdown(res: dict[str, Any]) -> str:
         f"- {res['n_questions']} questions scored of {res['n_considered']} considered ({res['n_in_file']} in the "
         f"file); skipped: {res['skipped']}; {res['n_sessions']} haystack sessions; index time {res['index_seconds']} s",
         f"- corpus `{res.get('corpus', 'history')}`: " + CORPUS_NOTES[res.get("corpus", "history")],
+        *([ANSWERS_ALL_NOTE] if res.get("answers") == "all" else []),
         *disk_md(res),
         *(["", *one_memory_md(res)] if res.get("one_memory") else []),
         "",

@@ -146,6 +146,14 @@ def bench_longmemeval(
             "(the official key: one HISTORY entry per session of its user turns)",
         ),
     ] = "archive",
+    answers: Annotated[
+        str,
+        typer.Option(
+            "--answers",
+            help="user (the official key: a session counts by its user turns marked has_answer) | all (the "
+            "assistant's turns too, so questions about what the assistant said are scored; archive corpus only)",
+        ),
+    ] = "user",
     one_memory: OneMemoryOpt = False,
     raw: RawOpt = False,
     sessions: SessionsOpt = None,
@@ -164,6 +172,10 @@ def bench_longmemeval(
 
     one = bench_cmd.OneMemory(one_memory, raw, sessions, questions=questions)
     if one.wanted:
+        if answers != "user":
+            from memclaw.errors import UsageError
+
+            raise UsageError("--answers all is for the per-question run: drop it with --one-memory")
         bench_cmd.longmemeval_one_memory(
             data, limit, systems, out,
             bench_cmd.RunOptions(not no_progress, embeddings, embed_cache, rankings, workdir), one,
@@ -179,6 +191,7 @@ def bench_longmemeval(
         out,
         bench_cmd.RunOptions(not no_progress, embeddings, embed_cache, rankings, workdir),
         corpus,
+        answers,
     )
 
 

@@ -139,12 +139,14 @@ def longmemeval(
     out: Path | None = None,
     run: RunOptions | None = None,
     corpus: str = "archive",
+    answers: str = "user",
 ) -> dict[str, Any]:
-    """`memclaw bench longmemeval --data PATH [--corpus archive|history] [--limit N] [--systems a,b] [--out DIR]
-    [--rankings] [--embeddings MODEL[,MODEL]]`: writes DIR/longmemeval.json, DIR/longmemeval.md,
-    DIR/longmemeval-recall.png (and DIR/longmemeval-rankings.json.gz with --rankings)."""
+    """`memclaw bench longmemeval --data PATH [--corpus archive|history] [--answers user|all] [--limit N]
+    [--systems a,b] [--out DIR] [--rankings] [--embeddings MODEL[,MODEL]]`: writes DIR/longmemeval.json,
+    DIR/longmemeval.md, DIR/longmemeval-recall.png (and DIR/longmemeval-rankings.json.gz with --rankings)."""
     from memclaw.bench.longmemeval import (
         CORPORA,
+        check_answers,
         questions_title,
         run_longmemeval,
         skipped_line,
@@ -158,6 +160,7 @@ def longmemeval(
     run = run or RunOptions()
     if corpus not in CORPORA:
         raise UsageError(f"unknown corpus {corpus!r}: use one of {', '.join(CORPORA)}")
+    check_answers(answers, corpus)
     _positive("--limit", limit)
     specs = parse_systems(systems)
     res = run_per_model(
@@ -173,6 +176,7 @@ def longmemeval(
             rankings=run.rankings,
             workdir=run.workdir,
             corpus=corpus,
+            answers=answers,
         ),
     )
     out = Path(out) if out else Path("bench-results") / "longmemeval"

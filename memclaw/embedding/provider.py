@@ -32,6 +32,7 @@ from memclaw.embedding._query_cache import QueryCache, default_cache_path
 from memclaw.embedding.base import Progress, normalize_rows
 from memclaw.errors import EmbeddingAuthError, EmbeddingKeyMissing, EmbeddingProviderError, EmbeddingUnavailable
 from memclaw.llm import providers
+from memclaw.util.cooldown import Cooldown
 
 if TYPE_CHECKING:
     from memclaw.config import EmbeddingsConfig
@@ -108,7 +109,7 @@ class ProviderEmbedder:
         # else litellm's model info, read when a text needs it
         self._max_input_tokens = cfg.max_input_tokens
         self._dim: int | None = cfg.dimensions or self.cache.dim(self.fingerprint)
-        self._down_until = 0.0
+        self._down = Cooldown(COOLDOWN_S)
 
     # never the key
     def __repr__(self) -> str:
@@ -226,7 +227,7 @@ class ProviderEmbedder:
 
         self._check_key()
         circuit = client.circuit_key(self.name, self.api_base)
-        if time.monotonic() < self._down_until or client.circuit_open(circuit) is not None:
+        if self._down.down() is not None or client.circuit_open(circuit) is not None:
             # Down a moment ago, and said then: not asked again, nor said again.
             raise EmbeddingUnavailable(f"the embedding provider for {self.name} is still unavailable")
         lib = _lib()
@@ -292,7 +293,7 @@ class ProviderEmbedder:
                 f"set {providers.key_env_names(self.name) or 'the provider API key'} (or {KEY_SETTING})"
             )
         if retryable(e):
-            self._down_until = time.monotonic() + COOLDOWN_S
+            self._down.trip(self._describe(e))
             return EmbeddingUnavailable(
                 f"the embedding provider for {self.name} is unavailable after {attempts} attempt(s) "
                 f"({self._describe(e)})"

@@ -224,6 +224,7 @@ class ScopeSync:
         check_layout(layout, scope, embedded=cache.embedded)
         dirty = layout.dirty_file(scope)
         in_store_passages: set[str] = set()
+        pids_of: dict[str, list[str]] = {}
         caught_up = not old.state.pending or not vectors if old is not None else False
         if old is not None and old.state.signatures == signatures and caught_up and not old.lexical_unsaved:
             report.unchanged = len(old.state.units)
@@ -247,12 +248,10 @@ class ScopeSync:
                 self._store().drop(scope)
                 in_store_passages = set()
             in_store = {unit_of(pid) for pid in in_store_passages}
+            # each unit's passage ids, split once: the checks below and the stale set read them
+            pids_of = {u.id: self._passages_of(u) for u in units} if in_store_passages else {}
             # A unit counts as present only if all its passages are (a crash may have left some out).
-            old_hashes = {
-                i: hashes[i]
-                for i in in_store
-                if i in desired and set(self._passages_of(desired[i])) <= in_store_passages
-            }
+            old_hashes = {i: hashes[i] for i in in_store if i in desired and set(pids_of[i]) <= in_store_passages}
             stale_in_store = in_store - set(desired)
         else:
             # Appended units continue their file's occurrence numbers: none of their ids is an old one.
@@ -285,7 +284,7 @@ class ScopeSync:
         if old is None:
             # an empty store, e.g. after a wipe, has nothing stale
             if in_store_passages:
-                stale_passages = in_store_passages - {pid for u in units for pid in self._passages_of(u)}
+                stale_passages = in_store_passages - {pid for pids in pids_of.values() for pid in pids}
         else:
             old_units = old.state.units
             for uid in stale_in_store:

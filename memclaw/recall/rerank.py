@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from memclaw.errors import LLMError, RerankError
 from memclaw.recall.results import RerankReport
+from memclaw.util.cooldown import Cooldown
 
 if TYPE_CHECKING:
     from memclaw.config import Config, RerankConfig
@@ -209,9 +209,7 @@ class RerankStage:
     def __init__(self, config: Config, reranker: Reranker | None = None) -> None:
         self.config = config
         self.reranker = reranker if reranker is not None else reranker_for(config)
-        self._lock = threading.Lock()
-        self._down_until = 0.0
-        self._down_why = ""
+        self._down = Cooldown(COOLDOWN_S)
 
     @property
     def top_n(self) -> int:
@@ -223,10 +221,9 @@ class RerankStage:
         assert self.reranker is not None
         by = self.reranker.name
         fused: list[tuple[int, float | None]] = [(i, None) for i in range(len(candidates))]
-        with self._lock:
-            down = self._down_why if time.monotonic() < self._down_until else None
+        down = self._down.down()
         if down is not None:
-            return fused, RerankReport(by, ok=False, error=f"not asked: {down} (less than a minute ago)")
+            return fused, RerankReport(by, ok=False, skipped=True, error=f"not asked: {down} (less than a minute ago)")
         t = time.perf_counter()
         try:
             got = self.reranker.score(query, candidates)
@@ -241,8 +238,7 @@ class RerankStage:
         else:
             why = None
         if why is not None:
-            with self._lock:
-                self._down_until, self._down_why = time.monotonic() + COOLDOWN_S, why
+            self._down.trip(why)
             log.warning(failure_line(why))
             return fused, RerankReport(by, ok=False, error=why, ms=(time.perf_counter() - t) * 1000)
         ms = (time.perf_counter() - t) * 1000

@@ -56,6 +56,8 @@ class RerankReport:
     ok: bool
     # The failure, one line; None when ok
     error: str | None = None
+    # Not asked: it failed less than COOLDOWN_S ago, and that failure was already said
+    skipped: bool = False
     reranked: int = 0
     # The chat kind's tokens; None for the others
     prompt_tokens: int | None = None
@@ -69,6 +71,8 @@ class RerankReport:
         out: dict[str, Any] = {"by": self.by, "ok": self.ok, "reranked": self.reranked, "ms": round(self.ms, 1)}
         if self.error is not None:
             out["error"] = self.error
+        if self.skipped:
+            out["skipped"] = True
         if self.prompt_tokens is not None:
             out["prompt_tokens"] = self.prompt_tokens
             out["completion_tokens"] = self.completion_tokens

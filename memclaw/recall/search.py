@@ -263,7 +263,7 @@ class Recall:
             result.hits = [hit_of(f) for f in rank(inp, settings, k=k, n_cand=n_cand, kind=kind)]
         else:
             fused = [hit_of(f) for f in rank(inp, settings, k=max(k, stage.top_n), n_cand=n_cand, kind=kind)]
-            if self._reranked(stage, query, fused, k, result) is None:
+            if not self._reranked(stage, query, fused, k, result):
                 # exactly the hits of a recall without a re-ranker
                 kept = rank(inp, settings, k=k, n_cand=n_cand, kind=kind)
                 result.hits = [replace(hit_of(f), rerank=Reranked(n, None)) for n, f in enumerate(kept, 1)]
@@ -278,11 +278,9 @@ class Recall:
             self._rerank = RerankStage(self.config)
         return self._rerank
 
-    def _reranked(
-        self, stage: RerankStage, query: str, fused: list[RecallHit], k: int, result: RecallResult
-    ) -> list[RecallHit] | None:
+    def _reranked(self, stage: RerankStage, query: str, fused: list[RecallHit], k: int, result: RecallResult) -> bool:
         """Set `result.hits` to the first `top_n` fused hits in the re-ranker's order, then the rest in fused order,
-        cut to k, and return them; None when the re-ranker failed (the report and warning say why). The re-ranker
+        cut to k, and return True; False when the re-ranker failed (the report and warning say why). The re-ranker
         reads the hits as `screen` leaves them: nothing the owner forgot."""
         rc = self.config.recall.rerank
         place = {h.unit.id: n for n, h in enumerate(fused, 1)}
@@ -295,16 +293,16 @@ class Recall:
         result.timings_ms["rerank"] = (time.perf_counter() - t) * 1000
         result.rerank = report
         if report is None or not report.ok:
-            if report is not None and report.error is not None and not report.error.startswith("not asked"):
+            if report is not None and report.error is not None and not report.skipped:
                 result.warnings.append(failure_line(report.error))
-            return None
+            return False
         out = [
             replace(head[i], rerank=Reranked(place[head[i].unit.id], n if score is not None else None, score))
             for n, (i, score) in enumerate(order, 1)
         ]
         out += [replace(h, rerank=Reranked(place[h.unit.id], None)) for h in fused[stage.top_n :]]
         result.hits = out[:k]
-        return result.hits
+        return True
 
     def _freshen(self, scope: str, mode: str, result: RecallResult) -> StoreDown | None:
         """Before recall: the store opened in the background, the scope synced if its Markdown changed (auto_sync).

@@ -58,3 +58,23 @@ def test_bench_perf_prints_its_table_and_writes_the_png_its_help_promises(tmp_pa
     assert "memories" in out and "warm recall p50 ms" in out and "cold CLI recall s" in out, r.out
     assert (tmp_path / "perf.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"wrote {tmp_path / 'perf.json'}, {tmp_path / 'perf.md'}, {tmp_path / 'perf.png'}" in r.out
+
+
+def test_answers_all_scores_what_the_assistant_said(tmp_path, memclaw_cli):  # noqa: F811
+    """`--answers all`: a session is relevant by the assistant's has_answer turns too, so the fixture's
+    single-session-assistant question is scored; the official key (the default) skips it."""
+    out = tmp_path / "all"
+    r = memclaw_cli("bench", "longmemeval", "--data", str(FIXTURE), "--answers", "all", "--systems", "grep-ranked",
+                    "--out", str(out), "--no-progress")  # fmt: skip
+    assert r.code == 0, r.err
+    res = json.loads((out / "longmemeval.json").read_text())
+    assert res["answers"] == "all" and res["n_questions"] == 4
+    assert res["skipped"] == {"abstention": 1, "no_has_answer": 0}
+    assert "single-session-assistant" in res["systems"]["grep-ranked"]["by_question_type"]
+    assert "answers `all`" in (out / "longmemeval.md").read_text()
+    r = memclaw_cli("bench", "longmemeval", "--data", str(FIXTURE), "--answers", "all", "--corpus", "history",
+                    "--out", str(tmp_path / "h"), "--no-progress")  # fmt: skip
+    assert r.code == 2 and "--answers all needs the archive corpus" in " ".join(r.err.split())
+    assert not (tmp_path / "h").exists()
+    r = memclaw_cli("bench", "longmemeval", "--data", str(FIXTURE), "--answers", "some", "--no-progress")
+    assert r.code == 2 and "unknown --answers 'some': use one of user, all" in " ".join(r.err.split())

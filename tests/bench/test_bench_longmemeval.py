@@ -36,6 +36,18 @@ def test_protocol_skips_abstention_and_questions_without_user_evidence():
     assert "Mash the bananas" not in converted[0].sessions[0].text
 
 
+def test_answers_all_counts_the_assistants_has_answer_turns():
+    raw = load_longmemeval(FIXTURE)
+    converted = [convert_question(q, answers="all") for q in raw]
+    assert [q.qid if q else None for q in converted] == [
+        "q_single_1", "q_multi_1", "q_temporal_1", None, "q_assistant_only",
+    ]  # fmt: skip
+    # the user's has_answer turns still count; the assistant's are added, and only where marked
+    assert converted[1].relevant == convert_question(raw[1]).relevant
+    only = converted[4]
+    assert only.relevant == {only.sessions[0].session_id} and len(only.sessions) == 2
+
+
 def test_write_question_history_and_side_file(tmp_path):
     q = convert_question(load_longmemeval(FIXTURE)[0])
     root = tmp_path / "ws"

@@ -154,7 +154,8 @@ def test_a_failing_reranker_keeps_the_fused_order_and_says_so_once(tmp_path, emb
         # not asked again within the command: no request, no second warning, the report says why
         again = svc.recall_detailed("Tom bakery", k=4)
         assert len(server.requests) == asked
-        assert not again.warnings and not again.rerank.ok and again.rerank.error.startswith("not asked")
+        assert not again.warnings and not again.rerank.ok and again.rerank.skipped
+        assert again.rerank.error.startswith("not asked") and again.rerank.to_json()["skipped"] is True
     finally:
         svc.close()
 
@@ -166,7 +167,8 @@ def test_a_dead_rerank_server_costs_one_attempt(tmp_path, embedder) -> None:
         res = svc.recall_detailed(QUERY, k=3)
         assert len(res.hits) == 3 and not res.rerank.ok
         assert "could not connect" in res.rerank.error and len(res.warnings) == 1
-        assert svc.recall_detailed(QUERY, k=3).rerank.error.startswith("not asked")
+        again = svc.recall_detailed(QUERY, k=3).rerank
+        assert again.skipped and again.error.startswith("not asked")
     finally:
         svc.close()
 

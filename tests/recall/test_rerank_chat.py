@@ -154,7 +154,7 @@ def test_a_chat_model_too_slow_costs_its_timeout_once(tmp_path, embedder, llm_se
         assert [h.unit.id for h in res.hits] == fused and not res.rerank.ok
         asked = len(llm_server.requests)
         again = svc.recall_detailed(QUERY, k=4)
-        assert len(llm_server.requests) == asked and again.rerank.error.startswith("not asked")
+        assert len(llm_server.requests) == asked and again.rerank.skipped and again.rerank.error.startswith("not asked")
     finally:
         svc.close()
 
