@@ -170,6 +170,9 @@ def recall_table(
             caption.append("rerank: the hit's place in the fused order, and the re-ranker's score")
     if any(r.kind == "excerpt" for r in recall_rows(result)):
         caption.append("excerpt: an archived turn »as said« with the turns around it in its conversation")
+    if result.agent_asked is not None:
+        caption.append(f"agent: the question asks what the agent said; its own turns keep {result.agent_asked:g} of "
+                       "their score")  # fmt: skip
     caption += [
         f"+date: {'stamped' if r.stamps else 'naming'} {_span(r)} ({shorten(r.text, ECHO_CHARS)!r})"
         for r in result.date_ranges

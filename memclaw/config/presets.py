@@ -69,6 +69,10 @@ class RecallTuning:
     agent_turn_weight: float = Field(ge=0, le=1)
     """An archived turn the agent said itself ranks with this share of its fused score; 1: as any turn
     (docs/decisions/0004-the-agents-own-words.md)."""
+    agent_asked_weight: float = Field(ge=0, le=1)
+    """The same share when the query asks what the agent said ("you recommended", "our last chat":
+    memclaw.recall.archive.asks_what_agent_said); then the agent's words are the evidence
+    (docs/decisions/0046-questions-about-what-the-agent-said.md)."""
     date_weight: float = Field(ge=0)
     """A query naming a date range lifts memories stamped inside it by this share of the fusion's full scale (of
     the best score with `weighted` or `rrf`); 0 turns date handling off."""
@@ -101,6 +105,7 @@ DEFAULT = RecallTuning(
     excerpt_wide=2,
     excerpt_agent_words=25,
     agent_turn_weight=0.4,
+    agent_asked_weight=0.4,
     date_weight=0.5,
     date_after=0.5,
 )
@@ -115,6 +120,7 @@ PRESETS: dict[str, RecallTuning] = {
         keep_factor=0,
         link_sessions=False,
         agent_turn_weight=1.0,
+        agent_asked_weight=1.0,
         date_weight=0.0,
     ),
 }

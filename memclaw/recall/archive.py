@@ -8,6 +8,7 @@ history entry. Recall ties them by that id alone.
 - A matching fact or entry does not lift the turns of its chunk: docs/decisions/0003-the-archive-as-excerpts.md.
 
 The agent's own turns rank with a share of their score (`weigh_agent_turns`): the owner's words are the memory.
+A query that asks what the agent said (`asks_what_agent_said`) gives them another share: there they are the evidence.
 In an excerpt, a long reply of the agent beside the matched turn is shown as said, not what (`elided`).
 Why: docs/decisions/0004-the-agents-own-words.md and docs/decisions/0005-agent-replies-in-an-excerpt.md.
 
@@ -18,6 +19,7 @@ The chunk's turns are consecutive rows of the unit table, in file order.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +82,22 @@ def agent_turns(table: UnitTable, agent: str) -> Callable[[str], bool]:
         return is_agent(table.extra_at(row).get("speaker", ""))
 
     return said_by_agent
+
+
+_AGENT_SAID = re.compile(
+    r"\byou\s+(?:\w+\s+){0,2}(?:said|told|mentioned|recommended|suggested|provided|gave|listed|wrote|created|shared"
+    r"|explained|described|proposed|advised|named|came up with|offered|showed|made)\b"
+    r"|\bdid you\s+(?:\w+\s+)?(?:say|tell|mention|recommend|suggest|list|give|name|write|share)\b"
+    r"|\byour\s+(?:\w+\s+)?(?:answer|reply|response|suggestion|recommendation|advice|list)s?\b"
+    r"|\bour\s+(?:previous|last|earlier)\s+(?:conversation|chat|discussion)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_what_agent_said(query: str) -> bool:
+    """Whether the query asks about the agent's own words: "you recommended", "what did you say", "your
+    suggestion", or "our last chat", a conversation with both sides in it. English only."""
+    return _AGENT_SAID.search(query) is not None
 
 
 def weigh_agent_turns(hits: list[Fused], said_by_agent: Callable[[str], bool], *, weight: float) -> list[Fused]:

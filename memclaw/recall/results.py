@@ -145,6 +145,8 @@ class RecallResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     date_ranges: list[DateRange] = field(default_factory=list)
     """The date ranges the query named (they lifted the memories stamped inside them)."""
+    agent_asked: float | None = None
+    """When the query asks what the agent said: the share of their score its own turns kept (agent_asked_weight)."""
     scope_size: int = 0
     """How many memories the scope holds (of the kind asked): with fewer hits than k, the rest fell below the
     relevance floor."""

@@ -24,7 +24,7 @@ from memclaw.index.bm25_context import with_context
 from memclaw.index.identity import what_broke
 from memclaw.index.passages import is_head, is_long, unit_of
 from memclaw.markdown.units import KINDS, MemoryUnit
-from memclaw.recall.archive import ExcerptBuilder, agent_turns, best_passages
+from memclaw.recall.archive import ExcerptBuilder, agent_turns, asks_what_agent_said, best_passages
 from memclaw.recall.dates import find_date_ranges, without_dates
 from memclaw.recall.fusion import Fused, FusionParams
 from memclaw.recall.ranking import RankInput, RankSettings, rank
@@ -258,6 +258,10 @@ class Recall:
             )
 
         settings = rank_settings(rc)
+        # a question about what the agent said: its own turns are the evidence (decision 0046)
+        if tune.agent_asked_weight != tune.agent_turn_weight and asks_what_agent_said(query):
+            result.agent_asked = tune.agent_asked_weight
+            settings = replace(settings, agent_weight=tune.agent_asked_weight)
         stage = self._rerank_stage() if rerank else None
         if stage is None:
             result.hits = [hit_of(f) for f in rank(inp, settings, k=k, n_cand=n_cand, kind=kind)]
