@@ -71,8 +71,8 @@ class RecallTuning:
     (docs/decisions/0004-the-agents-own-words.md)."""
     agent_asked_weight: float = Field(ge=0, le=1)
     """The same share when the query asks what the agent said ("you recommended", "our last chat":
-    memclaw.recall.archive.asks_what_agent_said); then the agent's words are the evidence
-    (docs/decisions/0046-questions-about-what-the-agent-said.md)."""
+    memclaw.recall.archive.asks_what_agent_said), never below agent_turn_weight; then the agent's words are the
+    evidence (docs/decisions/0046-questions-about-what-the-agent-said.md)."""
     date_weight: float = Field(ge=0)
     """A query naming a date range lifts memories stamped inside it by this share of the fusion's full scale (of
     the best score with `weighted` or `rrf`); 0 turns date handling off."""

@@ -259,9 +259,10 @@ class Recall:
 
         settings = rank_settings(rc)
         # a question about what the agent said: its own turns are the evidence (decision 0046)
-        if tune.agent_asked_weight != tune.agent_turn_weight and asks_what_agent_said(query):
-            result.agent_asked = tune.agent_asked_weight
-            settings = replace(settings, agent_weight=tune.agent_asked_weight)
+        asked_weight = max(tune.agent_asked_weight, tune.agent_turn_weight)
+        if asked_weight != tune.agent_turn_weight and asks_what_agent_said(query):
+            result.agent_asked = asked_weight
+            settings = replace(settings, agent_weight=asked_weight)
         stage = self._rerank_stage() if rerank else None
         if stage is None:
             result.hits = [hit_of(f) for f in rank(inp, settings, k=k, n_cand=n_cand, kind=kind)]

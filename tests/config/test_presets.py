@@ -121,7 +121,7 @@ def test_the_systems_rank_as_they_did():
     base = Config()
     plain = system_config(base, SYSTEMS["hybrid-rrf-plain"]).recall.tuning
     before = {"fusion": "rrf", "link_sessions": False, "date_weight": 0.0, "bm25_weight": 1.0, "vector_weight": 1.0,
-              "keep_factor": 0, "agent_turn_weight": 1.0}  # fmt: skip
+              "keep_factor": 0, "agent_turn_weight": 1.0, "agent_asked_weight": 1.0}  # fmt: skip
     assert asdict(plain) == {**asdict(DEFAULT), **before}
     head = system_config(base, SYSTEMS["vector-head"]).recall
     assert head.mode == "vector" and head.tuning.vector_signal == "head" and not head.tuning.link_sessions

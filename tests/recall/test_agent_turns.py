@@ -13,7 +13,7 @@ from memclaw.config import Config
 from memclaw.context.recall_view import recall_rows
 from memclaw.index.unittable import UnitTable
 from memclaw.markdown.units import MemoryUnit
-from memclaw.recall.archive import agent_turns, weigh_agent_turns
+from memclaw.recall.archive import agent_turns, asks_what_agent_said, weigh_agent_turns
 from memclaw.recall.fusion import Fused
 from memclaw.service.facade import MemoryService
 from memclaw.workspace import Workspace
@@ -107,3 +107,67 @@ def test_the_weight_scales_only_the_agents_turns_and_reorders():
 def test_a_bad_weight_fails_loudly(bad):
     with pytest.raises(ValidationError, match="agent_turn_weight"):
         Config().recall.with_tuning(agent_turn_weight=bad)
+
+
+TRIP = [
+    chunk("c3333cccc", datetime(2026, 11, 10, 20, 0),
+          ("Maya", "We fly to Lisbon in May and I want a good restaurant in Lisbon for our last night there."),
+          ("memclaw", "For your last night I recommend Taberna das Flores, a small restaurant in Lisbon: no "
+                      "bookings after seven, and the best bacalhau in town.")),
+    chunk("c4444dddd", datetime(2026, 11, 12, 9, 0),
+          ("Maya", "My sister says the restaurant near the castle beats every Lisbon restaurant for a last night."),
+          ("memclaw", "Noted.")),
+    chunk("c5555eeee", datetime(2026, 11, 14, 9, 0),
+          ("Maya", "Our last night in Lisbon: the restaurant should be near the hotel in Alfama."),
+          ("memclaw", "Good idea.")),
+]  # fmt: skip
+RECOMMENDED = "Which restaurant in Lisbon did you recommend for our last night?"
+
+
+@pytest.mark.parametrize(
+    ("query", "asked"),
+    [
+        ("Which restaurant did you recommend in Lisbon?", True),
+        ("what did you say about my visa", True),
+        ("You told me to dilute tea tree oil; what ratio was it?", True),
+        ("Remind me of your suggestion for the trip", True),
+        ("In our last chat, what was the book called?", True),
+        ("Can you recommend a restaurant in Lisbon?", False),
+        ("What did I say about my visa?", False),
+        ("What is the name of my sister's bakery?", False),
+        ("Did you know I moved to Berlin?", False),
+    ],
+)
+def test_a_question_about_what_the_agent_said_is_read_as_one(query, asked):
+    assert asks_what_agent_said(query) is asked
+
+
+def test_asked_what_it_said_the_agents_own_turns_rank_with_their_own_weight(tmp_path, embedder):
+    """A question about the agent's words: its turns keep `agent_asked_weight` of their score, not
+    `agent_turn_weight`, and recall says so; any other question weighs them as before."""
+    ws = Workspace(tmp_path / "ws")
+    ws.memory_root.mkdir(parents=True, exist_ok=True)
+    append_day(ws, "owner", *TRIP)
+    reply = "memclaw: For your last night I recommend Taberna das Flores"
+    cfg = Config(workspace=ws.root)
+    ranks = {}
+    for weight in (cfg.recall.tuning.agent_turn_weight, 1.0):
+        cfg.recall = Config().recall.with_tuning(agent_asked_weight=weight)
+        svc = MemoryService(ws, cfg, embedder=embedder)
+        try:
+            res = svc.recall_detailed(RECOMMENDED, k=6)
+            texts = [h.unit.text for h in res.hits]
+            ranks[weight] = next(n for n, t in enumerate(texts) if t.startswith(reply))
+            agent_boosts = [h.boosts.get("agent") for h in res.hits if h.unit.extra.get("speaker") == "memclaw"]
+            if weight == 1.0:
+                assert res.agent_asked == 1.0 and agent_boosts and not any(agent_boosts)
+                # any other question still weighs the agent's turns down
+                other = svc.recall_detailed("Lisbon restaurant last night near the hotel", k=6)
+                assert other.agent_asked is None
+                assert all(h.boosts["agent"] < 0 for h in other.hits if h.unit.extra.get("speaker") == "memclaw")
+            else:
+                assert res.agent_asked is None and all(b is not None and b < 0 for b in agent_boosts)
+        finally:
+            svc.close()
+    # the reply that holds the answer, below the owner's turns in the question's words, comes first
+    assert ranks[1.0] == 0 < ranks[cfg.recall.tuning.agent_turn_weight], ranks
