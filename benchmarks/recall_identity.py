@@ -29,8 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # The shared data folder beside the checkout, or beside any folder above it (a worktree under another folder).
-DATA = next((p / "shared" / "data" for p in ROOT.parents if (p / "shared" / "data").is_dir()), ROOT.parent)
-DATA = DATA / "locomo" / "locomo-dev.json"
+SHARED = next((p / "shared" / "data" for p in ROOT.parents if (p / "shared" / "data").is_dir()), ROOT.parent)
+DATA = SHARED / "locomo" / "locomo-dev.json"
 MODES = ("hybrid", "bm25", "vector")
 
 
@@ -58,7 +58,7 @@ def _workspace(root: Path, conv: dict) -> int:
     return len(conv["qa"])
 
 
-LME = ROOT.parent / "shared" / "data" / "longmemeval" / "lme-s-dev.json.gz"
+LME = SHARED / "longmemeval" / "lme-s-dev.json.gz"
 
 
 def _lme_date(text: str) -> datetime:
