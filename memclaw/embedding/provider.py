@@ -293,10 +293,10 @@ class ProviderEmbedder:
                 f"set {providers.key_env_names(self.name) or 'the provider API key'} (or {KEY_SETTING})"
             )
         if retryable(e):
-            self._down.trip(self._describe(e))
+            why = self._describe(e)
+            self._down.trip(why)
             return EmbeddingUnavailable(
-                f"the embedding provider for {self.name} is unavailable after {attempts} attempt(s) "
-                f"({self._describe(e)})"
+                f"the embedding provider for {self.name} is unavailable after {attempts} attempt(s) ({why})"
             )
         return EmbeddingProviderError(
             f"the embedding provider refused {self.name} ({self._describe(e)}); check embeddings.model and its settings"
