@@ -172,14 +172,10 @@ def bench_longmemeval(
 
     one = bench_cmd.OneMemory(one_memory, raw, sessions, questions=questions)
     if one.wanted:
-        if answers != "user":
-            from memclaw.errors import UsageError
-
-            raise UsageError("--answers all is for the per-question run: drop it with --one-memory")
         bench_cmd.longmemeval_one_memory(
             data, limit, systems, out,
             bench_cmd.RunOptions(not no_progress, embeddings, embed_cache, rankings, workdir), one,
-            corpus=corpus,
+            corpus=corpus, answers=answers,
         )  # fmt: skip
         return
     bench_cmd.check_one_memory(one)

@@ -197,6 +197,7 @@ def longmemeval_one_memory(
     one: OneMemory,
     *,
     corpus: str = "archive",
+    answers: str = "user",
 ) -> dict[str, Any]:
     """`memclaw bench longmemeval --one-memory [--raw] [--sessions N]`: every session in one workspace
     (memclaw.bench.one_memory); writes DIR/longmemeval.json and .md as the per-question run does."""
@@ -212,6 +213,8 @@ def longmemeval_one_memory(
         raise UsageError("--filler is LoCoMo's: LongMemEval's own sessions are the filler; drop --filler")
     if corpus != "archive":
         raise UsageError("--one-memory writes the archive corpus: drop --corpus")
+    if answers != "user":
+        raise UsageError("--answers all is for the per-question run: drop it with --one-memory")
     _positive("--limit", limit)
     _positive("--questions", one.questions)
     specs = parse_systems(systems or SYSTEMS)

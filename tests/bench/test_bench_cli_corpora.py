@@ -76,5 +76,9 @@ def test_answers_all_scores_what_the_assistant_said(tmp_path, memclaw_cli):  # n
                     "--out", str(tmp_path / "h"), "--no-progress")  # fmt: skip
     assert r.code == 2 and "--answers all needs the archive corpus" in " ".join(r.err.split())
     assert not (tmp_path / "h").exists()
+    r = memclaw_cli("bench", "longmemeval", "--data", str(FIXTURE), "--answers", "all", "--one-memory",
+                    "--out", str(tmp_path / "one"), "--no-progress")  # fmt: skip
+    assert r.code == 2 and "--answers all is for the per-question run" in " ".join(r.err.split())
+    assert not (tmp_path / "one").exists()
     r = memclaw_cli("bench", "longmemeval", "--data", str(FIXTURE), "--answers", "some", "--no-progress")
     assert r.code == 2 and "unknown --answers 'some': use one of user, all" in " ".join(r.err.split())
