@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -40,15 +41,30 @@ LME = DATA / "longmemeval" / "lme-s-dev.json.gz"
 BUDGETS = (128, 256, 512, 1024)
 
 
-def child(
-    out: Path,
-    cache: Path,
-    limit: int | None,
-    lme: int | None,
-    pick: str | None,
-    corpora: tuple[str, str],
-    answers: str = "user",
-) -> None:
+@dataclass(frozen=True)
+class Questions:
+    """Which questions both sides answer, and over which corpora: the parent's options, passed on to each child."""
+
+    limit: int | None
+    lme: int | None
+    pick: str | None
+    locomo_corpus: str
+    lme_corpus: str
+    answers: str = "user"
+
+    @classmethod
+    def from_args(cls, a: argparse.Namespace) -> Questions:
+        return cls(a.limit, a.lme, a.lme_pick, a.locomo_corpus, a.lme_corpus, a.lme_answers)
+
+    def argv(self) -> list[str]:
+        """The child's command-line options for these questions."""
+        out = (["--limit", str(self.limit)] if self.limit else []) + (["--lme", str(self.lme)] if self.lme else [])
+        out += ["--lme-pick", self.pick] if self.pick else []
+        out += ["--locomo-corpus", self.locomo_corpus, "--lme-corpus", self.lme_corpus]
+        return out + (["--lme-answers", self.answers] if self.answers != "user" else [])
+
+
+def child(out: Path, cache: Path, qs: Questions) -> None:
     """Runs inside one checkout: both runners with an exact store, every question's budget recalls to `out`."""
     sys.path.insert(0, str(Path(__file__).parent / "lab"))
     import atexit
@@ -92,51 +108,36 @@ def child(
     atexit.register(emb.save)
     specs = parse_systems("hybrid")
     t0 = time.perf_counter()
-    if not pick:  # a pick of LongMemEval questions is a run of its own
+    if not qs.pick:  # a pick of LongMemEval questions is a run of its own
         run_locomo(
             load_locomo(LOCOMO),
             specs,
-            corpus=corpora[0],
+            corpus=qs.locomo_corpus,
             progress=False,
             base=base,
             embedder=emb,
-            limit_questions=limit,
+            limit_questions=qs.limit,
         )
     t1 = time.perf_counter()
     data = LME
-    if pick:  # only these questions (0-based positions in the file), e.g. those whose question names a date
+    if qs.pick:  # only these questions (0-based positions in the file), e.g. those whose question names a date
         import gzip
 
         raw = json.loads(gzip.decompress(LME.read_bytes()))
         data = out.parent / "lme-picked.json"
-        data.write_text(json.dumps([raw[int(i)] for i in pick.split(",")]), "utf-8")
-    run_longmemeval(data, specs, limit=lme or limit, progress=False, base=base, embedder=emb, corpus=corpora[1],
-                    **({"answers": answers} if answers != "user" else {}))  # fmt: skip
+        data.write_text(json.dumps([raw[int(i)] for i in qs.pick.split(",")]), "utf-8")
+    run_longmemeval(data, specs, limit=qs.lme or qs.limit, progress=False, base=base, embedder=emb,
+                    corpus=qs.lme_corpus, **({"answers": qs.answers} if qs.answers != "user" else {}))  # fmt: skip
     rows["seconds"] = [round(t1 - t0, 1), round(time.perf_counter() - t1, 1)]  # type: ignore[assignment]
     emb.save()
     out.write_text(json.dumps(rows), "utf-8")
 
 
-def _run(
-    checkout: Path,
-    out: Path,
-    cache: Path,
-    limit: int | None,
-    lme: int | None,
-    pick: str | None,
-    *,
-    corpora: tuple[str, str],
-    extra_env: dict[str, str],
-    answers: str = "user",
-) -> None:
+def _run(checkout: Path, out: Path, cache: Path, qs: Questions, *, extra_env: dict[str, str]) -> None:
     env = dict(os.environ, PYTHONPATH=str(checkout), PYTHONHASHSEED="0", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                LITELLM_LOCAL_MODEL_COST_MAP="True", MEMCLAW_HOME=str(out.parent / f"home-{out.stem}"))  # fmt: skip
     env.update(extra_env)
-    cmd = [sys.executable, __file__, "--child", str(out), "--cache", str(cache)]
-    cmd += (["--limit", str(limit)] if limit else []) + (["--lme", str(lme)] if lme else [])
-    cmd += ["--lme-pick", pick] if pick else []
-    cmd += ["--locomo-corpus", corpora[0], "--lme-corpus", corpora[1]]
-    cmd += ["--lme-answers", answers] if answers != "user" else []
+    cmd = [sys.executable, __file__, "--child", str(out), "--cache", str(cache), *qs.argv()]
     subprocess.run(cmd, env=env, check=True, cwd=checkout)
 
 
@@ -186,19 +187,17 @@ def main() -> int:
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        child(a.child, a.cache, a.limit, a.lme, a.lme_pick, (a.locomo_corpus, a.lme_corpus), a.lme_answers)
+        child(a.child, a.cache, Questions.from_args(a))
         return 0
     if a.baseline is None:
         ap.error("--baseline is required")
     with tempfile.TemporaryDirectory() as tmp:
         cache = a.cache or Path(tmp) / "embed-cache.npz"
         old, new = Path(tmp) / "old.json", Path(tmp) / "new.json"
-        corpora = (a.locomo_corpus, a.lme_corpus)
+        qs = Questions.from_args(a)
         extra = dict(kv.split("=", 1) for kv in a.current_env)
-        common = {"corpora": corpora, "answers": a.lme_answers}
-        _run(a.baseline.resolve(), old, cache, a.limit, a.lme, a.lme_pick, extra_env={}, **common)
-        mine = a.current_cache or cache
-        _run(a.current.resolve(), new, mine, a.limit, a.lme, a.lme_pick, extra_env=extra, **common)
+        _run(a.baseline.resolve(), old, cache, qs, extra_env={})
+        _run(a.current.resolve(), new, a.current_cache or cache, qs, extra_env=extra)
         ra, rb = json.loads(old.read_text()), json.loads(new.read_text())
         if a.rows:
             a.rows.mkdir(parents=True, exist_ok=True)

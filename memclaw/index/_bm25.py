@@ -459,8 +459,8 @@ class InvertedBM25:
             raise corrupt(where, "array sizes do not match the header")
         arrays, off = [], 0
         for size in sizes:
-            # native, writable copies
-            arrays.append(np.frombuffer(rest, I4, size, off).astype(I4))
+            # read-only views of `raw`: nothing writes into the frozen block (an append copies a term out first)
+            arrays.append(np.frombuffer(rest, I4, size, off))
             off += 4 * size
         lens, counts, slots, tfs = arrays
         if (

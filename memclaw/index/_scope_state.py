@@ -6,6 +6,8 @@ Nothing read from it can run code: SQLite rows of JSON and raw little-endian arr
 
 Its table `meta(key, value)` holds JSON values: format, scope, signatures, marks, pending, warned.
 Its table `snapshot(name, data)` holds the parts "units", "links" and "bm25", the last as memclaw.index._bm25 writes it.
+It may hold "contexts", BM25's turn contexts (memclaw.index.bm25_context) for the state saved with them.
+Every save writes or deletes them, and they name a digest of the rest of the file: a cold load need not build them.
 Its table `log(seq, part, n, data)` holds what changed since each part's snapshot, in order, `n` rows per entry.
 The "units" log holds rows appended to one memory file and the files' order after it.
 The "links" log holds session links set or dropped; the "bm25" log, documents removed and added with their tokens.
@@ -20,6 +22,7 @@ A folder or other non-file at the path is not memclaw's to replace: DerivedIndex
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import sqlite3
@@ -197,6 +200,8 @@ class Loaded:
     # None when the BM25 part is damaged (`lexical_error` says how)
     lexical: InvertedBM25 | None
     lexical_error: str | None = None
+    # (the digest of the state as loaded, the turn contexts' bytes saved with it), if there are any
+    contexts: tuple[str, bytes] | None = None
 
 
 def file_sig(path: Path) -> tuple | None:
@@ -239,6 +244,7 @@ def load(path: Path) -> Loaded | None:
             meta = {k: v for k, v in con.execute("SELECT key, value FROM meta")}
             snaps = dict(con.execute("SELECT name, data FROM snapshot"))
             log = con.execute("SELECT part, data FROM log ORDER BY seq").fetchall()
+            contexts = (_digest(con), snaps.pop(CONTEXTS)) if CONTEXTS in snaps else None
             con.execute("COMMIT")
     except sqlite3.DatabaseError as e:
         if permission_denied(e):
@@ -257,7 +263,22 @@ def load(path: Path) -> Loaded | None:
         lexical = _lexical_from(snaps, log, path)
     except Exception as e:
         return Loaded(state, None, str(e))
-    return Loaded(state, lexical)
+    return Loaded(state, lexical, contexts=contexts)
+
+
+CONTEXTS = "contexts"
+
+
+def _digest(con: sqlite3.Connection) -> str:
+    """What identifies the saved state: its metadata, its parts' sizes and its log, read in the caller's transaction.
+    A save by a memclaw that knows no turn contexts changes it, so it never meets contexts of another state."""
+    h = hashlib.sha1()
+    parts = ("SELECT key, value FROM meta ORDER BY key",
+             f"SELECT name, length(data) FROM snapshot WHERE name != '{CONTEXTS}' ORDER BY name",
+             "SELECT count(*), COALESCE(MAX(seq), 0), COALESCE(SUM(length(data)), 0) FROM log")  # fmt: skip
+    for row in (row for sql in parts for row in con.execute(sql)):
+        h.update(json.dumps(list(row)).encode("ascii"))
+    return h.hexdigest()
 
 
 def _json(raw: str | bytes, kind: type) -> Any:
@@ -370,9 +391,16 @@ def page_size(scope: str) -> int:
     return 16384 if scope == OWNER_SCOPE else 4096
 
 
-def save(path: Path, state: ScopeState, lexical_bytes: Callable[[], bytes], changes: Changes | None = None) -> None:
+def save(
+    path: Path,
+    state: ScopeState,
+    lexical_bytes: Callable[[], bytes],
+    changes: Changes | None = None,
+    contexts: Callable[[str], bytes | None] | None = None,
+) -> None:
     """Write the state in one transaction: appended to the log when `changes` says what changed (and the log is
-    short enough), else whole. `lexical_bytes()` gives the whole BM25 index when it is written whole."""
+    short enough), else whole. `lexical_bytes()` gives the whole BM25 index when it is written whole.
+    `contexts(digest)` gives the turn contexts of the state as saved, for that digest, or None for none."""
     meta = {
         "format": FORMAT,
         "scope": state.scope,
@@ -390,6 +418,10 @@ def save(path: Path, state: ScopeState, lexical_bytes: Callable[[], bytes], chan
                 limit = compact_after(len(state.units))
                 _save_units(con, state, changes, limit)
                 _save_bm25(con, lexical_bytes, changes, limit)
+                con.execute("DELETE FROM snapshot WHERE name = ?", (CONTEXTS,))
+                data = contexts(_digest(con)) if contexts is not None else None
+                if data is not None:
+                    _snapshot(con, CONTEXTS, data)
                 con.execute("COMMIT")
             except BaseException:
                 with contextlib.suppress(sqlite3.Error):

@@ -21,7 +21,7 @@ from memclaw.util.text import counted
 
 if TYPE_CHECKING:
     from memclaw.config import Config
-    from memclaw.index._bm25 import LexicalIndex
+    from memclaw.index._bm25 import InvertedBM25, LexicalIndex
     from memclaw.index._scope_state import ScopeState
     from memclaw.index.bm25_context import TurnContexts
     from memclaw.index.tokenizer import Tokenizer
@@ -64,6 +64,8 @@ class Scope:
         self._entries_by_cid: dict[str, list[str]] | None = None
         # the agent's name, its turns left out
         self._contexts: tuple[str, TurnContexts] | None = None
+        # (digest, bytes) of the turn contexts saved with the state (memclaw.index._scope_state), until first used
+        self.saved_contexts: tuple[str, bytes] | None = None
 
     def turn_contexts(self, agent: str) -> TurnContexts | None:
         """The context documents of the scope's short archived turns for BM25, the turns of the agent named `agent`
@@ -76,8 +78,27 @@ class Scope:
         if not isinstance(lex, InvertedBM25):
             return None
         if self._contexts is None or self._contexts[0] != agent or not self._contexts[1].fits(lex):
-            self._contexts = (agent, TurnContexts(self.state.units, lex, agent))
+            saved = self._saved_contexts(agent, lex)
+            self._contexts = (agent, saved or TurnContexts(self.state.units, lex, agent))
         return self._contexts[1]
+
+    def set_contexts(self, agent: str, contexts: TurnContexts) -> None:
+        """The turn contexts a sync built for this state (the ones it saved)."""
+        self._contexts, self.saved_contexts = (agent, contexts), None
+
+    def _saved_contexts(self, agent: str, lex: InvertedBM25) -> TurnContexts | None:
+        """The turn contexts saved with the state, if they were built for it and for `agent` (read once)."""
+        from memclaw.index.bm25_context import TurnContexts, contexts_key
+
+        saved, self.saved_contexts = self.saved_contexts, None
+        if saved is None:
+            return None
+        try:
+            return TurnContexts.from_bytes(saved[1], contexts_key(agent, saved[0]), lex)
+        except ValueError as e:
+            # derived data: built anew, as when there were none
+            log.info("the saved BM25 turn contexts are unusable (%s); building them", e)
+            return None
 
     def entries_by_cid(self) -> dict[str, list[str]]:
         """Consolidation id -> the history entries that carry it (memclaw.index._links; built on first use)."""
@@ -345,7 +366,9 @@ class ScopeCache:
             # the next sync saves it (it holds the writer lock)
             sc.lexical_unsaved = True
             return sc
-        return Scope(state, lexical, sig)
+        sc = Scope(state, lexical, sig)
+        sc.saved_contexts = loaded.contexts
+        return sc
 
     def build_lexical(self, units: Iterable[MemoryUnit]) -> LexicalIndex:
         """A BM25 index of these units (progress shown for a big one)."""

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memclaw.errors import DerivedIndexError, EmbeddingUnavailable, VectorStoreCorrupted
+from memclaw.index._bm25 import InvertedBM25
 from memclaw.index._links import changes_links, session_links
+from memclaw.index.bm25_context import TurnContexts, contexts_key
 from memclaw.index.passages import context_rows_all, turn_context, unit_of, unit_vectors
 from memclaw.index.scopes import Scope, ScopeCache, index_text
 from memclaw.markdown.archive import speaker_is
@@ -350,6 +352,8 @@ class ScopeSync:
             removed, added = sorted(stale_in_store), []
             # in-place update; recall holds the same lock while searching
             with cache.lock:
+                # the contexts saved with the old state no longer describe this index
+                old.saved_contexts = None
                 # (not a copy of every id: O(changes))
                 present = {u.id for u in to_embed if u.id in lexical}
                 for i in removed:
@@ -378,17 +382,27 @@ class ScopeSync:
             with cache.lock:
                 return lexical.to_bytes()
 
+        agent, built = self.config.agent.name, []
+
+        def contexts_bytes(digest: str) -> bytes | None:
+            # built here, after the save compacted the index, and saved with it: neither the next recall nor a
+            # cold start builds them (memclaw.index.bm25_context; 0.4 s at 100k turns)
+            if not (isinstance(lexical, InvertedBM25) and self.config.recall.tuning.bm25_context_weight > 0
+                    and table.rows_of("archive")):  # fmt: skip
+                return None
+            with cache.lock:
+                built.append(TurnContexts(table, lexical, agent))
+            return built[0].to_bytes(contexts_key(agent, digest))
+
         # seconds of JSON: say so
         big = changes is None and len(table) > 50_000
         with progress_for(cache.progress, None, 0, "saving the index") if big else contextlib.nullcontext():
-            scope_state.save(sf, state, lexical_bytes, changes)
+            scope_state.save(sf, state, lexical_bytes, changes, contexts_bytes)
         dirty.unlink(missing_ok=True)
         synced = Scope(state, lexical, scope_state.file_sig(sf))
+        if built:
+            synced.set_contexts(agent, built[0])
         cache.put(scope, synced)
-        if self.config.recall.tuning.bm25_context_weight > 0 and table.rows_of("archive"):
-            # built here, not by the next recall (memclaw.index.bm25_context; 0.3 s at 100k turns)
-            with cache.lock:
-                synced.turn_contexts(self.config.agent.name)
         if report.changed:
             log.info("synced %s: +%d ~%d -%d", scope, report.added, report.updated, report.removed)
         return report

@@ -243,3 +243,122 @@ def test_kept_term_scores_stay_within_their_bound(svc, monkeypatch):
     for _ in range(2):
         assert {q: fresh.search(sc.lexical, tok(q), 50) for q in want} == want
         assert len(fresh._terms) == 1  # noqa: SLF001  (the oldest terms were let go)
+
+
+# ---- the contexts saved with the scope's state: a cold load reads them instead of building them
+
+
+def same_contexts(a, b) -> bool:
+    import numpy as np
+
+    arrays = ("has_context", "lengths", "as_before", "as_after")
+    return (a.n_slots, a.n_docs, a.avgdl) == (b.n_slots, b.n_docs, b.avgdl) and all(
+        np.array_equal(getattr(a, k), getattr(b, k)) for k in arrays
+    )
+
+
+def cold(svc):
+    """The owner's scope as a fresh process loads it from its state file."""
+    svc.scopes.clear()
+    return svc.scopes.get("owner")
+
+
+def test_a_cold_load_reads_the_contexts_saved_with_the_state(svc, monkeypatch):
+    import memclaw.index.bm25_context as bc
+
+    agent = svc.config.agent.name
+    warm = {q: svc.recall_detailed(q, kind="archive", mode="bm25", k=5) for q in ("dinosaur exhibit", "Friday")}
+    sc = cold(svc)
+    built = bc.TurnContexts(sc.state.units, sc.lexical, agent)
+    assert sc.saved_contexts is not None
+
+    def build(*_a, **_k):
+        raise AssertionError("built, not read")
+
+    monkeypatch.setattr(bc.TurnContexts, "__init__", build)
+    assert same_contexts(sc.turn_contexts(agent), built)
+    assert sc.saved_contexts is None  # read once, then let go
+    for q, want in warm.items():
+        got = svc.recall_detailed(q, kind="archive", mode="bm25", k=5)
+        assert [(h.unit.id, h.score, h.bm25.context) for h in got.hits] == [
+            (h.unit.id, h.score, h.bm25.context) for h in want.hits
+        ]
+
+
+def test_an_append_saves_the_contexts_of_the_new_state(svc, monkeypatch):
+    import memclaw.index.bm25_context as bc
+
+    more = chunk("c7777aaaa", datetime(2026, 11, 27, 20, 0), ("Maya", "The museum was closed."), ("Sam", "Oh no!"))
+    append_day(svc.workspace, "owner", more)
+    svc.sync()
+    sc = cold(svc)
+    built = bc.TurnContexts(sc.state.units, sc.lexical, svc.config.agent.name)
+    assert built.has_context[sc.lexical.slot_of(next(u.id for u in sc.state.units.values() if "Oh no!" in u.text))]
+    monkeypatch.setattr(bc.TurnContexts, "__init__", lambda *_a: pytest.fail("built, not read"))
+    assert same_contexts(sc.turn_contexts(svc.config.agent.name), built)
+
+
+def test_contexts_of_another_state_or_agent_are_not_used(svc):
+    import sqlite3
+
+    import memclaw.index.bm25_context as bc
+
+    agent = svc.config.agent.name
+    sc = cold(svc)
+    digest, data = sc.saved_contexts
+    assert bc.TurnContexts.from_bytes(data, bc.contexts_key(agent, digest), sc.lexical) is not None
+    assert bc.TurnContexts.from_bytes(data, bc.contexts_key("Someone else", digest), sc.lexical) is None
+    # a save by a memclaw that knows no turn contexts rewrites the metadata and keeps the old contexts' row
+    path = svc.scopes.layout.state_file("owner")
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE meta SET value = ? WHERE key = 'warned'", ('{"x.md": []}',))
+    sc = cold(svc)
+    digest2, data2 = sc.saved_contexts
+    assert data2 == data and digest2 != digest
+    assert bc.TurnContexts.from_bytes(data2, bc.contexts_key(agent, digest2), sc.lexical) is None
+    built = bc.TurnContexts(sc.state.units, sc.lexical, agent)
+    assert same_contexts(sc.turn_contexts(agent), built)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "slot out of range", "no header", "bad json"])
+def test_damaged_saved_contexts_are_built_anew(svc, damage, caplog):
+    import sqlite3
+    import struct
+
+    import numpy as np
+
+    import memclaw.index.bm25_context as bc
+
+    agent = svc.config.agent.name
+    sc = cold(svc)
+    digest, data = sc.saved_contexts
+    (n_head,) = struct.unpack_from("<Q", data, 0)
+    if damage == "truncated":
+        bad = data[:-3]
+    elif damage == "slot out of range":
+        arr = np.frombuffer(data, "<i8", 1, 8 + n_head).copy()
+        arr[0] = 10**6
+        bad = data[: 8 + n_head] + arr.tobytes() + data[8 + n_head + 8 :]
+    elif damage == "no header":
+        bad = b"\x01"
+    else:
+        bad = struct.pack("<Q", 3) + b"{x]" + data[8 + n_head :]
+    with pytest.raises(ValueError):
+        bc.TurnContexts.from_bytes(bad, bc.contexts_key(agent, digest), sc.lexical)
+    with sqlite3.connect(svc.scopes.layout.state_file("owner")) as con:
+        con.execute("UPDATE snapshot SET data = ? WHERE name = 'contexts'", (bad,))
+    sc = cold(svc)
+    built = bc.TurnContexts(sc.state.units, sc.lexical, agent)
+    with caplog.at_level("INFO", logger="memclaw.index.scopes"):
+        assert same_contexts(sc.turn_contexts(agent), built)
+    assert "saved BM25 turn contexts are unusable" in caplog.text
+    assert svc.recall_detailed("dinosaur exhibit", kind="archive", mode="bm25", k=5).hits
+
+
+def test_a_state_saved_without_contexts_has_none(svc):
+    import memclaw.index._scope_state as scope_state
+
+    path = svc.scopes.layout.state_file("owner")
+    sc = cold(svc)
+    scope_state.save(path, sc.state, sc.lexical.to_bytes)
+    assert scope_state.load(path).contexts is None
