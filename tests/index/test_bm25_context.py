@@ -308,6 +308,15 @@ def test_contexts_of_another_state_or_agent_are_not_used(svc):
     digest, data = sc.saved_contexts
     assert bc.TurnContexts.from_bytes(data, bc.contexts_key(agent, digest), sc.lexical) is not None
     assert bc.TurnContexts.from_bytes(data, bc.contexts_key("Someone else", digest), sc.lexical) is None
+    # the same documents in other slots: as many slots and documents, and not the ones they were built for
+    from memclaw.index._bm25 import InvertedBM25
+
+    tok = Tokenizer().tokenize
+    shuffled = InvertedBM25()
+    for u in reversed(list(sc.state.units.values())):
+        shuffled.add(u.id, tok(u.text))
+    assert (shuffled.n_slots, len(shuffled)) == (sc.lexical.n_slots, len(sc.lexical))
+    assert bc.TurnContexts.from_bytes(data, bc.contexts_key(agent, digest), shuffled) is None
     # a save by a memclaw that knows no turn contexts rewrites the metadata and keeps the old contexts' row
     path = svc.scopes.layout.state_file("owner")
     with sqlite3.connect(path) as con:
