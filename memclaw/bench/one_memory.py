@@ -153,23 +153,30 @@ def build_one_memory(
     embedder: Embedder | None,
     *,
     reused: bool = False,
+    progress: bool = False,
 ) -> OneMemory:
     """Write `sessions` (date order) with their coverage side file, unless `reused`; index once; bind `specs`.
-    `group_of` names the group (session, conversation) of a covered item: what a mask leaves out together."""
+    `group_of` names the group (session, conversation) of a covered item: what a mask leaves out together.
+    `progress`: the writing and the index's sync say how far they are on stderr (hours at a year's size)."""
+    import contextlib
     import json
 
     from memclaw.bench.locomo import coverage_path
     from memclaw.bench.prepared import prepare_corpus
     from memclaw.bench.record import write_sessions
+    from memclaw.util.progress import stderr_progress
 
+    shown = stderr_progress if progress else None
     build: dict[str, Any] = {"reused": reused}
     if not reused:
         t = time.perf_counter()
-        write_sessions(root, sorted(sessions, key=lambda s: s.when))
+        what = f"writing {len(sessions):,} sessions"
+        with stderr_progress(0, what) if progress else contextlib.nullcontext():
+            write_sessions(root, sorted(sessions, key=lambda s: s.when))
         build["write_seconds"] = round(time.perf_counter() - t, 1)
         coverage_path(root).write_text(json.dumps({"corpus": "one-memory", "units": entries}), "utf-8")
     before = (getattr(embedder, "cached", 0), getattr(embedder, "embedded", 0))
-    prep = prepare_corpus(root, coverage_path(root), specs, base, embedder)
+    prep = prepare_corpus(root, coverage_path(root), specs, base, embedder, progress=shown)
     build["index_seconds"] = round(prep.index_seconds, 1)
     if hasattr(embedder, "embedded"):
         # an --embed-cache run: how many of the index's texts the model embedded, and how many the file gave
@@ -266,7 +273,8 @@ def run_lme_one_memory(
         written, entries = filler_sessions(filler) if not reused else ([], [])
         if reused:
             entries = _entries(root)
-        mem = build_one_memory(root, written, entries, lambda item: item, specs, base, embedder, reused=reused)
+        mem = build_one_memory(root, written, entries, lambda item: item, specs, base, embedder, reused=reused,
+                               progress=progress)  # fmt: skip
         try:
             warm_up(mem, specs, [q.question for q in qs], k)
             with Progress(progress) as prog:
@@ -373,7 +381,7 @@ def run_locomo_one_memory(
                              **({"credit": [f"{c.sample_id}/{i}" for i in x["credit"]]} if "credit" in x else {})}
                             for x in e]  # fmt: skip
         mem = build_one_memory(root, written, entries, lambda item: item.split("/")[0],
-                               specs, base, embedder, reused=reused)  # fmt: skip
+                               specs, base, embedder, reused=reused, progress=progress)  # fmt: skip
         try:
             warm_up(mem, specs, [q.question for c in convs for q in c.questions], k)
             with Progress(progress) as prog:

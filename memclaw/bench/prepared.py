@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from memclaw.context.memory_section import Candidate
     from memclaw.embedding.base import Embedder
     from memclaw.service.facade import MemoryService
+    from memclaw.util.progress import ProgressFactory
 
 
 @dataclass
@@ -55,9 +56,10 @@ def prepare_corpus(
     embedder: Embedder | None,
     *,
     now: datetime | None = None,
+    progress: ProgressFactory | None = None,
 ) -> PreparedCorpus:
     """Parse the workspace at `root`, index it once with memclaw (if any memclaw system is asked for), and bind
-    every system to it."""
+    every system to it. `progress` shows the index's sync (memclaw.util.progress), as `memclaw memory sync` does."""
     from memclaw.context.memory_section import candidates
     from memclaw.llm.tokens import counter_for
     from memclaw.service.facade import MemoryService
@@ -74,6 +76,7 @@ def prepare_corpus(
     if mem_specs:
         ws = Workspace(Path(root))
         main = MemoryService(ws, base, embedder=embedder)
+        main.progress = progress
         t0 = time.perf_counter()
         main.sync()
         t_index = time.perf_counter() - t0

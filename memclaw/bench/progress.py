@@ -1,19 +1,26 @@
-"""The progress bar of a benchmark run: rich on stderr, or nothing (tests and non-interactive use)."""
+"""The progress of a benchmark run on stderr: a rich bar on a terminal, a plain line now and then in a log
+(memclaw.util.progress), or nothing (tests, `--no-progress`)."""
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from collections.abc import Callable
 
 
 class Progress:
-    """A rich progress bar on stderr (or nothing, for tests and non-interactive use)."""
+    """A rich progress bar on stderr, plain lines when stderr is no terminal, or nothing when not `enabled`."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self._prog = None
+        # the plain lines' reporters, closed on exit
+        self._plain: contextlib.ExitStack | None = None
 
     def __enter__(self) -> Progress:
-        if self.enabled:
+        if self.enabled and not sys.stderr.isatty():
+            self._plain = contextlib.ExitStack()
+        elif self.enabled:
             from rich.console import Console
             from rich.progress import (
                 BarColumn,
@@ -39,9 +46,16 @@ class Progress:
     def __exit__(self, *exc: object) -> None:
         if self._prog is not None:
             self._prog.__exit__(*exc)
+        if self._plain is not None:
+            self._plain.__exit__(*exc)
 
     def task(self, description: str, total: int) -> Callable[..., None]:
         """Add a task; returns advance(n=1, description=None)."""
+        if self._plain is not None:
+            from memclaw.util.progress import stderr_progress
+
+            step = self._plain.enter_context(stderr_progress(total, description, unit="step"))
+            return lambda n=1, description=None: step(n)
         if self._prog is None:
             return lambda n=1, description=None: None
         prog = self._prog
@@ -55,3 +69,5 @@ class Progress:
     def log(self, msg: str) -> None:
         if self._prog is not None:
             self._prog.console.print(msg)
+        elif self._plain is not None:
+            print(msg, file=sys.stderr, flush=True)

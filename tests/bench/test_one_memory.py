@@ -184,3 +184,58 @@ def test_locomo_among_the_longmemeval_filler_masks_the_other_conversations(tmp_p
         assert "## One memory" in (out / "locomo.md").read_text()
     # two identical conversations: unmasked, the other's copy takes top places that cover none of this one's evidence
     assert seen["default"] >= seen["raw"]
+
+
+def test_the_store_build_reports_its_sync_to_the_progress_it_is_given(tmp_path, embedder):
+    """A one-memory store takes hours to index at a year's size: its sync reports to the progress factory, as
+    `memclaw memory sync` does, and every vector it embeds is counted once."""
+    import contextlib
+
+    from memclaw.bench.locomo import coverage_path
+    from memclaw.bench.longmemeval import load_longmemeval
+    from memclaw.bench.one_memory import filler_sessions, lme_filler
+    from memclaw.bench.prepared import prepare_corpus
+    from memclaw.bench.record import write_sessions
+    from memclaw.bench.run_config import bench_config
+    from memclaw.bench.systems import parse_systems
+
+    sessions, entries = filler_sessions(lme_filler(load_longmemeval(tiny_file(tmp_path))))
+    root = tmp_path / "ws"
+    write_sessions(root, sorted(sessions, key=lambda s: s.when))
+    coverage_path(root).write_text(json.dumps({"corpus": "one-memory", "units": entries}), "utf-8")
+    said: list[tuple[str, int, list[int]]] = []
+
+    @contextlib.contextmanager
+    def recorder(total: int, what: str):
+        said.append((what, total, []))
+        yield said[-1][2].append
+
+    prep = prepare_corpus(root, coverage_path(root), parse_systems("hybrid"), bench_config(), embedder,
+                          progress=recorder)  # fmt: skip
+    try:
+        vectors = prep.services[0].store.count("owner")
+    finally:
+        prep.close()
+    embedding = [(total, sum(done)) for what, total, done in said if what.startswith("embedding")]
+    assert embedding and all(total == done for total, done in embedding)
+    assert sum(total for total, _ in embedding) == vectors > 0
+
+
+def test_a_bench_run_in_a_log_says_how_far_it_is_in_plain_lines(capsys, monkeypatch):
+    import memclaw.util.progress as P
+    from memclaw.bench.progress import Progress
+
+    monkeypatch.setattr(P, "SHOW_AFTER_S", 0.0)
+    monkeypatch.setattr(P, "LINE_EVERY_S", 0.0)
+    with Progress(True) as prog:
+        prog.log("LongMemEval one memory (default): 3 sessions")
+        advance = prog.task("LongMemEval one memory", 3)
+        for _ in range(3):
+            advance()
+    err = capsys.readouterr().err
+    assert "LongMemEval one memory (default): 3 sessions" in err
+    assert "LongMemEval one memory: 1/3 steps" in err and "LongMemEval one memory: 2/3 steps" in err
+    assert "LongMemEval one memory: 3 steps in" in err
+    with Progress(False) as quiet:
+        quiet.task("nothing", 2)()
+    assert capsys.readouterr().err == ""
