@@ -81,7 +81,6 @@ class TurnContexts:
             as_side[slot[side[r]]] = slot[r]
             lengths[slot[r]] += own[slot[side[r]]]
         self._set(len(lexical), has_context, lengths, as_before, as_after)
-        self._slots = _slots_digest(lexical)
 
     def _set(self, n_docs: int, has_context: np.ndarray, lengths: np.ndarray, as_before: np.ndarray,
              as_after: np.ndarray) -> None:  # fmt: skip
@@ -97,9 +96,11 @@ class TurnContexts:
         self._terms: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._kept = 0
 
-    def to_bytes(self, key: str) -> bytes:
-        """The arrays for the index state (memclaw.index._scope_state), with `key`, what they were built for."""
-        head = json.dumps({"key": key, "n_slots": self.n_slots, "n_docs": self.n_docs, "slots": self._slots}).encode()
+    def to_bytes(self, key: str, lexical: InvertedBM25) -> bytes:
+        """The arrays for the index state (memclaw.index._scope_state), with `key`, what they were built for, and a
+        digest of `lexical`'s slots, the index they were built over."""
+        slots = _slots_digest(lexical)
+        head = json.dumps({"key": key, "n_slots": self.n_slots, "n_docs": self.n_docs, "slots": slots}).encode()
         arrays = [self.as_before.astype("<i8"), self.as_after.astype("<i8"), self.lengths.astype("<f8"),
                   self.has_context.astype(np.uint8)]  # fmt: skip
         return b"".join([struct.pack("<Q", len(head)), head, *(a.tobytes() for a in arrays)])
@@ -132,7 +133,6 @@ class TurnContexts:
             raise ValueError("unexpected values")
         out = cls.__new__(cls)
         out._set(head["n_docs"], flags.astype(np.bool_), lengths, as_before, as_after)
-        out._slots = head["slots"]
         return out
 
     def fits(self, lexical: InvertedBM25) -> bool:

@@ -54,7 +54,14 @@ def index_text(u: MemoryUnit) -> str:
 class Scope:
     """Runtime state of one scope: the unit table, the BM25 index and the state file it came from."""
 
-    def __init__(self, state: ScopeState, lexical: LexicalIndex, state_sig: tuple | None) -> None:
+    def __init__(
+        self,
+        state: ScopeState,
+        lexical: LexicalIndex,
+        state_sig: tuple | None,
+        *,
+        saved_contexts: tuple[str, bytes] | None = None,
+    ) -> None:
         self.state = state
         self.lexical = lexical
         self.state_sig = state_sig
@@ -65,7 +72,7 @@ class Scope:
         # the agent's name, its turns left out
         self._contexts: tuple[str, TurnContexts] | None = None
         # (digest, bytes) of the turn contexts saved with the state (memclaw.index._scope_state), until first used
-        self.saved_contexts: tuple[str, bytes] | None = None
+        self.saved_contexts = saved_contexts
 
     def turn_contexts(self, agent: str) -> TurnContexts | None:
         """The context documents of the scope's short archived turns for BM25, the turns of the agent named `agent`
@@ -81,6 +88,12 @@ class Scope:
             saved = self._saved_contexts(agent, lex)
             self._contexts = (agent, saved or TurnContexts(self.state.units, lex, agent))
         return self._contexts[1]
+
+    def lexical_to_change(self) -> LexicalIndex:
+        """The BM25 index, to be changed in place (under the cache's lock): the turn contexts saved with the old
+        state no longer describe it."""
+        self.saved_contexts = None
+        return self.lexical
 
     def set_contexts(self, agent: str, contexts: TurnContexts) -> None:
         """The turn contexts a sync built for this state (the ones it saved)."""
@@ -366,9 +379,7 @@ class ScopeCache:
             # the next sync saves it (it holds the writer lock)
             sc.lexical_unsaved = True
             return sc
-        sc = Scope(state, lexical, sig)
-        sc.saved_contexts = loaded.contexts
-        return sc
+        return Scope(state, lexical, sig, saved_contexts=loaded.contexts)
 
     def build_lexical(self, units: Iterable[MemoryUnit]) -> LexicalIndex:
         """A BM25 index of these units (progress shown for a big one)."""

@@ -348,12 +348,10 @@ class ScopeSync:
         if old is None:
             lexical = cache.build_lexical(units)
         else:
-            lexical = old.lexical
             removed, added = sorted(stale_in_store), []
             # in-place update; recall holds the same lock while searching
             with cache.lock:
-                # the contexts saved with the old state no longer describe this index
-                old.saved_contexts = None
+                lexical = old.lexical_to_change()
                 # (not a copy of every id: O(changes))
                 present = {u.id for u in to_embed if u.id in lexical}
                 for i in removed:
@@ -392,7 +390,7 @@ class ScopeSync:
                 return None
             with cache.lock:
                 built.append(TurnContexts(table, lexical, agent))
-            return built[0].to_bytes(contexts_key(agent, digest))
+            return built[0].to_bytes(contexts_key(agent, digest), lexical)
 
         # seconds of JSON: say so
         big = changes is None and len(table) > 50_000
